@@ -1,0 +1,204 @@
+package engine
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/tenantdb/tenantdb/internal/apierr"
+	"github.com/tenantdb/tenantdb/internal/attr"
+	"github.com/tenantdb/tenantdb/internal/keyspace"
+	"github.com/tenantdb/tenantdb/internal/storage"
+	"github.com/tenantdb/tenantdb/internal/tenancy"
+)
+
+// handle is a table as one scope sees it: the definition, the namespace
+// (key prefix) that holds this scope's items, and the store they live in.
+// It is the only way operations reach item data.
+type handle struct {
+	t     *Table
+	ns    []byte
+	db    *storage.DB
+	scope tenancy.Scope
+}
+
+// namespace returns the data prefix of a scope.
+func namespace(s tenancy.Scope) []byte { return keyspace.Namespace(s.Tenant(), s.Env()) }
+
+func notFound(name string) error {
+	return apierr.New(apierr.ResourceNotFound, "Requested resource not found: Table: %s not found", name)
+}
+
+// lookup finds the table named name visible to scope s: the tenant's own
+// table of that name, else the shared one. It returns a ResourceNotFound
+// error that does not reveal whether another tenant has such a table.
+func (e *Engine) lookup(s tenancy.Scope, name string) (*Table, error) {
+	if !s.Tenant().IsZero() {
+		own, err := e.ownedTables(s)
+		if err != nil {
+			return nil, err
+		}
+		if t, ok := own[name]; ok {
+			return t, nil
+		}
+	}
+	e.mu.RLock()
+	t, ok := e.shared[name]
+	e.mu.RUnlock()
+	if !ok {
+		return nil, notFound(name)
+	}
+	return t, nil
+}
+
+// open resolves name for a data-plane operation of scope s and returns the
+// handle through which it reads and writes items. The operator, which has
+// no tenant, never gets a handle.
+func (e *Engine) open(s tenancy.Scope, name string) (*handle, error) {
+	if err := validateTableName(name); err != nil {
+		return nil, err
+	}
+	if s.Tenant().IsZero() {
+		return nil, apierr.New(apierr.AccessDenied, "The operator credential has no access to table data; use a tenant credential")
+	}
+	if !s.AllowsTable(name) {
+		return nil, apierr.New(apierr.AccessDenied, "User: %s is not authorized to perform: dynamodb:%s on resource: table/%s", s.KeyID(), s.Action(), name)
+	}
+	t, err := e.lookup(s, name)
+	if err != nil {
+		return nil, err
+	}
+	db, err := e.storeFor(s, t)
+	if err != nil {
+		return nil, err
+	}
+	return &handle{t: t, ns: namespace(s), db: db, scope: s}, nil
+}
+
+// storeFor returns the store holding scope s's items of table t: the main
+// store, or the tenant's own silo store for silo tables.
+func (e *Engine) storeFor(s tenancy.Scope, t *Table) (*storage.DB, error) {
+	if t.Isolation != tenancy.Silo {
+		return e.db, nil
+	}
+	key := s.Tenant().String() + "/" + fmt.Sprint(t.ID)
+	e.mu.RLock()
+	db, ok := e.silos[key]
+	e.mu.RUnlock()
+	if ok {
+		return db, nil
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if db, ok := e.silos[key]; ok {
+		return db, nil
+	}
+	dir := ""
+	if e.opts.SiloDir != "" {
+		dir = fmt.Sprintf("%s/%s/%d", e.opts.SiloDir, s.Tenant(), t.ID)
+	}
+	db, err := storage.Open(dir, storage.Options{InMemory: dir == "" || e.opts.InMemory, Logger: e.log})
+	if err != nil {
+		return nil, apierr.Wrap(apierr.Internal, err, "opening silo store")
+	}
+	e.silos[key] = db
+	return db, nil
+}
+
+// checkLeadingKey enforces a leading-keys table's pattern on a partition
+// key value (of the table or of a GSI).
+func (h *handle) checkLeadingKey(pk attr.Value) error {
+	if h.t.Isolation != tenancy.LeadingKeys {
+		return nil
+	}
+	var s string
+	switch pk.Type {
+	case attr.S:
+		s = pk.S
+	case attr.B:
+		s = string(pk.B)
+	default:
+		s = pk.N.String()
+	}
+	return h.scope.CheckLeadingKey(h.t.LeadingKeyPattern, s)
+}
+
+// ownedTables returns (loading on first use) the tables owned by scope s's
+// tenant environment.
+func (e *Engine) ownedTables(s tenancy.Scope) (map[string]*Table, error) {
+	ns := string(namespace(s))
+	e.mu.RLock()
+	m, ok := e.owned[ns]
+	e.mu.RUnlock()
+	if ok {
+		return m, nil
+	}
+	lo, hi := keyspace.TenantTables([]byte(ns))
+	m, err := e.loadTables(lo, hi)
+	if err != nil {
+		return nil, err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if cur, ok := e.owned[ns]; ok {
+		return cur, nil
+	}
+	e.owned[ns] = m
+	return m, nil
+}
+
+func (e *Engine) loadShared() error {
+	lo, hi := keyspace.SharedTables()
+	m, err := e.loadTables(lo, hi)
+	if err != nil {
+		return err
+	}
+	e.shared = m
+	return nil
+}
+
+func (e *Engine) loadTables(lo, hi []byte) (map[string]*Table, error) {
+	m := map[string]*Table{}
+	it := e.db.NewIter(lo, hi)
+	defer it.Close()
+	for ok := it.First(); ok; ok = it.Next() {
+		var t Table
+		if err := json.Unmarshal(it.Value(), &t); err != nil {
+			return nil, apierr.Wrap(apierr.Internal, err, "corrupt table definition")
+		}
+		m[t.Name] = &t
+	}
+	if err := it.Error(); err != nil {
+		return nil, apierr.Wrap(apierr.Internal, err, "loading tables")
+	}
+	return m, nil
+}
+
+// validateTableName applies DynamoDB's rule: 3-255 chars of [a-zA-Z0-9_.-].
+func validateTableName(name string) error {
+	if len(name) < 3 || len(name) > 255 {
+		return apierr.Validationf("1 validation error detected: Value '%s' at 'tableName' failed to satisfy constraint: Member must have length between 3 and 255", name)
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.') {
+			return apierr.Validationf("1 validation error detected: Value '%s' at 'tableName' failed to satisfy constraint: Member must satisfy regular expression pattern: [a-zA-Z0-9_.-]+", name)
+		}
+	}
+	return nil
+}
+
+// getItem reads the item with key attributes key (nil if absent).
+func (h *handle) getItem(key attr.Item) (attr.Item, error) {
+	v, err := h.db.Get(h.t.itemKey(h.ns, key))
+	if err == storage.ErrNotFound {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, apierr.Wrap(apierr.Internal, err, "reading item")
+	}
+	it, err := attr.DecodeItem(v)
+	if err != nil {
+		return nil, apierr.Wrap(apierr.Internal, err, "decoding item")
+	}
+	return it, nil
+}

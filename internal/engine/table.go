@@ -1,0 +1,119 @@
+package engine
+
+import (
+	"time"
+
+	"github.com/tenantdb/tenantdb/internal/attr"
+	"github.com/tenantdb/tenantdb/internal/tenancy"
+	"github.com/tenantdb/tenantdb/internal/wire"
+)
+
+// KeyAttr is a key attribute's name and type. An empty Name means "none"
+// (a table or index without a sort key).
+type KeyAttr struct {
+	Name string    `json:"name,omitempty"`
+	Type attr.Type `json:"type,omitempty"`
+}
+
+// Table is a table's persisted definition. Tables are copied on change and
+// never mutated in place once published, so readers may hold one without a
+// lock.
+type Table struct {
+	ID    uint64 `json:"id"`
+	Name  string `json:"name"`
+	// Owner is the tenant that owns a tenant table; zero for shared tables.
+	Owner    tenancy.TenantID `json:"owner"`
+	OwnerEnv string           `json:"owner_env,omitempty"`
+	Created  time.Time        `json:"created"`
+	Status   string           `json:"status"` // ACTIVE, UPDATING, DELETING
+
+	Hash     KeyAttr                    `json:"hash"`
+	Range    KeyAttr                    `json:"range"`
+	AttrDefs []wire.AttributeDefinition `json:"attr_defs"`
+	Indexes  []*Index                   `json:"indexes,omitempty"`
+
+	Isolation         tenancy.IsolationMode `json:"isolation"`
+	LeadingKeyPattern string                `json:"leading_key_pattern,omitempty"`
+
+	BillingMode        string                    `json:"billing_mode"`
+	ReadCapacity       int64                     `json:"rcu"`
+	WriteCapacity      int64                     `json:"wcu"`
+	Stream             *wire.StreamSpecification `json:"stream,omitempty"`
+	TTLAttribute       string                    `json:"ttl_attr,omitempty"`
+	TTLEnabled         bool                      `json:"ttl_enabled,omitempty"`
+	Tags               []wire.Tag                `json:"tags,omitempty"`
+	DeletionProtection bool                      `json:"deletion_protection,omitempty"`
+	TableClass         string                    `json:"table_class,omitempty"`
+	NextIndexNo        uint16                    `json:"next_index_no"`
+}
+
+// Index is a GSI or LSI definition. Index number 0 is the base table, so
+// indexes are numbered from 1.
+type Index struct {
+	No             uint16    `json:"no"`
+	Name           string    `json:"name"`
+	Local          bool      `json:"local,omitempty"`
+	Hash           KeyAttr   `json:"hash"`
+	Range          KeyAttr   `json:"range"`
+	ProjectionType string    `json:"projection"` // ALL, KEYS_ONLY, INCLUDE
+	NonKey         []string  `json:"non_key,omitempty"`
+	Status         string    `json:"status"` // CREATING, ACTIVE, DELETING
+	Backfilling    bool      `json:"backfilling,omitempty"`
+	ReadCapacity   int64     `json:"rcu,omitempty"`
+	WriteCapacity  int64     `json:"wcu,omitempty"`
+	Created        time.Time `json:"created"`
+}
+
+// Shared reports whether t is a shared (operator) table.
+func (t *Table) Shared() bool { return t.Owner.IsZero() }
+
+// Index returns the index named name, or nil.
+func (t *Table) Index(name string) *Index {
+	for _, ix := range t.Indexes {
+		if ix.Name == name {
+			return ix
+		}
+	}
+	return nil
+}
+
+// clone returns a deep-enough copy of t for copy-on-write changes.
+func (t *Table) clone() *Table {
+	c := *t
+	c.AttrDefs = append([]wire.AttributeDefinition(nil), t.AttrDefs...)
+	c.Tags = append([]wire.Tag(nil), t.Tags...)
+	c.Indexes = make([]*Index, len(t.Indexes))
+	for i, ix := range t.Indexes {
+		cp := *ix
+		cp.NonKey = append([]string(nil), ix.NonKey...)
+		c.Indexes[i] = &cp
+	}
+	return &c
+}
+
+// Projects reports whether index ix holds attribute name (key attributes of
+// the table and the index are always projected).
+func (t *Table) Projects(ix *Index, name string) bool {
+	if name == t.Hash.Name || name == t.Range.Name || name == ix.Hash.Name || name == ix.Range.Name {
+		return true
+	}
+	switch ix.ProjectionType {
+	case "ALL":
+		return true
+	case "INCLUDE":
+		for _, n := range ix.NonKey {
+			if n == name {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// keyNames returns the names of the table's key attributes.
+func (t *Table) keyNames() []string {
+	if t.Range.Name == "" {
+		return []string{t.Hash.Name}
+	}
+	return []string{t.Hash.Name, t.Range.Name}
+}

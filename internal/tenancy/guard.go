@@ -1,0 +1,155 @@
+package tenancy
+
+import (
+	"strings"
+
+	"github.com/tenantdb/tenantdb/internal/apierr"
+)
+
+// ActionClass groups DynamoDB actions by what they touch.
+type ActionClass uint8
+
+// The action classes.
+const (
+	ClassMeta  ActionClass = iota // DescribeTable, ListTables, DescribeTimeToLive, ListTagsOfResource, DescribeLimits, DescribeEndpoints
+	ClassRead                     // GetItem, Query, Scan, BatchGetItem, TransactGetItems
+	ClassWrite                    // PutItem, UpdateItem, DeleteItem, BatchWriteItem, TransactWriteItems
+	ClassDDL                      // CreateTable, UpdateTable, DeleteTable, UpdateTimeToLive, TagResource, UntagResource
+	ClassUnknown
+)
+
+var actionClasses = map[string]ActionClass{
+	"DescribeTable": ClassMeta, "ListTables": ClassMeta, "DescribeTimeToLive": ClassMeta,
+	"ListTagsOfResource": ClassMeta, "DescribeLimits": ClassMeta, "DescribeEndpoints": ClassMeta,
+	"GetItem": ClassRead, "Query": ClassRead, "Scan": ClassRead, "BatchGetItem": ClassRead, "TransactGetItems": ClassRead,
+	"PutItem": ClassWrite, "UpdateItem": ClassWrite, "DeleteItem": ClassWrite, "BatchWriteItem": ClassWrite,
+	"TransactWriteItems": ClassWrite,
+	"CreateTable":        ClassDDL, "UpdateTable": ClassDDL, "DeleteTable": ClassDDL, "UpdateTimeToLive": ClassDDL,
+	"TagResource": ClassDDL, "UntagResource": ClassDDL,
+}
+
+// ClassOf returns the class of a DynamoDB action name.
+func ClassOf(action string) ActionClass {
+	if c, ok := actionClasses[action]; ok {
+		return c
+	}
+	return ClassUnknown
+}
+
+// Scope is a tenant-scoped (or operator-scoped) permission to run one
+// action. Only Guard.Admit creates one; the zero value is invalid.
+type Scope struct {
+	tenant TenantID
+	env    string
+	role   Role
+	keyID  string
+	action string
+	policy *Policy
+	bypass bool
+	valid  bool
+}
+
+// Valid reports whether s was issued by a Guard.
+func (s Scope) Valid() bool { return s.valid }
+
+// Tenant returns the tenant the scope is bound to (zero for the operator).
+func (s Scope) Tenant() TenantID { return s.tenant }
+
+// Env returns the environment (data namespace) of the scope.
+func (s Scope) Env() string { return s.env }
+
+// Role returns the caller's role.
+func (s Scope) Role() Role { return s.role }
+
+// KeyID returns the caller's access key id, for audit.
+func (s Scope) KeyID() string { return s.keyID }
+
+// Action returns the admitted action.
+func (s Scope) Action() string { return s.action }
+
+// IsOperator reports whether the scope is the operator's.
+func (s Scope) IsOperator() bool { return s.role == RoleOperator }
+
+// CanManageTenantTables reports whether the scope may create, update and
+// delete tables in its tenant's own namespace.
+func (s Scope) CanManageTenantTables() bool { return s.role == RoleAdmin }
+
+// Bypassed reports whether the guard runs in the benchmark-only mode that
+// skips checks (never set in production configurations).
+func (s Scope) Bypassed() bool { return s.bypass }
+
+// AllowsTable reports whether a narrowed temporary credential may use table.
+func (s Scope) AllowsTable(table string) bool { return s.policy.Allows(s.action, table) }
+
+// Guard is the only issuer of Scopes.
+type Guard struct {
+	// BypassChecks admits everything without role checks. It exists only to
+	// measure the cost of the checks in benchmarks.
+	BypassChecks bool
+}
+
+// Admit decides whether p may perform action and returns the Scope to run
+// it with. Errors are AccessDenied (role or policy forbids the action) or
+// UnknownOperation.
+func (g *Guard) Admit(p Principal, action string) (Scope, error) {
+	s := Scope{tenant: p.Tenant, env: p.Env, role: p.Role, keyID: p.KeyID, action: action, policy: p.Policy, valid: true}
+	if g.BypassChecks {
+		s.bypass = true
+		return s, nil
+	}
+	if p.Role == RoleNone {
+		return Scope{}, apierr.New(apierr.AccessDenied, "The credential has no role")
+	}
+	if p.Role != RoleOperator && p.Tenant.IsZero() {
+		return Scope{}, apierr.New(apierr.AccessDenied, "The credential is not bound to a tenant")
+	}
+	class := ClassOf(action)
+	deny := func() (Scope, error) {
+		return Scope{}, apierr.New(apierr.AccessDenied,
+			"User: %s is not authorized to perform: dynamodb:%s", p.KeyID, action)
+	}
+	switch class {
+	case ClassUnknown:
+		return Scope{}, apierr.New(apierr.UnknownOperation, "Unknown operation %s", action)
+	case ClassMeta:
+	case ClassRead:
+		if p.Role == RoleOperator {
+			return deny()
+		}
+	case ClassWrite:
+		if p.Role != RoleApp && p.Role != RoleAdmin {
+			return deny()
+		}
+	case ClassDDL:
+		if p.Role != RoleOperator && p.Role != RoleAdmin {
+			return deny()
+		}
+	}
+	if p.Policy != nil && !p.Policy.Allows(action, "") {
+		return deny()
+	}
+	return s, nil
+}
+
+// CheckLeadingKey enforces a leading-keys pattern such as
+// "TENANT#{tenant}|*" on a partition key value: the value must start with
+// the pattern's prefix (up to "*") with {tenant} replaced by the scope's
+// tenant id, or equal it exactly when the pattern has no "*". It returns an
+// AccessDenied error that names neither the key nor another tenant.
+func (s Scope) CheckLeadingKey(pattern, pk string) error {
+	if s.bypass {
+		return nil
+	}
+	want := strings.ReplaceAll(pattern, "{tenant}", s.tenant.String())
+	ok := false
+	if i := strings.IndexByte(want, '*'); i >= 0 {
+		ok = strings.HasPrefix(pk, want[:i])
+	} else {
+		ok = pk == want
+	}
+	if !ok {
+		return apierr.New(apierr.AccessDenied,
+			"User: %s is not authorized to perform: dynamodb:%s because the partition key does not match dynamodb:LeadingKeys for this tenant", s.keyID, s.action)
+	}
+	return nil
+}
