@@ -19,8 +19,8 @@ type KeyAttr struct {
 // never mutated in place once published, so readers may hold one without a
 // lock.
 type Table struct {
-	ID    uint64 `json:"id"`
-	Name  string `json:"name"`
+	ID   uint64 `json:"id"`
+	Name string `json:"name"`
 	// Owner is the tenant that owns a tenant table; zero for shared tables.
 	Owner    tenancy.TenantID `json:"owner"`
 	OwnerEnv string           `json:"owner_env,omitempty"`
