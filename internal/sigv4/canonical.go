@@ -181,6 +181,9 @@ func headerValues(h map[string][]string, name string) []string {
 // each run of spaces collapsed to one, as aws-sdk-go-v2 and botocore do.
 func appendTrimmed(b []byte, v string) []byte {
 	v = strings.TrimSpace(v)
+	if !strings.Contains(v, "  ") {
+		return append(b, v...)
+	}
 	for i := 0; i < len(v); i++ {
 		c := v[i]
 		if c == ' ' && i > 0 && v[i-1] == ' ' {

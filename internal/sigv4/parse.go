@@ -87,7 +87,7 @@ type Auth struct {
 	signedHeaders string // SignedHeaders as sent, ';'-separated
 	// NB: SignedHeaders usually points into shArr so that Parse makes one
 	// allocation.
-	shArr [8]string
+	shArr [12]string
 }
 
 // Parse reads the Authorization header and the date and token headers of r.
@@ -220,7 +220,9 @@ func nextToken(s *string) string {
 	return t[i:j]
 }
 
-func isSep(c byte) bool { return c == ',' || c == ' ' || c == '\t' }
+func isSep(c byte) bool { return sepTable[c] }
+
+var sepTable = [256]bool{',': true, ' ': true, '\t': true}
 
 // setCredential splits "AKID/yyyymmdd/region/service/aws4_request".
 func (a *Auth) setCredential(c string) error {
@@ -336,8 +338,13 @@ func parseTime(header, v string) (time.Time, error) {
 		return t, nil
 	}
 	if header == "date" {
-		// RFC 7231 formats; botocore sends "Mon, 02 Jan 2006 15:04:05 -0000".
-		for _, layout := range [...]string{time.RFC1123, time.RFC1123Z, time.RFC850, time.ANSIC} {
+		// RFC 9110's formats, whose zone is the literal GMT (time.RFC1123
+		// would read other abbreviations by the server's local zone), and
+		// the numeric zone botocore sends: "Mon, 02 Jan 2006 15:04:05 -0000".
+		for _, layout := range [...]string{
+			"Mon, 02 Jan 2006 15:04:05 GMT", time.RFC1123Z,
+			"Monday, 02-Jan-06 15:04:05 GMT", time.ANSIC,
+		} {
 			if t, err := time.Parse(layout, v); err == nil {
 				return t.UTC(), nil
 			}
@@ -370,8 +377,9 @@ func parseAmzDate(s string) (time.Time, bool) {
 	t := time.Date(f[0], time.Month(f[1]), f[2], f[3], f[4], f[5], 0, time.UTC)
 	// Reject out-of-range fields (month 13, hour 24, Feb 30) instead of
 	// letting time.Date normalize them.
-	if t.Year() != f[0] || int(t.Month()) != f[1] || t.Day() != f[2] ||
-		t.Hour() != f[3] || t.Minute() != f[4] || t.Second() != f[5] {
+	y, mo, d := t.Date()
+	h, mi, sec := t.Clock()
+	if y != f[0] || int(mo) != f[1] || d != f[2] || h != f[3] || mi != f[4] || sec != f[5] {
 		return time.Time{}, false
 	}
 	return t, true

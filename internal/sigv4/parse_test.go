@@ -166,6 +166,7 @@ func TestParseErrors(t *testing.T) {
 		{"x-amz-date hour 24", hdr("Authorization", testAuth, "X-Amz-Date", "20260101T240000Z"), apierr.IncompleteSignature, "X-Amz-Date must be"},
 		{"two x-amz-dates", hdr("Authorization", testAuth, "X-Amz-Date", date, "X-Amz-Date", date), apierr.IncompleteSignature, "X-Amz-Date must be"},
 		{"bad date header", hdr("Authorization", testAuth, "Date", "yesterday"), apierr.IncompleteSignature, "Date header must be"},
+		{"date header not in GMT", hdr("Authorization", testAuth, "Date", "Mon, 02 Jan 2006 15:04:05 EST"), apierr.IncompleteSignature, "Date header must be"},
 		{"two tokens", hdr("Authorization", testAuth, "X-Amz-Date", date, "X-Amz-Security-Token", "a", "X-Amz-Security-Token", "b"),
 			apierr.IncompleteSignature, "at most one X-Amz-Security-Token"},
 	}
@@ -197,5 +198,26 @@ func TestParseAllocs(t *testing.T) {
 		}
 	}); n > 1 {
 		t.Errorf("Parse allocates %v times, want 1", n)
+	}
+}
+
+func TestParseDateHeaderFormats(t *testing.T) {
+	want := time.Date(2006, 1, 2, 15, 4, 5, 0, time.UTC)
+	for _, v := range []string{
+		"Mon, 02 Jan 2006 15:04:05 GMT",
+		"Mon, 02 Jan 2006 15:04:05 -0000",
+		"Mon, 02 Jan 2006 17:04:05 +0200",
+		"Monday, 02-Jan-06 15:04:05 GMT",
+		"Mon Jan  2 15:04:05 2006",
+		"20060102T150405Z",
+	} {
+		a, err := Parse(&Request{Header: hdr("Authorization", testAuth, "Date", v)})
+		if err != nil {
+			t.Errorf("Date %q: %v", v, err)
+			continue
+		}
+		if !a.Time.Equal(want) || a.Time.Location() != time.UTC || a.TimeHeader != "date" {
+			t.Errorf("Date %q: Time = %v from %q, want %v from date", v, a.Time, a.TimeHeader, want)
+		}
 	}
 }

@@ -92,7 +92,7 @@ func Verify(r *Request, a *Auth, key []byte, now time.Time) error {
 	var stsBuf [256]byte
 	sts := append(stsBuf[:0], Algorithm...)
 	sts = append(sts, '\n')
-	sts = a.Time.UTC().AppendFormat(sts, amzDateLayout)
+	sts = appendAmzDate(sts, a.Time.UTC())
 	sts = append(sts, '\n')
 	sts = appendScope(sts, a)
 	sts = append(sts, '\n')
@@ -154,8 +154,8 @@ func (a *Auth) signs(name string) bool {
 // checkTime enforces the credential scope's date and the clock skew.
 func checkTime(a *Auth, now time.Time) error {
 	t := a.Time.UTC()
-	var d [8]byte
-	if string(t.AppendFormat(d[:0], "20060102")) != a.Date {
+	var d [16]byte
+	if string(appendAmzDate(d[:0], t)[:8]) != a.Date {
 		return apierr.New(apierr.InvalidSignature,
 			"Date in Credential scope does not match YYYYMMDD from ISO-8601 version of date from HTTP: '%s' != '%s', from '%s'.",
 			clip(a.Date), t.Format("20060102"), t.Format(amzDateLayout))
@@ -170,6 +170,25 @@ func checkTime(a *Auth, now time.Time) error {
 			t.Format(amzDateLayout), hi.Format(amzDateLayout), now.Format(amzDateLayout))
 	}
 	return nil
+}
+
+// appendAmzDate appends t as yyyymmddThhmmssZ; t must be UTC. It does
+// what t.AppendFormat(b, amzDateLayout) does, several times faster.
+func appendAmzDate(b []byte, t time.Time) []byte {
+	y, mo, d := t.Date()
+	h, mi, s := t.Clock()
+	if y < 0 || y > 9999 {
+		return t.AppendFormat(b, amzDateLayout)
+	}
+	b = append(b, byte('0'+y/1000), byte('0'+y/100%10), byte('0'+y/10%10), byte('0'+y%10))
+	for _, v := range [...]int{int(mo), d} {
+		b = append(b, byte('0'+v/10), byte('0'+v%10))
+	}
+	b = append(b, 'T')
+	for _, v := range [...]int{h, mi, s} {
+		b = append(b, byte('0'+v/10), byte('0'+v%10))
+	}
+	return append(b, 'Z')
 }
 
 // CheckScope reports whether a's credential scope names region and service.

@@ -294,3 +294,38 @@ func TestVerifyAllocs(t *testing.T) {
 		t.Errorf("Verify allocates %v times, want 0", n)
 	}
 }
+
+func BenchmarkHMAC(b *testing.B) {
+	key := SigningKey(suiteSecret, "20150830", "us-east-1", "dynamodb")
+	msg := []byte(strings.Repeat("s", 140)) // a string to sign's length
+	b.Run("hmacSHA256", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			hmacSHA256(key, msg)
+		}
+	})
+	b.Run("crypto/hmac", func(b *testing.B) {
+		b.ReportAllocs()
+		var out [sha256.Size]byte
+		for b.Loop() {
+			m := hmac.New(sha256.New, key)
+			m.Write(msg)
+			m.Sum(out[:0])
+		}
+	})
+}
+
+func TestAppendAmzDate(t *testing.T) {
+	for _, tm := range []time.Time{
+		suiteTime,
+		time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(9999, 12, 31, 23, 59, 59, 999, time.UTC),
+		time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(-1, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Unix(1<<40, 0).UTC(),
+	} {
+		if got, want := string(appendAmzDate(nil, tm)), tm.Format(amzDateLayout); got != want {
+			t.Errorf("appendAmzDate(%v) = %s, want %s", tm, got, want)
+		}
+	}
+}
