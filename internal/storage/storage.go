@@ -1,0 +1,383 @@
+// Package storage is tenantdb's ordered key-value store and the only package
+// that imports Pebble.
+//
+// It offers a deliberately small API — point reads, atomic batches, bounded
+// iterators, snapshots, range deletion and int64 counters — over byte-string
+// keys ordered by bytes.Compare. It knows nothing about DynamoDB, tenants or
+// key layout; that is the engine's and keyspace's job. Keeping it this small
+// is what lets a remote engine replace it later.
+//
+// Durability: Apply and DeleteRange return only after the write is in the
+// fsynced write-ahead log (unless Options.NoSync), and concurrent writers
+// share fsyncs (group commit). A failed WAL write or sync is fatal to the
+// process: see DESIGN.md for why it is not returned as an error.
+//
+// Ownership: every key, value and bound passed in may be reused by the caller
+// as soon as the call returns; every key and value returned is a fresh copy
+// the caller may keep.
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+var (
+	// ErrNotFound is returned (test with errors.Is) by Get when the key is
+	// absent.
+	ErrNotFound = errors.New("storage: not found")
+	// ErrClosed is returned by every operation on a DB, Iter or Snapshot after
+	// DB.Close, and by operations on a closed Snapshot.
+	ErrClosed = errors.New("storage: closed")
+)
+
+// DefaultCacheSize is the block cache size used when Options.CacheSize is 0.
+const DefaultCacheSize = 256 << 20
+
+// Options configures Open. The zero value is a durable on-disk store with a
+// DefaultCacheSize block cache that logs to slog.Default().
+type Options struct {
+	// InMemory keeps all files in memory (for tests). The dir passed to Open
+	// is only a name, and nothing survives Close.
+	InMemory bool
+	// CacheSize is the block cache size in bytes; 0 means DefaultCacheSize.
+	CacheSize int64
+	// NoSync acknowledges writes before the WAL is fsynced: an acknowledged
+	// write survives a process crash but not a machine crash. Benchmarks
+	// only.
+	NoSync bool
+	// Logger receives Pebble's messages and storage events (write stalls,
+	// background errors). nil means slog.Default().
+	Logger *slog.Logger
+
+	testing testingKnobs
+}
+
+// testingKnobs are hooks only this package's tests set.
+type testingKnobs struct {
+	// wrapFS wraps the file system Pebble uses (e.g. with errorfs).
+	wrapFS func(vfs.FS) vfs.FS
+	// onFatal replaces the process exit that follows a fatal Pebble error.
+	// It must not return (see fatalLogger).
+	onFatal func(msg string)
+	// walMinSyncInterval, if set, overrides walMinSyncInterval.
+	walMinSyncInterval *time.Duration
+}
+
+// walMinSyncInterval is the minimum gap between two WAL fsyncs. Zero: group
+// commit already batches every commit that arrives while an fsync is in
+// flight, and BENCHMARKS.md shows an artificial delay only lowered
+// throughput on the disks we measured.
+const walMinSyncInterval = 0
+
+// DB is an open store. All methods are safe for concurrent use.
+type DB struct {
+	pdb       *pebble.DB
+	log       *slog.Logger
+	writeOpts *pebble.WriteOptions
+
+	// closing is set first thing in Close, so new operations fail fast.
+	closing atomic.Bool
+	// mu is read-held by every operation while it uses pdb and write-held by
+	// Close. NB: never acquire it twice in one goroutine: a waiting Close
+	// would deadlock the second RLock.
+	mu sync.RWMutex
+
+	// open tracks live iterators and snapshots so Close can release them:
+	// Pebble frees manually managed memory on Close, so an iterator must
+	// never outlive its DB.
+	open struct {
+		sync.Mutex
+		iters map[*Iter]struct{}
+		snaps map[*Snapshot]struct{}
+	}
+
+	stalls        atomic.Int64
+	stallNanos    atomic.Int64
+	stallBegan    atomic.Int64 // unix nanos of the current stall, 0 if none
+	backgroundErr atomic.Int64
+	corruptions   atomic.Int64
+}
+
+// Open opens (creating if needed) the store in dir. It returns an error if
+// the directory cannot be used, holds data written with an incompatible
+// merger, or is locked by another open DB.
+func Open(dir string, opts Options) (*DB, error) {
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	log = log.With("component", "storage")
+	db := &DB{log: log, writeOpts: pebble.Sync}
+	if opts.NoSync {
+		db.writeOpts = pebble.NoSync
+	}
+	db.open.iters = make(map[*Iter]struct{})
+	db.open.snaps = make(map[*Snapshot]struct{})
+
+	cacheSize := opts.CacheSize
+	if cacheSize <= 0 {
+		cacheSize = DefaultCacheSize
+	}
+	cache := pebble.NewCache(cacheSize)
+	defer cache.Unref() // the DB holds its own reference
+
+	po := db.pebbleOptions(opts, cache)
+	pdb, err := pebble.Open(dir, po)
+	if err != nil {
+		return nil, fmt.Errorf("storage: open %s: %w", dir, err)
+	}
+	db.pdb = pdb
+	return db, nil
+}
+
+// pebbleOptions is the one place Pebble is tuned. The choices follow
+// CockroachDB's defaults for a server with one store; DESIGN.md says why.
+func (db *DB) pebbleOptions(opts Options, cache *pebble.Cache) *pebble.Options {
+	po := &pebble.Options{
+		Cache:  cache,
+		Merger: counterMerger,
+		// Pin the on-disk format: a Pebble upgrade must not silently ratchet
+		// stores to a format the previous binary cannot read.
+		FormatMajorVersion: pebble.FormatValueSeparation,
+
+		MemTableSize:                64 << 20,
+		MemTableStopWritesThreshold: 4,
+		L0CompactionThreshold:       2,
+		L0StopWritesThreshold:       20,
+		LBaseMaxBytes:               64 << 20,
+		MaxOpenFiles:                4096,
+		CompactionConcurrencyRange: func() (int, int) {
+			return 1, max(2, runtime.GOMAXPROCS(0)/2)
+		},
+		// Flush a memtable holding a range deletion after 10 s so the space of
+		// a dropped tenant or table is reclaimed without waiting for more
+		// writes to fill the memtable.
+		FlushDelayDeleteRange: 10 * time.Second,
+		Logger:                &fatalLogger{log: db.log, onFatal: opts.testing.onFatal},
+		EventListener:         db.eventListener(),
+	}
+	po.Experimental.EnableColumnarBlocks = func() bool { return true }
+	interval := time.Duration(walMinSyncInterval)
+	if p := opts.testing.walMinSyncInterval; p != nil {
+		interval = *p
+	}
+	if interval > 0 {
+		po.WALMinSyncInterval = func() time.Duration { return interval }
+	}
+	for i := range po.Levels {
+		po.Levels[i].BlockSize = 32 << 10
+		po.Levels[i].IndexBlockSize = 256 << 10
+		po.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
+	}
+	if opts.InMemory {
+		po.FS = vfs.NewMem()
+	} else {
+		po.FS = vfs.Default
+	}
+	if opts.testing.wrapFS != nil {
+		po.FS = opts.testing.wrapFS(po.FS)
+	}
+	po.EnsureDefaults()
+	return po
+}
+
+func (db *DB) eventListener() *pebble.EventListener {
+	return &pebble.EventListener{
+		BackgroundError: func(err error) {
+			db.backgroundErr.Add(1)
+			db.log.Error("storage: background error", "err", err)
+		},
+		// Pebble's default exits the process on detected corruption. A
+		// crash loop would take every tenant down for one bad block, so log
+		// it: the read that found it still fails with the error.
+		DataCorruption: func(info pebble.DataCorruptionInfo) {
+			db.corruptions.Add(1)
+			db.log.Error("storage: data corruption", "info", info.String())
+		},
+		DiskSlow: func(info pebble.DiskSlowInfo) {
+			db.log.Warn("storage: disk slow", "info", info.String())
+		},
+		WriteStallBegin: func(info pebble.WriteStallBeginInfo) {
+			db.stalls.Add(1)
+			db.stallBegan.Store(time.Now().UnixNano())
+			db.log.Warn("storage: write stall", "reason", info.Reason)
+		},
+		WriteStallEnd: func() {
+			if began := db.stallBegan.Swap(0); began != 0 {
+				d := time.Now().UnixNano() - began
+				db.stallNanos.Add(d)
+				db.log.Info("storage: write stall ended", "duration", time.Duration(d))
+			}
+		},
+	}
+}
+
+// enter admits an operation, returning ErrClosed once Close has begun. On
+// success the caller must call db.mu.RUnlock.
+func (db *DB) enter() error {
+	if db.closing.Load() {
+		return ErrClosed
+	}
+	db.mu.RLock()
+	if db.closing.Load() {
+		db.mu.RUnlock()
+		return ErrClosed
+	}
+	return nil
+}
+
+// Close waits for operations in flight, closes any iterators and snapshots
+// still open (their later use reports ErrClosed) and closes the store.
+// Unsynced data (only with NoSync) may be lost. Close returns ErrClosed if
+// called twice.
+func (db *DB) Close() error {
+	if !db.closing.CompareAndSwap(false, true) {
+		return ErrClosed
+	}
+	db.mu.Lock()
+	defer db.mu.Unlock()
+
+	db.open.Lock()
+	leaked := len(db.open.iters) + len(db.open.snaps)
+	for it := range db.open.iters {
+		it.release()
+	}
+	for s := range db.open.snaps {
+		s.release()
+	}
+	db.open.iters, db.open.snaps = nil, nil
+	db.open.Unlock()
+	if leaked > 0 {
+		db.log.Warn("storage: closed iterators and snapshots left open", "count", leaked)
+	}
+
+	if err := db.pdb.Close(); err != nil {
+		return fmt.Errorf("storage: close: %w", err)
+	}
+	return nil
+}
+
+// Get returns a copy of the value stored at key. It returns ErrNotFound if
+// the key is absent, ErrClosed after Close, and any other error if the value
+// could not be read (never ErrNotFound for an I/O failure). A counter key
+// returns its 8-byte encoding (see DecodeCounter).
+func (db *DB) Get(key []byte) ([]byte, error) {
+	if err := db.enter(); err != nil {
+		return nil, err
+	}
+	defer db.mu.RUnlock()
+	return get(db.pdb, key)
+}
+
+// Counter returns the value of a key written with Batch.AddCounter, or 0 if
+// the key is absent. It returns an error if the stored value is not an
+// 8-byte counter or cannot be read, and ErrClosed after Close.
+func (db *DB) Counter(key []byte) (int64, error) {
+	if err := db.enter(); err != nil {
+		return 0, err
+	}
+	defer db.mu.RUnlock()
+	return counter(db.pdb, key)
+}
+
+// Apply commits b atomically: after it returns nil every operation in b is
+// visible to later reads and is durable (unless Options.NoSync). It returns
+// an error, with nothing applied, if b recorded an error (see Batch), was
+// already applied, belongs to another DB, or the DB is closed. A WAL write
+// or sync failure does not return: it terminates the process (DESIGN.md).
+// The caller still closes b.
+func (db *DB) Apply(b *Batch) error {
+	switch {
+	case b.err != nil:
+		return b.err
+	case b.applied:
+		return errors.New("storage: batch already applied")
+	case b.db != db:
+		return errors.New("storage: batch belongs to another DB")
+	}
+	if err := db.enter(); err != nil {
+		return err
+	}
+	defer db.mu.RUnlock()
+	b.applied = true
+	if err := db.pdb.Apply(b.pb, db.writeOpts); err != nil {
+		return fmt.Errorf("storage: apply: %w", err)
+	}
+	return nil
+}
+
+// DeleteRange durably deletes every key in [lo, hi), in time independent of
+// how many keys the range holds; space is reclaimed by later compactions.
+// It returns an error if hi is nil or lo > hi, and ErrClosed after Close.
+func (db *DB) DeleteRange(lo, hi []byte) error {
+	b := db.NewBatch()
+	defer b.Close()
+	b.DeleteRange(lo, hi)
+	return db.Apply(b)
+}
+
+// Flush writes the memtable to an sstable and waits for it. Writes are
+// durable without it; it exists for tests and for shutdown hygiene.
+func (db *DB) Flush() error {
+	if err := db.enter(); err != nil {
+		return err
+	}
+	defer db.mu.RUnlock()
+	if err := db.pdb.Flush(); err != nil {
+		return fmt.Errorf("storage: flush: %w", err)
+	}
+	return nil
+}
+
+// EstimateDiskUsage returns an estimate of the bytes on disk used by keys in
+// [lo, hi), for per-tenant storage metering. Data still in the memtable is
+// not counted. It returns ErrClosed after Close.
+func (db *DB) EstimateDiskUsage(lo, hi []byte) (uint64, error) {
+	if err := db.enter(); err != nil {
+		return 0, err
+	}
+	defer db.mu.RUnlock()
+	n, err := db.pdb.EstimateDiskUsage(lo, hi)
+	if err != nil {
+		return 0, fmt.Errorf("storage: estimate disk usage: %w", err)
+	}
+	return n, nil
+}
+
+// get reads key from r (the DB or a snapshot) and copies the value.
+func get(r pebble.Reader, key []byte) ([]byte, error) {
+	v, closer, err := r.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("storage: get: %w", err)
+	}
+	out := make([]byte, len(v))
+	copy(out, v)
+	if err := closer.Close(); err != nil {
+		return nil, fmt.Errorf("storage: get: %w", err)
+	}
+	return out, nil
+}
+
+func counter(r pebble.Reader, key []byte) (int64, error) {
+	v, err := get(r, key)
+	if errors.Is(err, ErrNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	return DecodeCounter(v)
+}
