@@ -130,7 +130,7 @@ func Parse(r *Request) (*Auth, error) {
 		if !ok {
 			return nil, apierr.New(apierr.IncompleteSignature,
 				"'%s' not a valid key=value pair (missing equal-sign) in Authorization header: '%s'.",
-				clip(tok), clip(h))
+				clip(tok), echo(h))
 		}
 		var dst *string
 		var seen *bool
@@ -146,7 +146,7 @@ func Parse(r *Request) (*Auth, error) {
 		}
 		if *seen {
 			return nil, apierr.New(apierr.IncompleteSignature,
-				"Authorization header has a duplicate '%s' parameter. Authorization=%s", k, clip(h))
+				"Authorization header has a duplicate '%s' parameter. Authorization=%s", k, echo(h))
 		}
 		*dst, *seen = v, true
 	}
@@ -167,7 +167,7 @@ func Parse(r *Request) (*Auth, error) {
 			b.WriteString("Authorization header requires existence of either a 'X-Amz-Date' or a 'Date' header. ")
 		}
 		b.WriteString("Authorization=")
-		b.WriteString(clip(h))
+		b.WriteString(echo(h))
 		return nil, apierr.New(apierr.IncompleteSignature, "%s", b.String())
 	}
 	if algorithm != Algorithm {
@@ -184,7 +184,7 @@ func Parse(r *Request) (*Auth, error) {
 	}
 	if signature == "" {
 		return nil, apierr.New(apierr.IncompleteSignature,
-			"Authorization header requires 'Signature' parameter. Authorization=%s", clip(h))
+			"Authorization header requires 'Signature' parameter. Authorization=%s", echo(h))
 	}
 	a.Signature = signature
 
@@ -383,6 +383,26 @@ func parseAmzDate(s string) (time.Time, bool) {
 		return time.Time{}, false
 	}
 	return t, true
+}
+
+// echo is the Authorization header h as error messages repeat it (AWS
+// repeats it whole): clipped, and with the signature's value masked, so
+// that a header a log keeps cannot be replayed after a small repair.
+func echo(h string) string {
+	const key, mask = "Signature=", "<redacted>"
+	for from := 0; ; {
+		i := strings.Index(h[from:], key)
+		if i < 0 {
+			return clip(h)
+		}
+		j := from + i + len(key)
+		k := j
+		for k < len(h) && !isSep(h[k]) {
+			k++
+		}
+		h = h[:j] + mask + h[k:]
+		from = j + len(mask)
+	}
 }
 
 // clip bounds how much of a client-supplied string is echoed back in an

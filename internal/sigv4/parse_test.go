@@ -221,3 +221,18 @@ func TestParseDateHeaderFormats(t *testing.T) {
 		}
 	}
 }
+
+func TestErrorsDoNotEchoSignature(t *testing.T) {
+	const sig = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	for _, h := range []string{
+		testAuth + ", junk",
+		testAuth + ", Signature=" + sig,
+		strings.Replace(testAuth, "HMAC-SHA256", "HMAC-SHA512", 1),
+		"AWS4-HMAC-SHA256 Signature=" + sig,
+	} {
+		_, err := Parse(&Request{Header: hdr("Authorization", h, "X-Amz-Date", "20260101T000000Z")})
+		if err == nil || strings.Contains(err.Error(), sig) {
+			t.Errorf("Parse(%q) = %v, want an error without the signature", h, err)
+		}
+	}
+}

@@ -1,7 +1,6 @@
 package sigv4
 
 import (
-	"crypto/hmac"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
@@ -16,14 +15,15 @@ import (
 // It depends only on its arguments, so callers may cache it per (secret,
 // date, region, service); date is the credential scope's yyyymmdd.
 func SigningKey(secret, date, region, service string) []byte {
-	k := make([]byte, 0, 4+len(secret))
-	k = append(append(k, "AWS4"...), secret...)
+	var kb [64]byte
+	k := append(append(kb[:0], "AWS4"...), secret...)
+	var sum [sha256.Size]byte
 	for _, part := range [...]string{date, region, service, Terminator} {
-		m := hmac.New(sha256.New, k)
-		m.Write([]byte(part))
-		k = m.Sum(nil)
+		var mb [64]byte
+		sum = hmacSHA256(k, append(mb[:0], part...))
+		k = sum[:]
 	}
-	return k
+	return append([]byte(nil), sum[:]...)
 }
 
 // Message of InvalidSignature when the signature differs, AWS's wording.

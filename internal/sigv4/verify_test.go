@@ -329,3 +329,26 @@ func TestAppendAmzDate(t *testing.T) {
 		}
 	}
 }
+
+func TestSigningKeyMatchesCryptoHMAC(t *testing.T) {
+	ref := func(secret, date, region, service string) []byte {
+		k := []byte("AWS4" + secret)
+		for _, p := range []string{date, region, service, "aws4_request"} {
+			m := hmac.New(sha256.New, k)
+			m.Write([]byte(p))
+			k = m.Sum(nil)
+		}
+		return k
+	}
+	for _, tc := range [][4]string{
+		{"", "20260101", "us-east-1", "dynamodb"},
+		{strings.Repeat("s", 60), "20260101", "r", "s"},
+		{strings.Repeat("s", 61), "20260101", "r", "s"}, // "AWS4"+secret is over one block
+		{strings.Repeat("s", 500), "20260101", strings.Repeat("r", 100), strings.Repeat("s", 100)},
+	} {
+		if got, want := SigningKey(tc[0], tc[1], tc[2], tc[3]), ref(tc[0], tc[1], tc[2], tc[3]); !hmac.Equal(got, want) {
+			t.Errorf("SigningKey(%d-byte secret, %q, %d-byte region, %d-byte service) = %x, want %x",
+				len(tc[0]), tc[1], len(tc[2]), len(tc[3]), got, want)
+		}
+	}
+}
