@@ -1,0 +1,221 @@
+package catalog
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/tenantdb/tenantdb/internal/apierr"
+	"github.com/tenantdb/tenantdb/internal/keyspace"
+	"github.com/tenantdb/tenantdb/internal/storage"
+	"github.com/tenantdb/tenantdb/internal/tenancy"
+)
+
+// Credential is a stored API key. Its secret is present only sealed.
+type Credential struct {
+	Tenant tenancy.TenantID // keyspace.Platform for operator credentials
+	// ID is the key's short id, unique within the tenant; the access key
+	// id is sk_<Env>_<Tenant>_<ID> (see package auth).
+	ID          string
+	AccessKeyID string
+	Role        tenancy.Role
+	Env         string
+	Sealed      []byte // the secret, sealed by package auth
+	Created     time.Time
+	CreatedBy   string    // access key id of the creator
+	Expires     time.Time // zero: never
+	Revoked     time.Time // zero: not revoked
+	// LastUsed is filled only by Credentials (it lives in its own key so
+	// that recording it never races with revocation).
+	LastUsed time.Time
+}
+
+// Usable reports whether the credential is neither revoked nor expired at now.
+func (c *Credential) Usable(now time.Time) bool {
+	return c.Revoked.IsZero() && (c.Expires.IsZero() || now.Before(c.Expires))
+}
+
+type credRecord struct {
+	ID          string    `json:"id"`
+	AccessKeyID string    `json:"access_key_id"`
+	Role        string    `json:"role"`
+	Env         string    `json:"env"`
+	Sealed      []byte    `json:"sealed_secret"`
+	Created     time.Time `json:"created"`
+	CreatedBy   string    `json:"created_by,omitempty"`
+	Expires     time.Time `json:"expires,omitzero"`
+	Revoked     time.Time `json:"revoked,omitzero"`
+}
+
+func encodeCredential(c *Credential) []byte {
+	b, _ := json.Marshal(credRecord{
+		ID: c.ID, AccessKeyID: c.AccessKeyID, Role: c.Role.String(), Env: c.Env, Sealed: c.Sealed,
+		Created: c.Created, CreatedBy: c.CreatedBy, Expires: c.Expires, Revoked: c.Revoked,
+	})
+	return b
+}
+
+func decodeCredential(t tenancy.TenantID, v []byte) (Credential, error) {
+	var r credRecord
+	if err := json.Unmarshal(v, &r); err != nil {
+		return Credential{}, fmt.Errorf("catalog: corrupt credential record: %w", err)
+	}
+	role, ok := tenancy.ParseRole(r.Role)
+	if !ok {
+		return Credential{}, fmt.Errorf("catalog: corrupt credential record: role %q", r.Role)
+	}
+	return Credential{
+		Tenant: t, ID: r.ID, AccessKeyID: r.AccessKeyID, Role: role, Env: r.Env, Sealed: r.Sealed,
+		Created: r.Created, CreatedBy: r.CreatedBy, Expires: r.Expires, Revoked: r.Revoked,
+	}, nil
+}
+
+// PutCredential stores a new credential. Errors: Conflict if the tenant
+// already has a credential with that id; NotFound if the tenant does not
+// exist (operator credentials belong to keyspace.Platform and need no
+// tenant); Validation if the tenant is not active.
+func (c *Catalog) PutCredential(ctx context.Context, cr Credential) error {
+	if cr.ID == "" || cr.AccessKeyID == "" || len(cr.Sealed) == 0 {
+		return errors.New("catalog: credential lacks id, access key id or sealed secret")
+	}
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if cr.Tenant != keyspace.Platform {
+		t, err := c.Tenant(ctx, cr.Tenant)
+		if err != nil {
+			return err
+		}
+		if t.Status == Deleting {
+			return apierr.Validationf("tenant is being deleted")
+		}
+	}
+	key := keyspace.Credential(cr.Tenant, cr.ID)
+	if _, err := c.get(key); err == nil {
+		return apierr.New(apierr.Conflict, "credential %s already exists", cr.ID)
+	} else if !errors.Is(err, ErrNotFound) {
+		return err
+	}
+	return c.apply(func(b *storage.Batch) { b.Set(key, encodeCredential(&cr)) })
+}
+
+// Credential returns tenant t's credential id with exactly one storage
+// read. Errors: NotFound (wrapping ErrNotFound).
+func (c *Catalog) Credential(ctx context.Context, t tenancy.TenantID, id string) (Credential, error) {
+	v, err := c.get(keyspace.Credential(t, id))
+	if errors.Is(err, ErrNotFound) {
+		return Credential{}, notFound("credential")
+	}
+	if err != nil {
+		return Credential{}, err
+	}
+	return decodeCredential(t, v)
+}
+
+// Credentials returns all of tenant t's credentials, revoked ones
+// included, oldest first, with LastUsed filled in.
+func (c *Catalog) Credentials(ctx context.Context, t tenancy.TenantID) ([]Credential, error) {
+	var out []Credential
+	lo, hi := keyspace.Credentials(t)
+	var derr error
+	if err := c.scan(lo, hi, func(_, v []byte) bool {
+		cr, err := decodeCredential(t, v)
+		if err != nil {
+			derr = err
+			return false
+		}
+		out = append(out, cr)
+		return true
+	}); err != nil {
+		return nil, err
+	}
+	if derr != nil {
+		return nil, derr
+	}
+	used := map[string]time.Time{}
+	lo, hi = keyspace.CredentialsLastUsed(t)
+	prefix := len(lo)
+	if err := c.scan(lo, hi, func(k, v []byte) bool {
+		if len(v) == 8 {
+			used[string(k[prefix:])] = time.Unix(0, int64(binary.BigEndian.Uint64(v))).UTC()
+		}
+		return true
+	}); err != nil {
+		return nil, err
+	}
+	for i := range out {
+		out[i].LastUsed = used[out[i].ID]
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Created.Before(out[j].Created) })
+	return out, nil
+}
+
+// RevokeCredential marks tenant t's credential id revoked at the current
+// time (a no-op if already revoked) and returns it. Errors: NotFound.
+func (c *Catalog) RevokeCredential(ctx context.Context, t tenancy.TenantID, id string) (Credential, error) {
+	return c.updateCredential(ctx, t, id, func(cr *Credential) bool {
+		if !cr.Revoked.IsZero() {
+			return false
+		}
+		cr.Revoked = c.now().UTC()
+		return true
+	})
+}
+
+// ExpireCredential sets tenant t's credential id to expire at at (if that
+// is earlier than its current expiry) and returns it. Errors: NotFound.
+func (c *Catalog) ExpireCredential(ctx context.Context, t tenancy.TenantID, id string, at time.Time) (Credential, error) {
+	return c.updateCredential(ctx, t, id, func(cr *Credential) bool {
+		if !cr.Expires.IsZero() && !at.Before(cr.Expires) {
+			return false
+		}
+		cr.Expires = at.UTC()
+		return true
+	})
+}
+
+func (c *Catalog) updateCredential(ctx context.Context, t tenancy.TenantID, id string, f func(*Credential) bool) (Credential, error) {
+	c.wmu.Lock()
+	cr, err := c.Credential(ctx, t, id)
+	if err != nil {
+		c.wmu.Unlock()
+		return Credential{}, err
+	}
+	if f(&cr) {
+		if err := c.apply(func(b *storage.Batch) { b.Set(keyspace.Credential(t, id), encodeCredential(&cr)) }); err != nil {
+			c.wmu.Unlock()
+			return Credential{}, err
+		}
+	}
+	c.wmu.Unlock()
+	c.notify(Change{Tenant: t, KeyID: id})
+	return cr, nil
+}
+
+// TouchCredential records that tenant t's credential id was used at at.
+// It is a blind write of its own key; callers rate-limit it.
+func (c *Catalog) TouchCredential(t tenancy.TenantID, id string, at time.Time) error {
+	var v [8]byte
+	binary.BigEndian.PutUint64(v[:], uint64(at.UnixNano()))
+	return c.apply(func(b *storage.Batch) { b.Set(keyspace.CredentialLastUsed(t, id), v[:]) })
+}
+
+// HasCredentials reports whether tenant t (keyspace.Platform for the
+// operator) has any usable credential of role r.
+func (c *Catalog) HasCredentials(ctx context.Context, t tenancy.TenantID, r tenancy.Role) (bool, error) {
+	found := false
+	now := c.now()
+	lo, hi := keyspace.Credentials(t)
+	err := c.scan(lo, hi, func(_, v []byte) bool {
+		cr, err := decodeCredential(t, v)
+		if err == nil && cr.Role == r && cr.Usable(now) {
+			found = true
+			return false
+		}
+		return true
+	})
+	return found, err
+}

@@ -1,0 +1,362 @@
+package catalog
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/tenantdb/tenantdb/internal/apierr"
+	"github.com/tenantdb/tenantdb/internal/keyspace"
+	"github.com/tenantdb/tenantdb/internal/storage"
+	"github.com/tenantdb/tenantdb/internal/tenancy"
+)
+
+// Status is a tenant's lifecycle state.
+type Status string
+
+// The statuses.
+const (
+	Active    Status = "active"
+	Suspended Status = "suspended" // every request of the tenant is refused
+	Deleting  Status = "deleting"  // being removed; refused like Suspended
+)
+
+// Tier is where a tenant's data lives by default.
+type Tier string
+
+// The tiers.
+const (
+	Pool Tier = "pool"
+	Silo Tier = "silo"
+)
+
+// Tenant is a tenant's record.
+type Tenant struct {
+	ID      tenancy.TenantID
+	Name    string
+	Slug    string
+	Status  Status
+	Tier    Tier
+	Created time.Time
+}
+
+// NewTenant describes a tenant to create.
+type NewTenant struct {
+	Name string
+	// Slug is the unique short name; derived from Name when empty.
+	Slug string
+	// Tier is Pool when empty.
+	Tier Tier
+	// OwnerSub, if set, is a platform user who becomes the tenant's first
+	// member (role admin).
+	OwnerSub string
+	// ID, if not zero, is used instead of a random id (seeding, tests).
+	ID tenancy.TenantID
+}
+
+type tenantRecord struct {
+	ID      string    `json:"id"`
+	Name    string    `json:"name"`
+	Slug    string    `json:"slug"`
+	Status  Status    `json:"status"`
+	Tier    Tier      `json:"tier"`
+	Created time.Time `json:"created"`
+}
+
+func encodeTenant(t *Tenant) []byte {
+	b, _ := json.Marshal(tenantRecord{ID: t.ID.String(), Name: t.Name, Slug: t.Slug, Status: t.Status, Tier: t.Tier, Created: t.Created})
+	return b
+}
+
+func decodeTenant(v []byte) (*Tenant, error) {
+	var r tenantRecord
+	if err := json.Unmarshal(v, &r); err != nil {
+		return nil, fmt.Errorf("catalog: corrupt tenant record: %w", err)
+	}
+	id, err := tenancy.ParseTenantID(r.ID)
+	if err != nil {
+		return nil, fmt.Errorf("catalog: corrupt tenant record: %w", err)
+	}
+	return &Tenant{ID: id, Name: r.Name, Slug: r.Slug, Status: r.Status, Tier: r.Tier, Created: r.Created}, nil
+}
+
+// MaxNameLen bounds a tenant's display name.
+const MaxNameLen = 128
+
+// MaxSlugLen bounds a tenant's slug.
+const MaxSlugLen = 63
+
+// Slugify derives a slug from a name: lower-case letters and digits, runs
+// of anything else replaced by one '-', trimmed, at most MaxSlugLen bytes.
+func Slugify(name string) string {
+	var b strings.Builder
+	dash := false
+	for _, r := range strings.ToLower(name) {
+		if r < utf8.RuneSelf && (r >= 'a' && r <= 'z' || r >= '0' && r <= '9') {
+			if dash && b.Len() > 0 {
+				b.WriteByte('-')
+			}
+			dash = false
+			b.WriteRune(r)
+			if b.Len() >= MaxSlugLen {
+				break
+			}
+			continue
+		}
+		dash = true
+	}
+	return strings.TrimRight(b.String(), "-")
+}
+
+// ValidSlug reports whether s is a valid slug.
+func ValidSlug(s string) bool {
+	if s == "" || len(s) > MaxSlugLen || s[0] == '-' || s[len(s)-1] == '-' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+func validName(s string) error {
+	if strings.TrimSpace(s) == "" {
+		return apierr.Validationf("name must not be empty")
+	}
+	if len(s) > MaxNameLen || !utf8.ValidString(s) {
+		return apierr.Validationf("name must be valid UTF-8 of at most %d bytes", MaxNameLen)
+	}
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			return apierr.Validationf("name must not contain control characters")
+		}
+	}
+	return nil
+}
+
+// CreateTenant creates an active tenant and, if nt.OwnerSub is set, its
+// owner's membership, atomically. Errors: Validation for a bad name, slug
+// or tier; Conflict if the slug (or given id) is taken.
+func (c *Catalog) CreateTenant(ctx context.Context, nt NewTenant) (Tenant, error) {
+	if err := validName(nt.Name); err != nil {
+		return Tenant{}, err
+	}
+	slug := nt.Slug
+	if slug == "" {
+		slug = Slugify(nt.Name)
+		if slug == "" {
+			return Tenant{}, apierr.Validationf("name must contain a letter or digit (or give a slug)")
+		}
+	}
+	if !ValidSlug(slug) {
+		return Tenant{}, apierr.Validationf("slug must be 1 to %d lower-case letters, digits and inner dashes", MaxSlugLen)
+	}
+	tier := nt.Tier
+	if tier == "" {
+		tier = Pool
+	}
+	if tier != Pool && tier != Silo {
+		return Tenant{}, apierr.Validationf("tier must be %q or %q", Pool, Silo)
+	}
+	if nt.OwnerSub != "" {
+		if err := validSub(nt.OwnerSub); err != nil {
+			return Tenant{}, err
+		}
+	}
+	id := nt.ID
+	if id.IsZero() {
+		id = tenancy.NewTenantID()
+	}
+	t := &Tenant{ID: id, Name: nt.Name, Slug: slug, Status: Active, Tier: tier, Created: c.now().UTC()}
+
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if _, err := c.get(keyspace.TenantSlug(slug)); err == nil {
+		return Tenant{}, apierr.New(apierr.Conflict, "a tenant with slug %q already exists", slug)
+	} else if !errors.Is(err, ErrNotFound) {
+		return Tenant{}, err
+	}
+	if _, err := c.get(keyspace.TenantRecord(id)); err == nil {
+		return Tenant{}, apierr.New(apierr.Conflict, "a tenant with id %s already exists", id)
+	} else if !errors.Is(err, ErrNotFound) {
+		return Tenant{}, err
+	}
+	err := c.apply(func(b *storage.Batch) {
+		b.Set(keyspace.TenantRecord(id), encodeTenant(t))
+		b.Set(keyspace.TenantSlug(slug), id[:])
+		if nt.OwnerSub != "" {
+			m := Membership{Sub: nt.OwnerSub, Tenant: id, Role: tenancy.RoleAdmin, Via: "tenant-create", Created: t.Created}
+			putMembership(b, m)
+		}
+	})
+	if err != nil {
+		return Tenant{}, err
+	}
+	c.cache(t)
+	return *t, nil
+}
+
+func (c *Catalog) cache(t *Tenant) {
+	c.mu.Lock()
+	c.tenants[t.ID] = t
+	c.mu.Unlock()
+}
+
+// Tenant returns tenant id's record, from memory after the first read.
+// Errors: NotFound (wrapping ErrNotFound) if there is no such tenant.
+func (c *Catalog) Tenant(ctx context.Context, id tenancy.TenantID) (Tenant, error) {
+	c.mu.RLock()
+	t, ok := c.tenants[id]
+	c.mu.RUnlock()
+	if ok {
+		return *t, nil
+	}
+	if id.IsZero() {
+		return Tenant{}, notFound("tenant")
+	}
+	v, err := c.get(keyspace.TenantRecord(id))
+	if errors.Is(err, ErrNotFound) {
+		return Tenant{}, notFound("tenant")
+	}
+	if err != nil {
+		return Tenant{}, err
+	}
+	t, err = decodeTenant(v)
+	if err != nil {
+		return Tenant{}, err
+	}
+	c.cache(t)
+	return *t, nil
+}
+
+// TenantBySlug returns the tenant with the given slug.
+func (c *Catalog) TenantBySlug(ctx context.Context, slug string) (Tenant, error) {
+	v, err := c.get(keyspace.TenantSlug(slug))
+	if errors.Is(err, ErrNotFound) {
+		return Tenant{}, notFound("tenant")
+	}
+	if err != nil {
+		return Tenant{}, err
+	}
+	var id tenancy.TenantID
+	if len(v) != len(id) {
+		return Tenant{}, fmt.Errorf("catalog: corrupt slug entry for %q", slug)
+	}
+	copy(id[:], v)
+	return c.Tenant(ctx, id)
+}
+
+// Tenants returns all tenants, ordered by slug.
+func (c *Catalog) Tenants(ctx context.Context) ([]Tenant, error) {
+	var ids []tenancy.TenantID
+	lo, hi := keyspace.TenantSlugs()
+	err := c.scan(lo, hi, func(_, v []byte) bool {
+		var id tenancy.TenantID
+		if len(v) == len(id) {
+			copy(id[:], v)
+			ids = append(ids, id)
+		}
+		return true
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Tenant, 0, len(ids))
+	for _, id := range ids {
+		t, err := c.Tenant(ctx, id)
+		if errors.Is(err, ErrNotFound) {
+			continue // a deletion in progress
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+// SetStatus changes tenant id's status and returns the new record. A
+// deleting tenant cannot be suspended or resumed. Errors: NotFound,
+// Validation.
+func (c *Catalog) SetStatus(ctx context.Context, id tenancy.TenantID, s Status) (Tenant, error) {
+	if s != Active && s != Suspended && s != Deleting {
+		return Tenant{}, apierr.Validationf("unknown status %q", s)
+	}
+	c.wmu.Lock()
+	t, err := c.Tenant(ctx, id)
+	if err != nil {
+		c.wmu.Unlock()
+		return Tenant{}, err
+	}
+	if t.Status == Deleting && s != Deleting {
+		c.wmu.Unlock()
+		return Tenant{}, apierr.Validationf("tenant is being deleted")
+	}
+	if t.Status != s {
+		t.Status = s
+		if err := c.apply(func(b *storage.Batch) { b.Set(keyspace.TenantRecord(id), encodeTenant(&t)) }); err != nil {
+			c.wmu.Unlock()
+			return Tenant{}, err
+		}
+		c.cache(&t)
+	}
+	c.wmu.Unlock()
+	c.notify(Change{Tenant: id})
+	return t, nil
+}
+
+// DeleteTenant removes tenant id and everything it owns: it marks the
+// tenant Deleting (so auth refuses its credentials from the next request),
+// calls drop (if not nil) for stores outside the main key space such as
+// silo tables, then in one atomic batch deletes the tenant's whole key
+// range, its slug and its members' membership entries. Other tenants'
+// keys are not touched. If drop fails the tenant stays Deleting and
+// DeleteTenant may be called again.
+func (c *Catalog) DeleteTenant(ctx context.Context, id tenancy.TenantID, drop func(context.Context, tenancy.TenantID) error) error {
+	t, err := c.SetStatus(ctx, id, Deleting)
+	if err != nil {
+		return err
+	}
+	if drop != nil {
+		if err := drop(ctx, id); err != nil {
+			return apierr.Wrap(apierr.Internal, err, "deleting the tenant's stores failed; the tenant stays in status deleting and the deletion can be retried")
+		}
+	}
+	c.wmu.Lock()
+	defer func() {
+		c.wmu.Unlock()
+		c.notify(Change{Tenant: id})
+	}()
+	var subs []string
+	mlo, mhi := keyspace.TenantMembers(id)
+	prefix := len(mlo)
+	if err := c.scan(mlo, mhi, func(k, _ []byte) bool {
+		subs = append(subs, string(k[prefix:]))
+		return true
+	}); err != nil {
+		return err
+	}
+	lo, hi := keyspace.TenantRange(id)
+	err = c.apply(func(b *storage.Batch) {
+		b.DeleteRange(lo, hi)
+		b.Delete(keyspace.TenantSlug(t.Slug))
+		for _, s := range subs {
+			b.Delete(keyspace.Membership(s, id))
+		}
+	})
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	delete(c.tenants, id)
+	c.mu.Unlock()
+	return nil
+}

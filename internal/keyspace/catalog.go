@@ -1,0 +1,80 @@
+package keyspace
+
+// Keys of the catalog, auth and audit packages that keyspace.go does not
+// declare. Layout (in addition to keyspace.go's):
+//
+//	c M <sub> 0x00 <tenant:16>                   platform membership (sub -> tenant)
+//	t <tenant:16> l <key id>                     credential last-used time (written lazily)
+//	t <tenant:16> p <sub>                        reverse membership (tenant -> sub), for deletion
+//	t <tenant:16> v <invite hash:32>             pending invitations
+//	t <tenant:16> A                              audit chain head (last seq and hash)
+//
+// NB: the zero tenant id never names a tenant (tenancy.NewTenantID sets
+// UUID version bits). Its range holds the platform's own records: the
+// operator's credentials (Credential(TenantID{}, id)) and the platform
+// audit log (Audit(TenantID{}, seq)).
+
+import "github.com/tenantdb/tenantdb/internal/tenancy"
+
+const (
+	catMembership = 'M'
+
+	subLastUsed   = 'l'
+	subMember     = 'p'
+	subInvite     = 'v'
+	subAuditHead  = 'A'
+	membershipSep = 0x00
+)
+
+// Platform is the pseudo-tenant that owns operator credentials and the
+// platform audit log.
+var Platform = tenancy.TenantID{}
+
+// TenantSlugs returns the range of all slug -> tenant id entries, which
+// is also the list of all tenants.
+func TenantSlugs() (lo, hi []byte) { return prefixRange([]byte{catalogPrefix, 'X'}) }
+
+// Membership returns the key of platform user sub's membership of tenant t.
+// sub must not contain a 0x00 byte.
+func Membership(sub string, t tenancy.TenantID) []byte {
+	b := make([]byte, 0, 2+len(sub)+1+16)
+	b = append(b, catalogPrefix, catMembership)
+	b = append(b, sub...)
+	b = append(b, membershipSep)
+	return append(b, t[:]...)
+}
+
+// Memberships returns the range of all memberships of platform user sub.
+func Memberships(sub string) (lo, hi []byte) {
+	b := append([]byte{catalogPrefix, catMembership}, sub...)
+	return prefixRange(append(b, membershipSep))
+}
+
+// TenantMember returns the key of tenant t's reverse membership entry for sub.
+func TenantMember(t tenancy.TenantID, sub string) []byte {
+	return append(append(Tenant(t), subMember), sub...)
+}
+
+// TenantMembers returns the range of tenant t's reverse membership entries.
+func TenantMembers(t tenancy.TenantID) (lo, hi []byte) {
+	return prefixRange(append(Tenant(t), subMember))
+}
+
+// CredentialLastUsed returns the key of a credential's last-used time.
+func CredentialLastUsed(t tenancy.TenantID, keyID string) []byte {
+	return append(append(Tenant(t), subLastUsed), keyID...)
+}
+
+// CredentialsLastUsed returns the range of a tenant's last-used times.
+func CredentialsLastUsed(t tenancy.TenantID) (lo, hi []byte) {
+	return prefixRange(append(Tenant(t), subLastUsed))
+}
+
+// Invite returns the key of a pending invitation, by the hash of its token.
+func Invite(t tenancy.TenantID, tokenHash []byte) []byte {
+	return append(append(Tenant(t), subInvite), tokenHash...)
+}
+
+// AuditHead returns the key holding the last seq and hash of a tenant's
+// audit chain.
+func AuditHead(t tenancy.TenantID) []byte { return append(Tenant(t), subAuditHead) }
