@@ -1,0 +1,217 @@
+package engine
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+
+	"github.com/tenantdb/tenantdb/internal/apierr"
+	"github.com/tenantdb/tenantdb/internal/attr"
+	"github.com/tenantdb/tenantdb/internal/expr"
+	"github.com/tenantdb/tenantdb/internal/keyspace"
+	"github.com/tenantdb/tenantdb/internal/tenancy"
+	"github.com/tenantdb/tenantdb/internal/wire"
+)
+
+// Query reads one page of the items of one partition of a table or of a
+// secondary index, in sort key order, as DynamoDB's Query does: key
+// condition, filter, projection, Select, Limit, the 1 MB page rule,
+// ExclusiveStartKey/LastEvaluatedKey, ConsistentRead and consumed capacity.
+// It reads only the scope's namespace.
+//
+// Errors: ResourceNotFound for an unknown table; Validation for everything
+// DynamoDB rejects (with its messages); AccessDenied for a leading-keys
+// table whose key condition names another tenant's partition.
+func (e *Engine) Query(ctx context.Context, s tenancy.Scope, in *wire.QueryInput) (*wire.QueryOutput, error) {
+	if err := check(ctx, s); err != nil {
+		return nil, err
+	}
+	h, err := e.open(s, in.TableName)
+	if err != nil {
+		return nil, err
+	}
+	ix, err := h.t.readIndex(in.IndexName)
+	if err != nil {
+		return nil, err
+	}
+	ex, err := queryExprs(h.t, ix, in)
+	if err != nil {
+		return nil, err
+	}
+	r, err := h.planQuery(in, ix, ex)
+	if err != nil {
+		return nil, err
+	}
+	res, err := r.run(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return r.response(res), nil
+}
+
+// queryKey returns the key schema a Query of ix (nil: the table) reads.
+func (t *Table) queryKey(ix *Index) (hashKey, rangeKey KeyAttr) {
+	if ix != nil {
+		return ix.Hash, ix.Range
+	}
+	return t.Hash, t.Range
+}
+
+// queryExprs compiles a Query's expressions (or legacy parameters).
+func queryExprs(t *Table, ix *Index, in *wire.QueryInput) (*readExprs, error) {
+	hashKey, rangeKey := t.queryKey(ix)
+	ein := readExprInput{
+		query:        true,
+		keyCondExpr:  in.KeyConditionExpression,
+		keyConds:     in.KeyConditions,
+		filterExpr:   in.FilterExpression,
+		legacyFilter: in.QueryFilter,
+		legacyName:   "QueryFilter",
+		condOp:       in.ConditionalOperator,
+		projExpr:     in.ProjectionExpression,
+		attrsToGet:   in.AttributesToGet,
+		names:        in.ExpressionAttributeNames,
+		values:       in.ExpressionAttributeValues,
+	}
+	return ein.compile(hashKey.Name, rangeKey.Name)
+}
+
+// planQuery validates a Query whose expressions are compiled and resolves
+// it to a readSpec.
+func (h *handle) planQuery(in *wire.QueryInput, ix *Index, ex *readExprs) (*readSpec, error) {
+	t := h.t
+	hashKey, rangeKey := t.queryKey(ix)
+	kc := ex.kc
+	if err := checkKeyCondition(kc, hashKey, rangeKey, in.KeyConditionExpression != nil); err != nil {
+		return nil, err
+	}
+	if err := h.checkLeadingKey(kc.HashValue); err != nil {
+		return nil, err
+	}
+
+	r := &readSpec{h: h, ix: ix, forward: in.ScanIndexForward == nil || *in.ScanIndexForward}
+	c := readCommon{
+		ix:             ix,
+		selectParam:    in.Select,
+		consistent:     in.ConsistentRead,
+		limit:          in.Limit,
+		capacity:       in.ReturnConsumedCapacity,
+		filterNames:    ex.filterNames,
+		filterNamesOK:  ex.filterNamesOK,
+		hasFilter:      ex.filter != nil,
+		filterParam:    ex.filterParam,
+		proj:           ex.proj,
+		projParam:      ex.projParam,
+		queryKeyFilter: true,
+	}
+	if err := c.resolve(h, r); err != nil {
+		return nil, err
+	}
+	r.filter = ex.filter
+
+	var p []byte
+	if ix != nil {
+		p = keyspace.Index(h.ns, t.ID, ix.No)
+	} else {
+		p = keyspace.Items(h.ns, t.ID)
+	}
+	p = keyspace.AppendPartition(p, attr.AppendKey(nil, kc.HashValue))
+	var op expr.KeyOp
+	if kc.RangeName != "" {
+		op = kc.RangeOp
+	}
+	r.span = sortKeySpan(p, op, kc.RangeValues)
+
+	if in.ExclusiveStartKey != nil {
+		pos, err := h.startKey(ix, in.ExclusiveStartKey)
+		if err != nil {
+			return nil, err
+		}
+		esk := in.ExclusiveStartKey
+		if !attr.Equal(esk[hashKey.Name], kc.HashValue) {
+			return nil, apierr.Validationf("The provided starting key is outside query boundaries based on provided conditions")
+		}
+		if op != 0 && !sortKeyMatches(esk[rangeKey.Name], op, kc.RangeValues) {
+			return nil, apierr.Validationf("The provided starting key does not match the range key predicate")
+		}
+		if r.forward {
+			r.span = r.span.after(pos)
+		} else {
+			r.span = r.span.before(pos)
+		}
+	}
+	return r, nil
+}
+
+// checkKeyCondition validates a compiled key condition against the key
+// schema of the table or index queried: the key attributes, the types of
+// the values, begins_with only on S and B, BETWEEN bounds in order.
+func checkKeyCondition(kc *expr.KeyCondition, hashKey, rangeKey KeyAttr, isExpr bool) error {
+	if kc == nil || kc.HashName != hashKey.Name {
+		return apierr.Validationf("Query condition missed key schema element: %s", hashKey.Name)
+	}
+	if kc.RangeName != "" && kc.RangeName != rangeKey.Name {
+		return apierr.Validationf("Query condition missed key schema element: %s", rangeKey.Name)
+	}
+	mismatch := apierr.Validationf("One or more parameter values were invalid: Condition parameter type does not match schema type")
+	if kc.HashValue.Type != hashKey.Type {
+		return mismatch
+	}
+	if err := checkKeyValue(hashKey, kc.HashValue, true, false); err != nil {
+		return err
+	}
+	if kc.RangeName == "" {
+		return nil
+	}
+	want := 1
+	if kc.RangeOp == expr.KeyBetween {
+		want = 2
+	}
+	if len(kc.RangeValues) != want {
+		return apierr.Validationf("The attempted filter operation is not supported for the provided filter argument count")
+	}
+	for _, v := range kc.RangeValues {
+		if v.Type != rangeKey.Type {
+			return mismatch
+		}
+		if err := checkKeyValue(rangeKey, v, true, true); err != nil {
+			return err
+		}
+	}
+	switch kc.RangeOp {
+	case expr.KeyBeginsWith:
+		if rangeKey.Type == attr.N {
+			if isExpr {
+				return apierr.Validationf("Invalid KeyConditionExpression: Incorrect operand type for operator or function; operator or function: begins_with, operand type: N")
+			}
+			return apierr.Validationf("One or more parameter values were invalid: ComparisonOperator BEGINS_WITH is not valid for N AttributeValue type")
+		}
+	case expr.KeyBetween:
+		if c, _ := attr.Compare(kc.RangeValues[0], kc.RangeValues[1]); c > 0 {
+			msg := fmt.Sprintf("The BETWEEN operator requires upper bound to be greater than or equal to lower bound; lower bound operand: AttributeValue: %s, upper bound operand: AttributeValue: %s",
+				keyValueString(kc.RangeValues[0]), keyValueString(kc.RangeValues[1]))
+			if isExpr {
+				msg = "Invalid KeyConditionExpression: " + msg
+			}
+			return apierr.Validationf("%s", msg)
+		}
+	case expr.KeyEQ, expr.KeyLT, expr.KeyLE, expr.KeyGT, expr.KeyGE:
+	default:
+		return apierr.Validationf("Attempted conditional constraint is not an indexable operation")
+	}
+	return nil
+}
+
+// keyValueString formats a key value the way DynamoDB's messages do
+// ("{S:abc}", "{N:5}").
+func keyValueString(v attr.Value) string {
+	switch v.Type {
+	case attr.S:
+		return "{S:" + v.S + "}"
+	case attr.N:
+		return "{N:" + v.N.String() + "}"
+	case attr.B:
+		return "{B:" + base64.StdEncoding.EncodeToString(v.B) + "}"
+	}
+	return "{}"
+}
