@@ -1,0 +1,390 @@
+// Package audit keeps a per-tenant, append-only, hash-chained log of admin
+// actions and denied access attempts.
+//
+// Record n of a tenant is stored at keyspace.Audit(tenant, n) as
+//
+//	hash(32) || canonical
+//
+// where canonical is the record's JSON without its hash (Go's encoding of
+// Record is deterministic) and hash = SHA-256(prev || canonical), prev
+// being the previous record's hash (32 zero bytes for record 1). canonical
+// also names prev, so every record commits to the whole chain before it.
+// The chain's head (last seq and hash) is kept at keyspace.AuditHead and
+// written in the same batch as each record, so Verify notices a changed
+// byte anywhere, a removed or reordered record, and a truncated tail.
+// (Someone able to rewrite the whole store can rewrite the whole chain; an
+// external anchor of the head would be needed against that.)
+//
+// The operator's own actions (tenant lifecycle) go to the platform log,
+// the log of keyspace.Platform.
+package audit
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tenantdb/tenantdb/internal/apierr"
+	"github.com/tenantdb/tenantdb/internal/keyspace"
+	"github.com/tenantdb/tenantdb/internal/storage"
+	"github.com/tenantdb/tenantdb/internal/tenancy"
+)
+
+// Store is the part of *storage.DB the log uses.
+type Store interface {
+	Get(key []byte) ([]byte, error)
+	NewBatch() *storage.Batch
+	Apply(b *storage.Batch) error
+	NewIter(lower, upper []byte) *storage.Iter
+}
+
+var _ Store = (*storage.DB)(nil)
+
+// Outcomes.
+const (
+	OutcomeOK     = "ok"
+	OutcomeDenied = "denied"
+	OutcomeError  = "error"
+)
+
+// Record is one audit entry.
+type Record struct {
+	Seq     uint64    `json:"seq"`
+	Time    time.Time `json:"time"`
+	Actor   string    `json:"actor"`          // access key id, "sub:<subject>" for platform users, "system"
+	Role    string    `json:"role,omitempty"` // the actor's role
+	Action  string    `json:"action"`         // e.g. "key.create", "tenant.suspend", "dynamodb:GetItem"
+	Target  string    `json:"target,omitempty"`
+	Source  string    `json:"source,omitempty"` // client address
+	Outcome string    `json:"outcome"`          // OutcomeOK, OutcomeDenied or OutcomeError
+	Reason  string    `json:"reason,omitempty"`
+	Prev    string    `json:"prev"`           // hex of the previous record's hash
+	Hash    string    `json:"hash,omitempty"` // hex; empty in the canonical form
+}
+
+// Event is what a caller records; the log fills in Seq, Time, Prev, Hash.
+type Event struct {
+	Actor, Role, Action, Target, Source, Outcome, Reason string
+}
+
+// Options configure a Log.
+type Options struct {
+	Now    func() time.Time
+	Logger *slog.Logger
+}
+
+// Log is the audit log of all tenants. Its methods are safe for
+// concurrent use; appends to one tenant's chain are serialized.
+type Log struct {
+	db   Store
+	now  func() time.Time
+	log  *slog.Logger
+	mu   sync.Mutex
+	tips map[tenancy.TenantID]*chain
+}
+
+type chain struct {
+	mu     sync.Mutex
+	loaded bool
+	seq    uint64
+	hash   [32]byte
+	time   time.Time
+}
+
+// Open returns the log over db.
+func Open(db Store, opts Options) *Log {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	return &Log{db: db, now: opts.Now, log: opts.Logger.With("component", "audit"), tips: map[tenancy.TenantID]*chain{}}
+}
+
+func (l *Log) chain(t tenancy.TenantID) *chain {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	c, ok := l.tips[t]
+	if !ok {
+		c = &chain{}
+		l.tips[t] = c
+	}
+	return c
+}
+
+// Forget drops the in-memory head of tenant t's chain; call it after the
+// tenant's range is deleted.
+func (l *Log) Forget(t tenancy.TenantID) {
+	l.mu.Lock()
+	delete(l.tips, t)
+	l.mu.Unlock()
+}
+
+const headLen = 8 + 32 + 8
+
+// load reads the chain's head. REQUIRES: c.mu held.
+func (l *Log) load(t tenancy.TenantID, c *chain) error {
+	if c.loaded {
+		return nil
+	}
+	v, err := l.db.Get(keyspace.AuditHead(t))
+	switch {
+	case errors.Is(err, storage.ErrNotFound):
+	case err != nil:
+		return fmt.Errorf("audit: read head: %w", err)
+	case len(v) != headLen:
+		return fmt.Errorf("audit: corrupt chain head")
+	default:
+		c.seq = binary.BigEndian.Uint64(v)
+		copy(c.hash[:], v[8:40])
+		c.time = time.Unix(0, int64(binary.BigEndian.Uint64(v[40:]))).UTC()
+	}
+	c.loaded = true
+	return nil
+}
+
+// Limits on recorded strings, so that no caller can bloat the log.
+const (
+	maxField  = 256
+	maxReason = 1024
+)
+
+func clean(s string, n int) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if len(s) > n {
+		s = strings.ToValidUTF8(s[:n], "")
+	}
+	return s
+}
+
+// Append adds ev to tenant t's chain (keyspace.Platform for the platform
+// log) and returns the stored record. The record is durable when Append
+// returns.
+func (l *Log) Append(ctx context.Context, t tenancy.TenantID, ev Event) (Record, error) {
+	if ev.Outcome == "" {
+		ev.Outcome = OutcomeOK
+	}
+	c := l.chain(t)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := l.load(t, c); err != nil {
+		return Record{}, err
+	}
+	now := l.now().UTC()
+	if now.Before(c.time) {
+		now = c.time // keep times non-decreasing along the chain
+	}
+	r := Record{
+		Seq: c.seq + 1, Time: now,
+		Actor: clean(ev.Actor, maxField), Role: clean(ev.Role, maxField), Action: clean(ev.Action, maxField),
+		Target: clean(ev.Target, maxField), Source: clean(ev.Source, maxField),
+		Outcome: clean(ev.Outcome, maxField), Reason: clean(ev.Reason, maxReason),
+		Prev: hex.EncodeToString(c.hash[:]),
+	}
+	canon, err := json.Marshal(r)
+	if err != nil {
+		return Record{}, fmt.Errorf("audit: encode: %w", err)
+	}
+	h := chainHash(c.hash[:], canon)
+	val := make([]byte, 0, 32+len(canon))
+	val = append(append(val, h[:]...), canon...)
+	var head [headLen]byte
+	binary.BigEndian.PutUint64(head[:], r.Seq)
+	copy(head[8:], h[:])
+	binary.BigEndian.PutUint64(head[40:], uint64(now.UnixNano()))
+
+	b := l.db.NewBatch()
+	defer b.Close()
+	b.Set(keyspace.Audit(t, r.Seq), val)
+	b.Set(keyspace.AuditHead(t), head[:])
+	if err := l.db.Apply(b); err != nil {
+		return Record{}, fmt.Errorf("audit: append: %w", err)
+	}
+	c.seq, c.hash, c.time = r.Seq, h, now
+	r.Hash = hex.EncodeToString(h[:])
+	return r, nil
+}
+
+func chainHash(prev, canon []byte) [32]byte {
+	s := sha256.New()
+	s.Write(prev)
+	s.Write(canon)
+	var h [32]byte
+	s.Sum(h[:0])
+	return h
+}
+
+type sourceKey struct{}
+
+// WithSource returns ctx carrying the client's address, which Denied (and
+// the admin handlers) record as the source.
+func WithSource(ctx context.Context, addr string) context.Context {
+	return context.WithValue(ctx, sourceKey{}, addr)
+}
+
+// Source returns the client address WithSource put into ctx, or "".
+func Source(ctx context.Context) string {
+	s, _ := ctx.Value(sourceKey{}).(string)
+	return s
+}
+
+// Denied records a refused request of principal p (its tenant's log, the
+// platform log for the operator): action is what was attempted (e.g.
+// "dynamodb:GetItem" or "admin:GET /v1/tenants/..."), reason the refusal.
+// The source is taken from ctx (see WithSource). Failures to record are
+// logged, not returned: a denial stays a denial.
+func (l *Log) Denied(ctx context.Context, p tenancy.Principal, action, reason string) {
+	_, err := l.Append(ctx, p.Tenant, Event{
+		Actor: p.KeyID, Role: p.Role.String(), Action: action, Source: Source(ctx),
+		Outcome: OutcomeDenied, Reason: reason,
+	})
+	if err != nil {
+		l.log.Error("audit: recording a denial failed", "tenant", p.Tenant.String(), "key", p.KeyID, "err", err)
+	}
+}
+
+// decode splits a stored value into its hash and record.
+func decode(v []byte) ([32]byte, Record, error) {
+	var h [32]byte
+	var r Record
+	if len(v) < 32 {
+		return h, r, errors.New("audit: record too short")
+	}
+	copy(h[:], v[:32])
+	if err := json.Unmarshal(v[32:], &r); err != nil {
+		return h, r, fmt.Errorf("audit: record is not JSON: %w", err)
+	}
+	r.Hash = hex.EncodeToString(h[:])
+	return h, r, nil
+}
+
+// Query returns tenant t's records with from <= time < to (zero bounds are
+// open) and seq > after, oldest first, at most limit (1 to 1000; 0 means
+// 100). It finds the start by binary search on seq, so it reads O(log n +
+// limit) records.
+func (l *Log) Query(ctx context.Context, t tenancy.TenantID, from, to time.Time, after uint64, limit int) ([]Record, error) {
+	if limit <= 0 {
+		limit = 100
+	}
+	if limit > 1000 {
+		return nil, apierr.Validationf("limit must be at most 1000")
+	}
+	c := l.chain(t)
+	c.mu.Lock()
+	err := l.load(t, c)
+	last := c.seq
+	c.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	start := after + 1
+	if !from.IsZero() {
+		// The first seq in [start, last+1) whose time is >= from.
+		lo, hi := start, last+1
+		for lo < hi {
+			mid := lo + (hi-lo)/2
+			v, err := l.db.Get(keyspace.Audit(t, mid))
+			if err != nil {
+				return nil, fmt.Errorf("audit: read record %d: %w", mid, err)
+			}
+			_, r, err := decode(v)
+			if err != nil {
+				return nil, err
+			}
+			if r.Time.Before(from) {
+				lo = mid + 1
+			} else {
+				hi = mid
+			}
+		}
+		start = lo
+	}
+	var out []Record
+	if start > last {
+		return out, nil
+	}
+	_, hiKey := keyspace.AuditRange(t)
+	it := l.db.NewIter(keyspace.Audit(t, start), hiKey)
+	defer it.Close()
+	for ok := it.First(); ok && len(out) < limit; ok = it.Next() {
+		_, r, err := decode(it.Value())
+		if err != nil {
+			return nil, err
+		}
+		if !to.IsZero() && !r.Time.Before(to) {
+			break
+		}
+		out = append(out, r)
+	}
+	if err := it.Error(); err != nil {
+		return nil, fmt.Errorf("audit: query: %w", err)
+	}
+	return out, nil
+}
+
+// ErrTampered is in the chain of Verify's error when the log was altered.
+var ErrTampered = errors.New("audit: chain verification failed")
+
+// Verify walks tenant t's whole chain and checks every record's seq, prev
+// and hash and the stored head. It returns the number of records, or an
+// error wrapping ErrTampered that names the first bad record.
+func (l *Log) Verify(ctx context.Context, t tenancy.TenantID) (uint64, error) {
+	c := l.chain(t)
+	c.mu.Lock() // a consistent view: no append runs meanwhile
+	defer c.mu.Unlock()
+	lo, hi := keyspace.AuditRange(t)
+	it := l.db.NewIter(lo, hi)
+	defer it.Close()
+	var prev [32]byte
+	var n uint64
+	bad := func(format string, args ...any) (uint64, error) {
+		return n, fmt.Errorf("%w: %s", ErrTampered, fmt.Sprintf(format, args...))
+	}
+	for ok := it.First(); ok; ok = it.Next() {
+		n++
+		k := it.Key()
+		if len(k) != len(lo)+8 || binary.BigEndian.Uint64(k[len(lo):]) != n {
+			return bad("record %d is missing or out of place", n)
+		}
+		v := it.Value()
+		h, r, err := decode(v)
+		if err != nil {
+			return bad("record %d is unreadable: %v", n, err)
+		}
+		if r.Seq != n {
+			return bad("record %d claims seq %d", n, r.Seq)
+		}
+		if r.Prev != hex.EncodeToString(prev[:]) {
+			return bad("record %d does not link to record %d", n, n-1)
+		}
+		if want := chainHash(prev[:], v[32:]); !bytes.Equal(want[:], h[:]) {
+			return bad("record %d does not match its hash", n)
+		}
+		prev = h
+	}
+	if err := it.Error(); err != nil {
+		return n, fmt.Errorf("audit: verify: %w", err)
+	}
+	v, err := l.db.Get(keyspace.AuditHead(t))
+	switch {
+	case errors.Is(err, storage.ErrNotFound):
+		if n != 0 {
+			return bad("the chain head is missing")
+		}
+	case err != nil:
+		return n, fmt.Errorf("audit: read head: %w", err)
+	case len(v) != headLen || binary.BigEndian.Uint64(v) != n || !bytes.Equal(v[8:40], prev[:]):
+		return bad("the chain head does not match record %d (records were removed or replaced)", n)
+	}
+	return n, nil
+}
