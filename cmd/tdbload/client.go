@@ -1,0 +1,135 @@
+package main
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/tenantdb/tenantdb/internal/loadgen"
+)
+
+// clientFlags are the flags every subcommand that sends requests shares.
+type clientFlags struct {
+	endpoint string
+	region   string
+	retries  int
+	timeout  time.Duration
+}
+
+func (c *clientFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&c.endpoint, "endpoint", envOr("TENANTDB_ENDPOINT", "http://127.0.0.1:8000"), "DynamoDB endpoint URL (env TENANTDB_ENDPOINT)")
+	fs.StringVar(&c.region, "region", "us-east-1", "region used for signing")
+	fs.IntVar(&c.retries, "retries", 0, "SDK retries per request (0: errors are counted, not retried)")
+	fs.DurationVar(&c.timeout, "timeout", 10*time.Second, "timeout of each request")
+}
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}
+
+// newHTTPClient returns the one HTTP client all SDK clients share, able to
+// keep conns idle connections to the endpoint so no request waits for a dial.
+func newHTTPClient(conns int) aws.HTTPClient {
+	return ownBodyClient{&http.Client{Transport: &http.Transport{
+		// NB: no Proxy: benchmarks talk to the endpoint directly.
+		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:        conns + 16,
+		MaxIdleConnsPerHost: conns + 16,
+		IdleConnTimeout:     90 * time.Second,
+		DisableCompression:  true,
+	}}}
+}
+
+// ownBodyClient gives the transport its own copy of each request body.
+//
+// NB: aws-sdk-go-v2 (smithy-go's ClientHandler) closes the request body as
+// soon as Do returns, i.e. when the response headers arrive, but net/http's
+// write loop may still read the body once more after sending it (to check
+// its length). That read then fails, and the transport closes the
+// connection under the response being read: "deserialization failed ... use
+// of closed network connection" (aws/aws-sdk-go-v2#1825, #2737). The SDK
+// hides it by retrying; tdbload counts errors instead of retrying, so it
+// avoids the race. The copy costs one memcpy of the request body.
+type ownBodyClient struct{ c *http.Client }
+
+func (o ownBodyClient) Do(req *http.Request) (*http.Response, error) {
+	if req.Body != nil && req.Body != http.NoBody && req.ContentLength > 0 {
+		buf := make([]byte, req.ContentLength)
+		_, err := io.ReadFull(req.Body, buf)
+		req.Body.Close()
+		if err != nil {
+			return nil, fmt.Errorf("tdbload: read request body: %w", err)
+		}
+		req.Body = io.NopCloser(bytes.NewReader(buf))
+		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(buf)), nil }
+	}
+	return o.c.Do(req)
+}
+
+// newClient returns a DynamoDB client for one credential.
+func newClient(cf *clientFlags, hc aws.HTTPClient, cred loadgen.Credential) *dynamodb.Client {
+	retries := cf.retries
+	cfg := aws.Config{
+		Region:      cf.region,
+		Credentials: credentials.NewStaticCredentialsProvider(cred.AccessKeyID, cred.SecretAccessKey, ""),
+		HTTPClient:  hc,
+		Retryer: func() aws.Retryer {
+			if retries <= 0 {
+				return aws.NopRetryer{}
+			}
+			// No client-side retry quota: every retry is the server's doing.
+			return retry.NewStandard(func(o *retry.StandardOptions) {
+				o.MaxAttempts = retries + 1
+				o.RateLimiter = ratelimit.None
+			})
+		},
+	}
+	endpoint := cf.endpoint
+	return dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.BaseEndpoint = &endpoint })
+}
+
+// loadCredentials returns the tenants' credentials from a file and/or a
+// comma-separated flag value, or the default dummy credential.
+func loadCredentials(file, list string) ([]loadgen.Credential, error) {
+	var out []loadgen.Credential
+	if file != "" {
+		f, err := os.Open(file)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		cs, err := loadgen.ParseCredentials(f)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", file, err)
+		}
+		out = append(out, cs...)
+	}
+	if list != "" {
+		for _, s := range strings.Split(list, ",") {
+			c, err := loadgen.ParseCredential(s)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, c)
+		}
+	}
+	if len(out) == 0 {
+		out = []loadgen.Credential{loadgen.DefaultCredential}
+	}
+	return out, nil
+}

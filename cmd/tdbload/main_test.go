@@ -1,0 +1,149 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/tenantdb/tenantdb/internal/loadgen"
+)
+
+// startNoop serves the no-op server on 127.0.0.1:0 for the test's lifetime.
+func startNoop(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- serveNoop(ctx, ln, 1024) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("noop server: %v", err)
+		}
+	})
+	return "http://" + ln.Addr().String()
+}
+
+func runTdbload(t *testing.T, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	if err := run(ctx, args, &stdout, &stderr); err != nil {
+		t.Fatalf("tdbload %s: %v\nstderr:\n%s", strings.Join(args, " "), err, stderr.String())
+	}
+	return stdout.String()
+}
+
+// TestLoadAgainstNoop drives every workload through the real SDK and HTTP
+// stack against the no-op server and checks that every request succeeded.
+func TestLoadAgainstNoop(t *testing.T) {
+	endpoint := startNoop(t)
+	pid := strconv.Itoa(os.Getpid()) // the no-op server runs in this process
+	var lines []string
+	for _, w := range loadgen.Workloads {
+		dur := "150ms"
+		if w == "mixed" {
+			dur = "1s"
+		}
+		out := runTdbload(t, "run", "--endpoint", endpoint, "--workload", w, "--duration", dur, "--warmup", "50ms",
+			"--concurrency", "4", "--create-table", "--preload", "40", "--server-pid", pid, "--json", "--label", "noop")
+		var r loadgen.Result
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatalf("%s: --json output is not a Result: %v\n%s", w, err, out)
+		}
+		if r.OK == 0 || r.Errors != 0 || r.Workload != w {
+			t.Errorf("%s: ok %d, errors %d %+v, workload %q; want ok > 0 and no errors", w, r.OK, r.Errors, r.ErrorsByCode, r.Workload)
+		}
+		if r.ServerCPU == nil || r.Latency.P99 <= 0 || r.Latency.Count != r.OK {
+			t.Errorf("%s: server cpu %v, latency %+v: want server CPU and latencies of every ok request", w, r.ServerCPU, r.Latency)
+		}
+		if w == "mixed" && len(r.ByOp) != 5 {
+			t.Errorf("mixed: by_op has %d operations, want 5", len(r.ByOp))
+		}
+		lines = append(lines, out)
+	}
+
+	// Text output, a request-bounded run and many tenants.
+	out := runTdbload(t, "--endpoint", endpoint, "--workload", "get", "--preloaded", "40", "--duration", "0",
+		"--requests", "100", "--warmup", "0", "--concurrency", "8", "--credentials", "a:x,b:y,c:z", "--rate", "2000")
+	for _, want := range []string{"get\n", "tenants 3", "rate 2000/s", "ok 100 ", "from schedule p50"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("text output lacks %q:\n%s", want, out)
+		}
+	}
+
+	// The comparison table over the JSON results.
+	file := filepath.Join(t.TempDir(), "runs.jsonl")
+	if err := os.WriteFile(file, []byte(strings.Join(lines, "")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	table := runTdbload(t, "table", "--baseline", "noop", file)
+	if n := strings.Count(table, "\n"); n != 2+len(loadgen.Workloads) {
+		t.Errorf("table has %d lines, want %d:\n%s", n, 2+len(loadgen.Workloads), table)
+	}
+}
+
+func TestNoisyAgainstNoop(t *testing.T) {
+	endpoint := startNoop(t)
+	out := runTdbload(t, "noisy", "--endpoint", endpoint, "--preload", "40", "--victim-rate", "200", "--victim-concurrency", "2",
+		"--aggressor-concurrency", "4", "--aggressor-quota", "50", "--phase-duration", "200ms", "--warmup", "0", "--pause", "10ms",
+		"--victim", "v:secret", "--aggressor", "a:secret", "--json")
+	var phases []loadgen.PhaseResult
+	if err := json.Unmarshal([]byte(out), &phases); err != nil {
+		t.Fatalf("noisy --json output: %v\n%s", err, out)
+	}
+	if len(phases) != 3 {
+		t.Fatalf("got %d phases, want 3", len(phases))
+	}
+	for _, p := range phases {
+		if p.Victim == nil || p.Victim.OK == 0 || p.Victim.Errors != 0 {
+			t.Errorf("phase %d: victim %+v, want successful requests", p.Phase, p.Victim)
+		}
+		if (p.Phase == 1) != (p.Aggressor == nil) {
+			t.Errorf("phase %d: aggressor present = %v", p.Phase, p.Aggressor != nil)
+		}
+	}
+	if got, want := phases[1].AggressorRate, 500.0; got != want {
+		t.Errorf("phase 2 aggressor rate = %v, want 10 x quota = %v", got, want)
+	}
+}
+
+func TestNoopUnknownOperation(t *testing.T) {
+	endpoint := startNoop(t)
+	cf := clientFlags{endpoint: endpoint, region: "us-east-1", timeout: 5 * time.Second}
+	c := newClient(&cf, newHTTPClient(1), loadgen.DefaultCredential)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := c.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: new(string)})
+	if got, want := loadgen.ErrorCode(err), "UnknownOperationException"; got != want {
+		t.Errorf("DeleteTable on the no-op server: error code %q (%v), want %q", got, err, want)
+	}
+}
+
+func TestBadArguments(t *testing.T) {
+	for _, args := range [][]string{
+		{"frobnicate"},
+		{"run", "--workload", "scan", "--endpoint", "http://127.0.0.1:1"},
+		{"run", "--concurrency", "0"},
+		{"noisy", "--phases", "4"},
+		{"table"},
+	} {
+		var stdout, stderr bytes.Buffer
+		if err := run(context.Background(), args, &stdout, &stderr); err == nil {
+			t.Errorf("tdbload %v: got nil error", args)
+		}
+	}
+}
