@@ -30,8 +30,10 @@ type Metrics struct {
 	CompactionsTotal int64
 	// WALBytesWrittenTotal counts bytes written to the WAL, and
 	// WALSyncsTotal its fsyncs: commits per sync shows group commit at work.
+	// WALSyncDurationTotal / WALSyncsTotal is the mean fsync latency.
 	WALBytesWrittenTotal uint64
 	WALSyncsTotal        uint64
+	WALSyncDurationTotal time.Duration
 	// WriteStallsTotal counts stalls (memtables or L0 full) and
 	// WriteStallDurationTotal the time writes were stopped.
 	WriteStallsTotal        int64
@@ -53,10 +55,12 @@ func (db *DB) Metrics() (Metrics, error) {
 	defer db.mu.RUnlock()
 	m := db.pdb.Metrics()
 	var syncs uint64
+	var syncTime time.Duration
 	if h := m.LogWriter.FsyncLatency; h != nil {
 		var pm dto.Metric
 		if err := h.Write(&pm); err == nil && pm.Histogram != nil {
 			syncs = pm.Histogram.GetSampleCount()
+			syncTime = time.Duration(pm.Histogram.GetSampleSum()) // observed in ns
 		}
 	}
 	return Metrics{
@@ -71,6 +75,7 @@ func (db *DB) Metrics() (Metrics, error) {
 		CompactionsTotal:        m.Compact.Count,
 		WALBytesWrittenTotal:    m.WAL.BytesWritten,
 		WALSyncsTotal:           syncs,
+		WALSyncDurationTotal:    syncTime,
 		WriteStallsTotal:        db.stalls.Load(),
 		WriteStallDurationTotal: time.Duration(db.stallNanos.Load()),
 		BackgroundErrorsTotal:   db.backgroundErr.Load(),
