@@ -8,7 +8,6 @@ package expr
 
 import (
 	"github.com/tenantdb/tenantdb/internal/attr"
-	"github.com/tenantdb/tenantdb/internal/wire"
 )
 
 // Params holds one request's ExpressionAttributeNames and
@@ -100,7 +99,8 @@ type Update interface {
 //	    parses a KeyConditionExpression and resolves it against the given key
 //	    names (rangeKey "" if the table/index has none), with DynamoDB's errors
 //	    ("Query condition missed key schema element: pk", ...).
-//	func (p *Params) Condition(s string) (Condition, error)       // ConditionExpression, FilterExpression
+//	func (p *Params) Condition(s string) (Condition, error)       // ConditionExpression
+//	func (p *Params) Filter(s string) (Condition, error)          // FilterExpression (same language, its own error label)
 //	func (p *Params) Update(s string) (Update, error)             // UpdateExpression
 //	func (p *Params) Projection(s string) (Projection, error)     // ProjectionExpression
 //	func (p *Params) CheckUnused() error
@@ -114,7 +114,9 @@ type Update interface {
 //	func LegacyAttributeUpdates(upd map[string]wire.AttributeValueUpdate) (Update, error)
 //	func ProjectPaths(item attr.Item, paths []Path) attr.Item  // for UPDATED_OLD/UPDATED_NEW
 //
+// Also: (*Params).Validate checks the placeholder maps themselves (every
+// expression method calls it), NamePath builds a top-level Path, and
+// Path has String, Equal and Get.
+//
 // Errors are *apierr.Error of kind Validation with DynamoDB's messages,
-// e.g. "Invalid ConditionExpression: Syntax error; token: \"=\", near: \"a ==\"".
-
-var _ = wire.Condition{}
+// e.g. "Invalid ConditionExpression: Syntax error; token: \"=\", near: \"==\"".
