@@ -1,0 +1,194 @@
+// Package server is tenantdb's HTTP front end: one listener that serves
+// DynamoDB's JSON 1.0 protocol (POST / with X-Amz-Target), the admin REST
+// API under /v1/, health checks and Prometheus /metrics.
+//
+// A DynamoDB request flows one way: read the body (bounded) →
+// authenticate (SigV4, through the Authenticator) → tenancy.Guard.Admit
+// (which alone issues the tenant Scope) → wire.Decode → Backend → encode.
+// Handlers stay thin; policies that apply to every operation (quotas,
+// metering, audit of denials) wrap the Backend as decorators.
+package server
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/tenantdb/tenantdb/internal/apierr"
+	"github.com/tenantdb/tenantdb/internal/sigv4"
+	"github.com/tenantdb/tenantdb/internal/tenancy"
+	"github.com/tenantdb/tenantdb/internal/wire"
+)
+
+// Authenticator turns a signed request into the principal that signed it.
+// It returns an *apierr.Error of an authentication kind
+// (MissingAuthenticationToken, IncompleteSignature, InvalidSignature,
+// UnrecognizedClient, ExpiredToken, TenantSuspended, ...) when it cannot.
+// r.Body is the complete request body; r and its fields must not be
+// retained after Authenticate returns.
+type Authenticator interface {
+	Authenticate(ctx context.Context, r *sigv4.Request) (tenancy.Principal, error)
+}
+
+// MaxRequestBytes is DynamoDB's limit on the size of a request body.
+const MaxRequestBytes = 16 << 20
+
+// Options configure a Server. Backend, Auth and Guard are required.
+type Options struct {
+	// Backend runs the operations.
+	Backend Backend
+	// Auth authenticates every DynamoDB request.
+	Auth Authenticator
+	// Guard admits a principal to an operation and issues its Scope.
+	Guard *tenancy.Guard
+	// Admin, if set, serves everything under /v1/.
+	Admin http.Handler
+	// Registry, if set, receives the server's metrics and is served at
+	// /metrics.
+	Registry *prometheus.Registry
+	// Logger receives one line per request (Debug for successes, Info for
+	// client errors, Error for server errors); nil means slog.Default().
+	Logger *slog.Logger
+
+	// MaxBodyBytes bounds request bodies; 0 means MaxRequestBytes.
+	MaxBodyBytes int64
+	// Timeouts of the HTTP server; zero values take the defaults below.
+	ReadHeaderTimeout time.Duration // default 10s
+	ReadTimeout       time.Duration // whole request including body; default 60s
+	WriteTimeout      time.Duration // from the end of the headers to the end of the response; default 120s
+	IdleTimeout       time.Duration // keep-alive connections; default 120s
+}
+
+// Server serves tenantdb's HTTP API. It is an http.Handler; Serve runs it
+// on a listener with the configured timeouts.
+type Server struct {
+	backend Backend
+	auth    Authenticator
+	guard   *tenancy.Guard
+	admin   http.Handler
+	metrics http.Handler
+	log     *slog.Logger
+	maxBody int64
+	m       *metrics
+	ids     idGen
+	http    *http.Server
+}
+
+// New returns a Server. It fails if a required option is missing or the
+// metrics cannot be registered.
+func New(o Options) (*Server, error) {
+	if o.Backend == nil || o.Auth == nil || o.Guard == nil {
+		return nil, errors.New("server: Backend, Auth and Guard are required")
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = MaxRequestBytes
+	}
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&o.ReadHeaderTimeout, 10*time.Second)
+	def(&o.ReadTimeout, 60*time.Second)
+	def(&o.WriteTimeout, 120*time.Second)
+	def(&o.IdleTimeout, 120*time.Second)
+
+	reg := o.Registry
+	if reg == nil {
+		reg = prometheus.NewRegistry() // metrics kept but not served
+	}
+	m, err := newMetrics(reg)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{
+		backend: o.Backend,
+		auth:    o.Auth,
+		guard:   o.Guard,
+		admin:   o.Admin,
+		log:     o.Logger,
+		maxBody: o.MaxBodyBytes,
+		m:       m,
+	}
+	s.ids.init()
+	if o.Registry != nil {
+		s.metrics = promhttp.HandlerFor(o.Registry, promhttp.HandlerOpts{})
+	}
+	s.http = &http.Server{
+		Handler:           s,
+		ReadHeaderTimeout: o.ReadHeaderTimeout,
+		ReadTimeout:       o.ReadTimeout,
+		WriteTimeout:      o.WriteTimeout,
+		IdleTimeout:       o.IdleTimeout,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(o.Logger.Handler(), slog.LevelDebug),
+	}
+	return s, nil
+}
+
+// Serve accepts connections on l until Shutdown or Close. It returns
+// http.ErrServerClosed after Shutdown.
+func (s *Server) Serve(l net.Listener) error { return s.http.Serve(l) }
+
+// Shutdown stops accepting connections and waits, until ctx ends, for
+// in-flight requests to finish.
+func (s *Server) Shutdown(ctx context.Context) error { return s.http.Shutdown(ctx) }
+
+// Close closes the listeners and all connections at once.
+func (s *Server) Close() error { return s.http.Close() }
+
+// ServeHTTP routes a request: DynamoDB on POST /, the admin API under
+// /v1/, health on GET /, metrics on GET /metrics.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	path := r.URL.Path
+	switch {
+	case path == "/" && r.Method == http.MethodPost:
+		s.serveDynamo(w, r)
+	case path == "/v1" || strings.HasPrefix(path, "/v1/"):
+		if s.admin == nil {
+			s.writePlainError(w, apierr.New(apierr.NotFound, "The admin API is not enabled on this server"))
+			return
+		}
+		s.admin.ServeHTTP(w, r)
+	case (path == "/" || path == "/healthz") && (r.Method == http.MethodGet || r.Method == http.MethodHead):
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(http.StatusOK)
+		if r.Method == http.MethodGet {
+			_, _ = w.Write([]byte("healthy: tenantdb\n"))
+		}
+	case path == "/metrics" && s.metrics != nil && r.Method == http.MethodGet:
+		s.metrics.ServeHTTP(w, r)
+	case path == "/" || path == "/healthz":
+		s.writePlainError(w, apierr.New(apierr.MethodNotAllowed, "Method %s is not allowed on %s", r.Method, path))
+	default:
+		s.writePlainError(w, apierr.New(apierr.NotFound, "No such resource: %s", clip(path)))
+	}
+}
+
+// writePlainError answers a non-DynamoDB request with the wire error shape.
+func (s *Server) writePlainError(w http.ResponseWriter, err error) {
+	body, status := wire.AppendError(nil, err)
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+// clip bounds how much of a client-supplied string an error echoes.
+func clip(s string) string {
+	const max = 128
+	if len(s) <= max {
+		return s
+	}
+	return s[:max] + "..."
+}
