@@ -2,15 +2,15 @@ package auth
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
-	"context"
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"io/fs"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -153,19 +153,19 @@ func TestKeyFormat(t *testing.T) {
 		"",
 		"sk_",
 		"ak_live_" + hex + "_abcdefgh_" + secret,
-		"sk_Live_" + hex + "_abcdefgh_" + secret,    // upper-case env
-		"sk_1ive_" + hex + "_abcdefgh_" + secret,    // env starts with digit
-		"sk__" + hex + "_abcdefgh_" + secret,        // empty env
+		"sk_Live_" + hex + "_abcdefgh_" + secret, // upper-case env
+		"sk_1ive_" + hex + "_abcdefgh_" + secret, // env starts with digit
+		"sk__" + hex + "_abcdefgh_" + secret,     // empty env
 		"sk_live_" + hex[:31] + "_abcdefgh_" + secret, // short tenant
 		"sk_live_" + strings.ToUpper(hex) + "_abcdefgh_" + secret,
-		"sk_live_" + hex + "_abcdefg_" + secret,                  // id too short
-		"sk_live_" + hex + "_abcdefghijklmnopq_" + secret,        // id too long
-		"sk_live_" + hex + "_abcDefgh_" + secret,                 // upper-case id
-		"sk_live_" + hex + "_abcdefgh_" + secret[:31],            // secret too short
-		"sk_live_" + hex + "_abcdefgh_" + secret + "_",           // trailing _
-		"sk_live_" + hex + "_abcdefgh_" + secret[:39] + "-",      // bad secret char
-		"sk_live_" + hex + "_abcdefgh",                           // no secret
-		"sk_op_" + hex + "_abcdefgh_" + secret,                   // op env with a tenant
+		"sk_live_" + hex + "_abcdefg_" + secret,                       // id too short
+		"sk_live_" + hex + "_abcdefghijklmnopq_" + secret,             // id too long
+		"sk_live_" + hex + "_abcDefgh_" + secret,                      // upper-case id
+		"sk_live_" + hex + "_abcdefgh_" + secret[:31],                 // secret too short
+		"sk_live_" + hex + "_abcdefgh_" + secret + "_",                // trailing _
+		"sk_live_" + hex + "_abcdefgh_" + secret[:39] + "-",           // bad secret char
+		"sk_live_" + hex + "_abcdefgh",                                // no secret
+		"sk_op_" + hex + "_abcdefgh_" + secret,                        // op env with a tenant
 		"sk_live_00000000000000000000000000000000_abcdefgh_" + secret, // platform with env
 		"sk_live_" + hex + "_abcdefgh_" + strings.Repeat("A", 129),
 		"sk_live_" + hex + "-_abcdefgh_" + secret,
