@@ -1,5 +1,137 @@
 package engine
 
-// startBackground starts the engine's background work (the TTL sweeper,
-// index backfills). Implemented by the TTL/backfill code.
-func (e *Engine) startBackground() {}
+import (
+	"bytes"
+	"time"
+
+	"github.com/tenantdb/tenantdb/internal/apierr"
+	"github.com/tenantdb/tenantdb/internal/keyspace"
+	"github.com/tenantdb/tenantdb/internal/storage"
+)
+
+// startBackground starts the engine's background work: backfills of
+// indexes left CREATING by a previous run, and the TTL sweeper (every
+// Options.TTLInterval; negative disables it).
+func (e *Engine) startBackground() {
+	e.mu.RLock()
+	var tables []*Table
+	for _, t := range e.shared {
+		tables = append(tables, t)
+	}
+	e.mu.RUnlock()
+	for _, t := range tables {
+		e.resumeBackfills(t)
+	}
+	if e.opts.TTLInterval < 0 {
+		return
+	}
+	e.wg.Add(1)
+	go func() {
+		defer e.wg.Done()
+		tick := time.NewTicker(e.opts.TTLInterval)
+		defer tick.Stop()
+		for {
+			select {
+			case <-e.closed:
+				return
+			case <-tick.C:
+				if err := e.sweep(); err != nil {
+					e.log.Error("engine: TTL sweep", "err", err)
+				}
+			}
+		}
+	}()
+}
+
+// stopping reports whether Close has been called.
+func (e *Engine) stopping() bool {
+	select {
+	case <-e.closed:
+		return true
+	default:
+		return false
+	}
+}
+
+// chunkSize is how many keys background work reads and locks at a time.
+const chunkSize = 128
+
+// scanChunks calls fn with successive chunks of the keys and values in
+// [lo, hi), reopening the iterator between chunks so that background work
+// neither pins old data nor holds locks while iterating. It stops early,
+// without error, when the engine is closing.
+func (e *Engine) scanChunks(db *storage.DB, lo, hi []byte, fn func(keys, vals [][]byte) error) error {
+	start := bytes.Clone(lo)
+	for !e.stopping() {
+		it := db.NewIter(start, hi)
+		var keys, vals [][]byte
+		for ok := it.First(); ok && len(keys) < chunkSize; ok = it.Next() {
+			keys = append(keys, it.Key())
+			vals = append(vals, it.Value())
+		}
+		if err := it.Close(); err != nil {
+			return apierr.Wrap(apierr.Internal, err, "scanning")
+		}
+		if len(keys) == 0 {
+			return nil
+		}
+		if err := fn(keys, vals); err != nil {
+			return err
+		}
+		if len(keys) < chunkSize {
+			return nil
+		}
+		start = append(bytes.Clone(keys[len(keys)-1]), 0)
+	}
+	return nil
+}
+
+// registryPairs returns every (table id, namespace) of the registry.
+func (e *Engine) registryPairs() ([]regPair, error) {
+	p := keyspace.System(regRoot)
+	it := e.db.NewIter(p, keyspace.PrefixEnd(p))
+	defer it.Close()
+	var out []regPair
+	for ok := it.First(); ok; ok = it.Next() {
+		k := it.Key()[len(p):]
+		if len(k) < 8 {
+			continue
+		}
+		out = append(out, regPair{id: beUint64(k[:8]), ns: bytes.Clone(k[8:])})
+	}
+	if err := it.Error(); err != nil {
+		return nil, apierr.Wrap(apierr.Internal, err, "reading table registry")
+	}
+	return out, nil
+}
+
+type regPair struct {
+	id uint64
+	ns []byte
+}
+
+func beUint64(b []byte) uint64 {
+	var v uint64
+	for _, c := range b[:8] {
+		v = v<<8 | uint64(c)
+	}
+	return v
+}
+
+// tableByID returns the current definition of table id, loading the
+// tenant tables of namespace ns if needed (nil if the table is gone).
+func (e *Engine) tableByID(id uint64, ns []byte) (*Table, error) {
+	e.mu.RLock()
+	t := e.byID[id]
+	e.mu.RUnlock()
+	if t != nil {
+		return t, nil
+	}
+	if _, err := e.ownedByNS(ns); err != nil {
+		return nil, err
+	}
+	e.mu.RLock()
+	t = e.byID[id]
+	e.mu.RUnlock()
+	return t, nil
+}

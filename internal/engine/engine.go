@@ -36,6 +36,9 @@ type Options struct {
 	SiloDir string
 	// InMemory opens silo stores in memory (tests).
 	InMemory bool
+	// Endpoint is the address DescribeEndpoints reports; "" means
+	// "127.0.0.1:8000". The server sets it to its listen address.
+	Endpoint string
 }
 
 // Engine is the local DynamoDB implementation on one storage.DB.
@@ -47,10 +50,21 @@ type Engine struct {
 	closed chan struct{}
 	wg     sync.WaitGroup
 
+	// ddl serializes catalog changes (create, update, delete, tags, TTL
+	// settings) and table id allocation.
+	ddl sync.Mutex
+
 	mu     sync.RWMutex
 	shared map[string]*Table            // shared tables by name
-	owned  map[string]map[string]*Table // tenant-owned tables: namespace key -> name -> table
+	owned  map[string]map[string]*Table // tenant-owned tables: namespace key -> name -> table (copy-on-write)
+	byID   map[uint64]*Table            // every loaded table by id
 	silos  map[string]*storage.DB       // silo stores by tenant+table id
+
+	// registered caches the (table id, namespace) pairs known to be in the
+	// persisted registry of namespaces holding a table's data.
+	registered sync.Map
+	// backfills holds the indexes being backfilled (tableID<<16 | index no).
+	backfills sync.Map
 }
 
 // Open returns an Engine over db and starts its background work (TTL).
@@ -78,10 +92,14 @@ func Open(db *storage.DB, opts Options) (*Engine, error) {
 		closed: make(chan struct{}),
 		shared: map[string]*Table{},
 		owned:  map[string]map[string]*Table{},
+		byID:   map[uint64]*Table{},
 		silos:  map[string]*storage.DB{},
 	}
 	e.locks.init()
 	if err := e.loadShared(); err != nil {
+		return nil, err
+	}
+	if err := e.runDrops(); err != nil {
 		return nil, err
 	}
 	e.startBackground()

@@ -77,10 +77,24 @@ func (e *Engine) open(s tenancy.Scope, name string) (*handle, error) {
 // storeFor returns the store holding scope s's items of table t: the main
 // store, or the tenant's own silo store for silo tables.
 func (e *Engine) storeFor(s tenancy.Scope, t *Table) (*storage.DB, error) {
+	return e.storeForTenant(s.Tenant(), t)
+}
+
+// siloDir returns the directory of tenant's silo store for table id, or ""
+// for in-memory silo stores.
+func (e *Engine) siloDir(tenant tenancy.TenantID, id uint64) string {
+	if e.opts.SiloDir == "" || e.opts.InMemory {
+		return ""
+	}
+	return fmt.Sprintf("%s/%s/%d", e.opts.SiloDir, tenant, id)
+}
+
+// storeForTenant is storeFor for background work, which has no scope.
+func (e *Engine) storeForTenant(tenant tenancy.TenantID, t *Table) (*storage.DB, error) {
 	if t.Isolation != tenancy.Silo {
 		return e.db, nil
 	}
-	key := s.Tenant().String() + "/" + fmt.Sprint(t.ID)
+	key := tenant.String() + "/" + fmt.Sprint(t.ID)
 	e.mu.RLock()
 	db, ok := e.silos[key]
 	e.mu.RUnlock()
@@ -92,11 +106,8 @@ func (e *Engine) storeFor(s tenancy.Scope, t *Table) (*storage.DB, error) {
 	if db, ok := e.silos[key]; ok {
 		return db, nil
 	}
-	dir := ""
-	if e.opts.SiloDir != "" {
-		dir = fmt.Sprintf("%s/%s/%d", e.opts.SiloDir, s.Tenant(), t.ID)
-	}
-	db, err := storage.Open(dir, storage.Options{InMemory: dir == "" || e.opts.InMemory, Logger: e.log})
+	dir := e.siloDir(tenant, t.ID)
+	db, err := storage.Open(dir, storage.Options{InMemory: dir == "", Logger: e.log})
 	if err != nil {
 		return nil, apierr.Wrap(apierr.Internal, err, "opening silo store")
 	}
@@ -125,24 +136,38 @@ func (h *handle) checkLeadingKey(pk attr.Value) error {
 // ownedTables returns (loading on first use) the tables owned by scope s's
 // tenant environment.
 func (e *Engine) ownedTables(s tenancy.Scope) (map[string]*Table, error) {
-	ns := string(namespace(s))
+	return e.ownedByNS(namespace(s))
+}
+
+// ownedByNS returns (loading on first use) the tables owned by the tenant
+// environment whose namespace prefix is nsb. The returned map is never
+// modified (catalog changes replace it), so it may be read without a lock.
+func (e *Engine) ownedByNS(nsb []byte) (map[string]*Table, error) {
+	ns := string(nsb)
 	e.mu.RLock()
 	m, ok := e.owned[ns]
 	e.mu.RUnlock()
 	if ok {
 		return m, nil
 	}
-	lo, hi := keyspace.TenantTables([]byte(ns))
+	lo, hi := keyspace.TenantTables(nsb)
 	m, err := e.loadTables(lo, hi)
 	if err != nil {
 		return nil, err
 	}
 	e.mu.Lock()
-	defer e.mu.Unlock()
 	if cur, ok := e.owned[ns]; ok {
+		e.mu.Unlock()
 		return cur, nil
 	}
 	e.owned[ns] = m
+	for _, t := range m {
+		e.byID[t.ID] = t
+	}
+	e.mu.Unlock()
+	for _, t := range m {
+		e.resumeBackfills(t)
+	}
 	return m, nil
 }
 
@@ -152,8 +177,33 @@ func (e *Engine) loadShared() error {
 	if err != nil {
 		return err
 	}
+	e.mu.Lock()
 	e.shared = m
+	for _, t := range m {
+		e.byID[t.ID] = t
+	}
+	e.mu.Unlock()
 	return nil
+}
+
+// current returns the published definition of table t (which may have
+// changed since t was looked up), or ResourceNotFound if t was deleted.
+// Writers call it with their item locks held: see DESIGN.md, "DDL against
+// concurrent writes".
+func (e *Engine) current(t *Table) (*Table, error) {
+	e.mu.RLock()
+	c := e.byID[t.ID]
+	if c == nil {
+		// A shared table published without the id index (tests do this).
+		if sh := e.shared[t.Name]; sh != nil && sh.ID == t.ID {
+			c = sh
+		}
+	}
+	e.mu.RUnlock()
+	if c == nil {
+		return nil, notFound(t.Name)
+	}
+	return c, nil
 }
 
 func (e *Engine) loadTables(lo, hi []byte) (map[string]*Table, error) {

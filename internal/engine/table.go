@@ -20,6 +20,7 @@ type KeyAttr struct {
 // lock.
 type Table struct {
 	ID   uint64 `json:"id"`
+	UUID string `json:"uuid"` // reported as TableId
 	Name string `json:"name"`
 	// Owner is the tenant that owns a tenant table; zero for shared tables.
 	Owner    tenancy.TenantID `json:"owner"`

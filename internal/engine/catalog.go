@@ -1,0 +1,324 @@
+package engine
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/tenantdb/tenantdb/internal/apierr"
+	"github.com/tenantdb/tenantdb/internal/keyspace"
+	"github.com/tenantdb/tenantdb/internal/storage"
+	"github.com/tenantdb/tenantdb/internal/tenancy"
+)
+
+// The catalog: persisted table definitions, the table id sequence, the
+// registry of namespaces that hold a table's data, and pending drops.
+//
+// System keys used here (all under keyspace.System):
+//
+//	seq/table                          next table id (8 bytes, big endian)
+//	tns/<table:8><namespace>           namespace holds data of table (empty value)
+//	drop/<table:8><index:2>            pending removal of a table's (index 0) or an index's data
+var (
+	seqTableKey = keyspace.System("seq/table")
+	regRoot     = "tns/"
+	dropRoot    = "drop/"
+)
+
+// Counter names under keyspace.Counter.
+const (
+	counterItems = "n" // items (or index entries)
+	counterBytes = "b" // their total size as DynamoDB counts it
+)
+
+// tableDefKey returns the key of t's persisted definition.
+func tableDefKey(t *Table) []byte {
+	if t.Shared() {
+		return keyspace.SharedTable(t.Name)
+	}
+	return keyspace.TenantTable(keyspace.Namespace(t.Owner, t.OwnerEnv), t.Name)
+}
+
+// ownerNS returns the namespace a tenant table's definition lives in.
+func ownerNS(t *Table) []byte { return keyspace.Namespace(t.Owner, t.OwnerEnv) }
+
+// nextTableID allocates a table id. Ids are never reused, so data left
+// behind by a dropped table can never show through a new table of the
+// same name. REQUIRES: e.ddl held.
+func (e *Engine) nextTableID() (uint64, error) {
+	var next uint64 = 1
+	v, err := e.db.Get(seqTableKey)
+	switch {
+	case err == nil && len(v) == 8:
+		next = binary.BigEndian.Uint64(v)
+	case err == nil:
+		return 0, apierr.New(apierr.Internal, "corrupt table id sequence")
+	case !errors.Is(err, storage.ErrNotFound):
+		return 0, apierr.Wrap(apierr.Internal, err, "reading table id sequence")
+	}
+	b := e.db.NewBatch()
+	defer b.Close()
+	b.Set(seqTableKey, binary.BigEndian.AppendUint64(nil, next+1))
+	if err := e.db.Apply(b); err != nil {
+		return 0, apierr.Wrap(apierr.Internal, err, "persisting table id sequence")
+	}
+	return next, nil
+}
+
+// saveTable adds t's definition to b.
+func saveTable(b *storage.Batch, t *Table) error {
+	v, err := json.Marshal(t)
+	if err != nil {
+		return apierr.Wrap(apierr.Internal, err, "encoding table definition")
+	}
+	b.Set(tableDefKey(t), v)
+	return nil
+}
+
+// persist durably stores t's definition and publishes it. REQUIRES: e.ddl.
+func (e *Engine) persist(t *Table) error {
+	b := e.db.NewBatch()
+	defer b.Close()
+	if err := saveTable(b, t); err != nil {
+		return err
+	}
+	if err := e.db.Apply(b); err != nil {
+		return apierr.Wrap(apierr.Internal, err, "saving table definition")
+	}
+	e.publish(t)
+	return nil
+}
+
+// publish makes t the current definition of its table. REQUIRES: e.ddl.
+func (e *Engine) publish(t *Table) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.byID[t.ID] = t
+	if t.Shared() {
+		e.shared[t.Name] = t
+		return
+	}
+	ns := string(ownerNS(t))
+	cur := e.owned[ns]
+	m := make(map[string]*Table, len(cur)+1)
+	for k, v := range cur {
+		m[k] = v
+	}
+	m[t.Name] = t
+	e.owned[ns] = m
+}
+
+// unpublish removes t from the catalog maps. REQUIRES: e.ddl.
+func (e *Engine) unpublish(t *Table) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	delete(e.byID, t.ID)
+	if t.Shared() {
+		if e.shared[t.Name] != nil && e.shared[t.Name].ID == t.ID {
+			delete(e.shared, t.Name)
+		}
+		return
+	}
+	ns := string(ownerNS(t))
+	cur := e.owned[ns]
+	m := make(map[string]*Table, len(cur))
+	for k, v := range cur {
+		if v.ID != t.ID {
+			m[k] = v
+		}
+	}
+	e.owned[ns] = m
+}
+
+// regPrefix returns the registry prefix of a table's namespaces.
+func regPrefix(id uint64) []byte {
+	return binary.BigEndian.AppendUint64(keyspace.System(regRoot), id)
+}
+
+// regKey returns the registry key recording that ns holds data of table id.
+func regKey(id uint64, ns []byte) []byte { return append(regPrefix(id), ns...) }
+
+// namespacesOf returns every namespace that has held data of table id.
+func (e *Engine) namespacesOf(id uint64) ([][]byte, error) {
+	p := regPrefix(id)
+	it := e.db.NewIter(p, keyspace.PrefixEnd(p))
+	defer it.Close()
+	var out [][]byte
+	for ok := it.First(); ok; ok = it.Next() {
+		out = append(out, bytes.Clone(it.Key()[len(p):]))
+	}
+	if err := it.Error(); err != nil {
+		return nil, apierr.Wrap(apierr.Internal, err, "listing table namespaces")
+	}
+	return out, nil
+}
+
+// tenantOfNS returns the tenant of a namespace prefix (see
+// keyspace.Namespace: 't' <tenant:16> 'n' <env> 0x00).
+func tenantOfNS(ns []byte) tenancy.TenantID {
+	var t tenancy.TenantID
+	if len(ns) >= 17 {
+		copy(t[:], ns[1:17])
+	}
+	return t
+}
+
+// dropKey returns the key of a pending drop of table id's data (index 0)
+// or of one index's entries.
+func dropKey(id uint64, ix uint16) []byte {
+	return binary.BigEndian.AppendUint16(binary.BigEndian.AppendUint64(keyspace.System(dropRoot), id), ix)
+}
+
+// dropRecord is a pending removal of data. It is written in the same batch
+// that removes the definition, so a crash cannot forget it.
+type dropRecord struct {
+	Table   uint64                `json:"table"`
+	Index   uint16                `json:"index"`
+	Isolate tenancy.IsolationMode `json:"isolation"`
+}
+
+// runDrops removes the data of every pending drop. Dropped ids are never
+// reused and no longer published, so this may run at any time after the
+// barrier that follows the drop's publication.
+func (e *Engine) runDrops() error {
+	p := keyspace.System(dropRoot)
+	it := e.db.NewIter(p, keyspace.PrefixEnd(p))
+	var recs []dropRecord
+	for ok := it.First(); ok; ok = it.Next() {
+		var r dropRecord
+		if err := json.Unmarshal(it.Value(), &r); err != nil {
+			it.Close()
+			return apierr.Wrap(apierr.Internal, err, "corrupt drop record")
+		}
+		recs = append(recs, r)
+	}
+	err := it.Close()
+	if err != nil {
+		return apierr.Wrap(apierr.Internal, err, "listing pending drops")
+	}
+	for _, r := range recs {
+		if err := e.drop(r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// drop removes the data named by r in every namespace that holds it, then
+// the record itself.
+func (e *Engine) drop(r dropRecord) error {
+	nss, err := e.namespacesOf(r.Table)
+	if err != nil {
+		return err
+	}
+	stub := &Table{ID: r.Table, Isolation: r.Isolate}
+	for _, ns := range nss {
+		tenant := tenantOfNS(ns)
+		db, err := e.storeForTenant(tenant, stub)
+		if err != nil {
+			return err
+		}
+		var ranges [][2][]byte
+		if r.Index == 0 {
+			ranges = keyspace.TableRanges(ns, r.Table)
+		} else {
+			ip := keyspace.Index(ns, r.Table, r.Index)
+			cp := keyspace.Counter(ns, r.Table, r.Index, "")
+			ranges = [][2][]byte{{ip, keyspace.PrefixEnd(ip)}, {cp, keyspace.PrefixEnd(cp)}}
+		}
+		for _, rg := range ranges {
+			if err := db.DeleteRange(rg[0], rg[1]); err != nil {
+				return apierr.Wrap(apierr.Internal, err, "dropping table data")
+			}
+		}
+		if r.Index == 0 && r.Isolate == tenancy.Silo {
+			e.closeSilo(tenant, r.Table)
+		}
+	}
+	b := e.db.NewBatch()
+	defer b.Close()
+	if r.Index == 0 {
+		p := regPrefix(r.Table)
+		b.DeleteRange(p, keyspace.PrefixEnd(p))
+		e.registered.Range(func(k, _ any) bool {
+			if strings.HasPrefix(k.(string), string(p)) {
+				e.registered.Delete(k)
+			}
+			return true
+		})
+	}
+	b.Delete(dropKey(r.Table, r.Index))
+	if err := e.db.Apply(b); err != nil {
+		return apierr.Wrap(apierr.Internal, err, "finishing drop")
+	}
+	return nil
+}
+
+// closeSilo closes and removes a dropped silo table's store of one tenant.
+func (e *Engine) closeSilo(tenant tenancy.TenantID, id uint64) {
+	key := tenant.String() + "/" + fmt.Sprint(id)
+	e.mu.Lock()
+	db := e.silos[key]
+	delete(e.silos, key)
+	e.mu.Unlock()
+	if db != nil {
+		if err := db.Close(); err != nil {
+			e.log.Warn("engine: closing dropped silo store", "err", err)
+		}
+	}
+	if dir := e.siloDir(tenant, id); dir != "" {
+		if err := os.RemoveAll(dir); err != nil {
+			e.log.Warn("engine: removing dropped silo store", "dir", dir, "err", err)
+		}
+	}
+}
+
+// noteNamespace records, before or with the first write of table t in
+// namespace ns, that ns holds t's data (DeleteTable, TTL and index
+// backfill find a shared table's tenants this way). If db is the main
+// store the record joins b; otherwise it is written to the main store
+// first. It returns the cache key to mark once the write is applied, or "".
+func (e *Engine) noteNamespace(b *storage.Batch, db *storage.DB, t *Table, ns []byte) (string, error) {
+	k := regKey(t.ID, ns)
+	if _, ok := e.registered.Load(string(k)); ok {
+		return "", nil
+	}
+	if db == e.db {
+		b.Set(k, nil)
+		return string(k), nil
+	}
+	rb := e.db.NewBatch()
+	defer rb.Close()
+	rb.Set(k, nil)
+	if err := e.db.Apply(rb); err != nil {
+		return "", apierr.Wrap(apierr.Internal, err, "registering namespace")
+	}
+	e.registered.Store(string(k), struct{}{})
+	return "", nil
+}
+
+// tableARN returns the ARN of a table.
+func (e *Engine) tableARN(name string) string {
+	return fmt.Sprintf("arn:aws:dynamodb:%s:%s:table/%s", e.opts.Region, e.opts.Account, name)
+}
+
+// canManage reports whether scope s may change table t (DDL, TTL, tags):
+// the operator for shared tables, a tenant admin for its own tables.
+func canManage(s tenancy.Scope, t *Table) bool {
+	if s.Bypassed() {
+		return true
+	}
+	if t.Shared() {
+		return s.IsOperator()
+	}
+	return s.CanManageTenantTables() && s.Tenant() == t.Owner
+}
+
+func (e *Engine) denyManage(s tenancy.Scope, t *Table) error {
+	return apierr.New(apierr.AccessDenied, "User: %s is not authorized to perform: dynamodb:%s on resource: %s",
+		s.KeyID(), s.Action(), e.tableARN(t.Name))
+}

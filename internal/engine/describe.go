@@ -1,0 +1,122 @@
+package engine
+
+import (
+	"github.com/tenantdb/tenantdb/internal/apierr"
+	"github.com/tenantdb/tenantdb/internal/keyspace"
+	"github.com/tenantdb/tenantdb/internal/tenancy"
+	"github.com/tenantdb/tenantdb/internal/wire"
+)
+
+// tableStats are one namespace's counters of a table and its indexes.
+type tableStats map[uint16][2]int64 // index no (0 = table) -> {items, bytes}
+
+// statsFor reads scope s's own counters of table t. The operator, which
+// must never learn anything about tenant data, gets none.
+func (e *Engine) statsFor(s tenancy.Scope, t *Table) (tableStats, error) {
+	st := tableStats{}
+	if s.Tenant().IsZero() {
+		return st, nil
+	}
+	db, err := e.storeFor(s, t)
+	if err != nil {
+		return nil, err
+	}
+	ns := namespace(s)
+	nos := []uint16{0}
+	for _, ix := range t.Indexes {
+		nos = append(nos, ix.No)
+	}
+	for _, no := range nos {
+		n, err := db.Counter(keyspace.Counter(ns, t.ID, no, counterItems))
+		if err != nil {
+			return nil, apierr.Wrap(apierr.Internal, err, "reading item count")
+		}
+		b, err := db.Counter(keyspace.Counter(ns, t.ID, no, counterBytes))
+		if err != nil {
+			return nil, apierr.Wrap(apierr.Internal, err, "reading table size")
+		}
+		st[no] = [2]int64{max(n, 0), max(b, 0)}
+	}
+	return st, nil
+}
+
+func keySchema(h, r KeyAttr) []wire.KeySchemaElement {
+	ks := []wire.KeySchemaElement{{AttributeName: h.Name, KeyType: "HASH"}}
+	if r.Name != "" {
+		ks = append(ks, wire.KeySchemaElement{AttributeName: r.Name, KeyType: "RANGE"})
+	}
+	return ks
+}
+
+func throughput(rcu, wcu int64) *wire.ProvisionedThroughputDescription {
+	return &wire.ProvisionedThroughputDescription{ReadCapacityUnits: rcu, WriteCapacityUnits: wcu}
+}
+
+func projectionOf(ix *Index) *wire.Projection {
+	p := &wire.Projection{ProjectionType: ix.ProjectionType}
+	if ix.ProjectionType == "INCLUDE" {
+		p.NonKeyAttributes = append([]string(nil), ix.NonKey...)
+	}
+	return p
+}
+
+func epoch(t interface{ UnixNano() int64 }) float64 { return float64(t.UnixNano()/1e6) / 1e3 }
+
+// describe returns t's description with the statistics st (nil: zeros).
+func (e *Engine) describe(t *Table, st tableStats) *wire.TableDescription {
+	arn := e.tableARN(t.Name)
+	d := &wire.TableDescription{
+		AttributeDefinitions:      append([]wire.AttributeDefinition(nil), t.AttrDefs...),
+		TableName:                 t.Name,
+		KeySchema:                 keySchema(t.Hash, t.Range),
+		TableStatus:               t.Status,
+		CreationDateTime:          epoch(t.Created),
+		ProvisionedThroughput:     throughput(t.ReadCapacity, t.WriteCapacity),
+		TableSizeBytes:            st[0][1],
+		ItemCount:                 st[0][0],
+		TableArn:                  arn,
+		TableId:                   t.UUID,
+		BillingModeSummary:        &wire.BillingModeSummary{BillingMode: t.BillingMode},
+		DeletionProtectionEnabled: t.DeletionProtection,
+	}
+	if t.TableClass != "" {
+		d.TableClassSummary = &wire.TableClassSummary{TableClass: t.TableClass}
+	}
+	if t.Stream != nil && t.Stream.StreamEnabled != nil && *t.Stream.StreamEnabled {
+		spec := *t.Stream
+		d.StreamSpecification = &spec
+		label := t.Created.UTC().Format("2006-01-02T15:04:05.000")
+		d.LatestStreamLabel = label
+		d.LatestStreamArn = arn + "/stream/" + label
+	}
+	for _, ix := range t.Indexes {
+		c := st[ix.No]
+		if ix.Local {
+			d.LocalSecondaryIndexes = append(d.LocalSecondaryIndexes, wire.LocalSecondaryIndexDescription{
+				IndexName:      ix.Name,
+				KeySchema:      keySchema(ix.Hash, ix.Range),
+				Projection:     projectionOf(ix),
+				IndexSizeBytes: c[1],
+				ItemCount:      c[0],
+				IndexArn:       arn + "/index/" + ix.Name,
+			})
+			continue
+		}
+		gd := wire.GlobalSecondaryIndexDescription{
+			IndexName:             ix.Name,
+			KeySchema:             keySchema(ix.Hash, ix.Range),
+			Projection:            projectionOf(ix),
+			IndexStatus:           ix.Status,
+			ProvisionedThroughput: throughput(ix.ReadCapacity, ix.WriteCapacity),
+			IndexSizeBytes:        c[1],
+			ItemCount:             c[0],
+			IndexArn:              arn + "/index/" + ix.Name,
+		}
+		if ix.Status == "CREATING" {
+			bf := ix.Backfilling
+			gd.Backfilling = &bf
+		}
+		d.GlobalSecondaryIndexes = append(d.GlobalSecondaryIndexes, gd)
+	}
+	return d
+}

@@ -1,0 +1,143 @@
+package engine
+
+import (
+	"context"
+	"strings"
+
+	"github.com/tenantdb/tenantdb/internal/apierr"
+	"github.com/tenantdb/tenantdb/internal/tenancy"
+	"github.com/tenantdb/tenantdb/internal/wire"
+)
+
+// Tags: only a table's owner may tag or untag it — the operator for shared
+// tables, the tenant (admin) for its own tables — so one tenant can never
+// write metadata another tenant reads. Anyone who can see a table may list
+// its tags. Keys starting with "tenantdb:" are reserved: they are set at
+// CreateTable (isolation) and cannot be added or removed later.
+
+// tableFromARN resolves a table ARN visible to s.
+func (e *Engine) tableFromARN(s tenancy.Scope, arn string) (*Table, error) {
+	prefix := "arn:aws:dynamodb:" + e.opts.Region + ":" + e.opts.Account + ":table/"
+	if arn == "" {
+		return nil, apierr.Validationf("1 validation error detected: Value null at 'resourceArn' failed to satisfy constraint: Member must not be null")
+	}
+	if !strings.HasPrefix(arn, "arn:") || strings.Count(arn, ":") < 5 {
+		return nil, apierr.Validationf("Invalid TableArn: Invalid ResourceArn provided as input %s", arn)
+	}
+	if !strings.HasPrefix(arn, prefix) {
+		return nil, apierr.New(apierr.AccessDenied, "User: %s is not authorized to perform: dynamodb:%s on resource: %s", s.KeyID(), s.Action(), arn)
+	}
+	name := strings.TrimPrefix(arn, prefix)
+	if i := strings.IndexByte(name, '/'); i >= 0 {
+		name = name[:i] // an index or stream ARN names its table first
+	}
+	if err := validateTableName(name); err != nil {
+		return nil, apierr.Validationf("Invalid TableArn: Invalid ResourceArn provided as input %s", arn)
+	}
+	if !s.AllowsTable(name) {
+		return nil, apierr.New(apierr.AccessDenied, "User: %s is not authorized to perform: dynamodb:%s on resource: %s", s.KeyID(), s.Action(), arn)
+	}
+	t, err := e.lookup(s, name)
+	if err != nil {
+		return nil, apierr.New(apierr.ResourceNotFound, "Requested resource not found: ResourcArn: %s not found", arn)
+	}
+	return t, nil
+}
+
+// TagResource adds or replaces tags of a table. Errors:
+// ValidationException (reserved or invalid keys), LimitExceededException
+// (more than 50 tags), ResourceNotFoundException, AccessDeniedException.
+func (e *Engine) TagResource(ctx context.Context, s tenancy.Scope, in *wire.TagResourceInput) (*wire.EmptyOutput, error) {
+	if err := check(ctx, s); err != nil {
+		return nil, err
+	}
+	if len(in.Tags) == 0 {
+		return nil, apierr.Validationf("1 validation error detected: Value '[]' at 'tags' failed to satisfy constraint: Member must have length greater than or equal to 1")
+	}
+	if err := checkTags(in.Tags, false); err != nil {
+		return nil, err
+	}
+	e.ddl.Lock()
+	defer e.ddl.Unlock()
+	t, err := e.tableFromARN(s, in.ResourceArn)
+	if err != nil {
+		return nil, err
+	}
+	if !canManage(s, t) {
+		return nil, e.denyManage(s, t)
+	}
+	c := t.clone()
+	for _, tg := range in.Tags {
+		replaced := false
+		for i := range c.Tags {
+			if c.Tags[i].Key == tg.Key {
+				c.Tags[i].Value = tg.Value
+				replaced = true
+			}
+		}
+		if !replaced {
+			c.Tags = append(c.Tags, tg)
+		}
+	}
+	if len(c.Tags) > maxTags {
+		return nil, apierr.New(apierr.LimitExceeded, "The number of tags exceeds the limit of %d", maxTags)
+	}
+	if err := e.persist(c); err != nil {
+		return nil, err
+	}
+	return &wire.EmptyOutput{}, nil
+}
+
+// UntagResource removes tags of a table (absent keys are ignored).
+// Errors: ValidationException (reserved keys), ResourceNotFoundException,
+// AccessDeniedException.
+func (e *Engine) UntagResource(ctx context.Context, s tenancy.Scope, in *wire.UntagResourceInput) (*wire.EmptyOutput, error) {
+	if err := check(ctx, s); err != nil {
+		return nil, err
+	}
+	if len(in.TagKeys) == 0 {
+		return nil, apierr.Validationf("1 validation error detected: Value '[]' at 'tagKeys' failed to satisfy constraint: Member must have length greater than or equal to 1")
+	}
+	drop := map[string]bool{}
+	for _, k := range in.TagKeys {
+		if strings.HasPrefix(k, "tenantdb:") {
+			return nil, apierr.Validationf("One or more parameter values were invalid: Tag key %s is reserved: tenantdb: tags are set only at CreateTable", k)
+		}
+		drop[k] = true
+	}
+	e.ddl.Lock()
+	defer e.ddl.Unlock()
+	t, err := e.tableFromARN(s, in.ResourceArn)
+	if err != nil {
+		return nil, err
+	}
+	if !canManage(s, t) {
+		return nil, e.denyManage(s, t)
+	}
+	c := t.clone()
+	kept := c.Tags[:0]
+	for _, tg := range c.Tags {
+		if !drop[tg.Key] {
+			kept = append(kept, tg)
+		}
+	}
+	c.Tags = kept
+	if err := e.persist(c); err != nil {
+		return nil, err
+	}
+	return &wire.EmptyOutput{}, nil
+}
+
+// ListTagsOfResource lists the tags of a table s can see. All tags fit in
+// one page (at most 50). Errors: ResourceNotFoundException,
+// AccessDeniedException.
+func (e *Engine) ListTagsOfResource(ctx context.Context, s tenancy.Scope, in *wire.ListTagsOfResourceInput) (*wire.ListTagsOfResourceOutput, error) {
+	if err := check(ctx, s); err != nil {
+		return nil, err
+	}
+	t, err := e.tableFromARN(s, in.ResourceArn)
+	if err != nil {
+		return nil, err
+	}
+	return &wire.ListTagsOfResourceOutput{Tags: append([]wire.Tag{}, t.Tags...)}, nil
+}

@@ -1,0 +1,168 @@
+package engine
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/tenantdb/tenantdb/internal/apierr"
+	"github.com/tenantdb/tenantdb/internal/attr"
+	"github.com/tenantdb/tenantdb/internal/keyspace"
+	"github.com/tenantdb/tenantdb/internal/tenancy"
+	"github.com/tenantdb/tenantdb/internal/wire"
+)
+
+// ttlHorizon: as in DynamoDB, TTL values more than five years in the past
+// are not treated as expiry times.
+const ttlHorizon = 5 * 365 * 24 * time.Hour
+
+// UpdateTimeToLive enables or disables TTL on a table. Only the table's
+// owner may change it. Errors: ValidationException (already
+// enabled/disabled, bad attribute name), ResourceNotFoundException,
+// AccessDeniedException.
+func (e *Engine) UpdateTimeToLive(ctx context.Context, s tenancy.Scope, in *wire.UpdateTimeToLiveInput) (*wire.UpdateTimeToLiveOutput, error) {
+	if err := check(ctx, s); err != nil {
+		return nil, err
+	}
+	if err := validateTableName(in.TableName); err != nil {
+		return nil, err
+	}
+	spec := in.TimeToLiveSpecification
+	if n := len(spec.AttributeName); n < 1 || n > 255 {
+		return nil, apierr.Validationf("1 validation error detected: Value '%s' at 'timeToLiveSpecification.attributeName' failed to satisfy constraint: Member must have length between 1 and 255", spec.AttributeName)
+	}
+	e.ddl.Lock()
+	defer e.ddl.Unlock()
+	t, err := e.lookup(s, in.TableName)
+	if err != nil {
+		return nil, err
+	}
+	if !canManage(s, t) {
+		return nil, e.denyManage(s, t)
+	}
+	switch {
+	case spec.Enabled && t.TTLEnabled:
+		return nil, apierr.Validationf("TimeToLive is already enabled")
+	case !spec.Enabled && !t.TTLEnabled:
+		return nil, apierr.Validationf("TimeToLive is already disabled")
+	case !spec.Enabled && t.TTLAttribute != spec.AttributeName:
+		return nil, apierr.Validationf("TimeToLive is active on a different AttributeName: current AttributeName is %s", t.TTLAttribute)
+	}
+	c := t.clone()
+	c.TTLEnabled = spec.Enabled
+	c.TTLAttribute = spec.AttributeName
+	if err := e.persist(c); err != nil {
+		return nil, err
+	}
+	return &wire.UpdateTimeToLiveOutput{TimeToLiveSpecification: spec}, nil
+}
+
+// DescribeTimeToLive reports a table's TTL setting. Errors:
+// ResourceNotFoundException.
+func (e *Engine) DescribeTimeToLive(ctx context.Context, s tenancy.Scope, in *wire.DescribeTimeToLiveInput) (*wire.DescribeTimeToLiveOutput, error) {
+	if err := check(ctx, s); err != nil {
+		return nil, err
+	}
+	if err := validateTableName(in.TableName); err != nil {
+		return nil, err
+	}
+	t, err := e.lookup(s, in.TableName)
+	if err != nil {
+		return nil, err
+	}
+	d := wire.TimeToLiveDescription{TimeToLiveStatus: "DISABLED"}
+	if t.TTLEnabled {
+		d = wire.TimeToLiveDescription{TimeToLiveStatus: "ENABLED", AttributeName: t.TTLAttribute}
+	}
+	return &wire.DescribeTimeToLiveOutput{TimeToLiveDescription: d}, nil
+}
+
+// sweep runs one pass of background maintenance: it deletes the expired
+// items of every TTL-enabled table in every namespace that holds its data,
+// and forgets expired transaction tokens.
+func (e *Engine) sweep() error {
+	pairs, err := e.registryPairs()
+	if err != nil {
+		return err
+	}
+	now := e.opts.Now()
+	nss := map[string]bool{}
+	for _, p := range pairs {
+		if e.stopping() {
+			return nil
+		}
+		nss[string(p.ns)] = true
+		t, err := e.tableByID(p.id, p.ns)
+		if err != nil {
+			return err
+		}
+		if t == nil || !t.TTLEnabled {
+			continue
+		}
+		if err := e.expire(t, p.ns, now); err != nil {
+			return err
+		}
+	}
+	for ns := range nss {
+		if err := e.sweepTokens([]byte(ns)); err != nil {
+			return apierr.Wrap(apierr.Internal, err, "sweeping transaction tokens")
+		}
+	}
+	return nil
+}
+
+// expired reports whether item's TTL attribute is a Number of epoch
+// seconds in [now-5y, now].
+func expired(item attr.Item, name string, now, horizon attr.Number) bool {
+	v, ok := item[name]
+	if !ok || v.Type != attr.N {
+		return false
+	}
+	return v.N.Cmp(now) <= 0 && v.N.Cmp(horizon) >= 0
+}
+
+// expire deletes the items of table t in namespace ns that are expired at
+// now, with their index entries and counters, reading only ns's range.
+func (e *Engine) expire(t *Table, ns []byte, now time.Time) error {
+	nowN, err := attr.ParseNumber(strconv.FormatInt(now.Unix(), 10))
+	if err != nil {
+		return err
+	}
+	horizonN, err := attr.ParseNumber(strconv.FormatInt(now.Add(-ttlHorizon).Unix(), 10))
+	if err != nil {
+		return err
+	}
+	db, err := e.storeForTenant(tenantOfNS(ns), t)
+	if err != nil {
+		return err
+	}
+	h := &handle{t: t, ns: ns, db: db}
+	p := keyspace.Items(ns, t.ID)
+	return e.scanChunks(db, p, keyspace.PrefixEnd(p), func(keys, vals [][]byte) error {
+		var ws []*itemWrite
+		for _, v := range vals {
+			item, err := attr.DecodeItem(v)
+			if err != nil {
+				return apierr.Wrap(apierr.Internal, err, "decoding item")
+			}
+			if expired(item, t.TTLAttribute, nowN, horizonN) {
+				ws = append(ws, newWrite(h, t.keyOf(item)))
+			}
+		}
+		if len(ws) == 0 {
+			return nil
+		}
+		err := e.locked(ws, nil, func() error {
+			for _, w := range ws {
+				// NB: re-checked under the lock: the item may have been
+				// rewritten since it was scanned.
+				w.del = w.old != nil && w.h.t.TTLEnabled && expired(w.old, w.h.t.TTLAttribute, nowN, horizonN)
+			}
+			return e.commit(ws, nil)
+		})
+		if apierr.Is(err, apierr.ResourceNotFound) {
+			return nil // the table was dropped meanwhile
+		}
+		return err
+	})
+}

@@ -1,0 +1,289 @@
+package engine
+
+import (
+	"bytes"
+	"errors"
+
+	"github.com/tenantdb/tenantdb/internal/apierr"
+	"github.com/tenantdb/tenantdb/internal/attr"
+	"github.com/tenantdb/tenantdb/internal/keyspace"
+	"github.com/tenantdb/tenantdb/internal/storage"
+)
+
+// The write path. Every item write — PutItem, UpdateItem, DeleteItem, a
+// BatchWriteItem, a TransactWriteItems, a TTL expiry — goes through
+// e.locked and e.commit:
+//
+//  1. lock the stripes of every physical item key involved (in stripe
+//     order, so writers of overlapping sets cannot deadlock);
+//  2. re-read each table's current definition (a concurrent UpdateTable or
+//     DeleteTable is thus either wholly before or wholly after the write);
+//  3. read the current items;
+//  4. let the operation decide (conditions, updates, validation);
+//  5. build ONE storage batch per store with the items, the index entry
+//     deletes and puts of every index whose entry changes, and the counter
+//     deltas of the table and its indexes, and apply it (synced);
+//  6. unlock.
+//
+// See DESIGN.md for why this is serializable.
+
+// itemWrite is one item an operation reads under its lock and may change.
+type itemWrite struct {
+	h   *handle
+	key attr.Item // the item's key attributes
+	pk  []byte    // its physical key
+
+	old attr.Item // the current item (nil if absent), read under the lock
+
+	// The decision: put new, delete, or (neither) leave the item alone.
+	put bool
+	del bool
+	new attr.Item
+
+	cost writeCost // filled by commit
+}
+
+// writeCost is the capacity a committed item write consumed.
+type writeCost struct {
+	table   float64
+	indexes map[*Index]float64
+}
+
+func (c writeCost) total() float64 {
+	n := c.table
+	for _, u := range c.indexes {
+		n += u
+	}
+	return n
+}
+
+// newWrite prepares a write of the item with key attributes key (already
+// validated) through handle h.
+func newWrite(h *handle, key attr.Item) *itemWrite {
+	return &itemWrite{h: h, key: key, pk: h.t.itemKey(h.ns, key)}
+}
+
+// locked locks the items of ws (plus the extra lock keys), refreshes their
+// tables' definitions, reads their current items and runs fn, which
+// decides and usually calls e.commit. The locks are released when locked
+// returns.
+func (e *Engine) locked(ws []*itemWrite, extra [][]byte, fn func() error) error {
+	keys := make([][]byte, 0, len(ws)+len(extra))
+	for _, w := range ws {
+		keys = append(keys, w.pk)
+	}
+	keys = append(keys, extra...)
+	unlock := e.locks.lock(keys...)
+	defer unlock()
+	for _, w := range ws {
+		t, err := e.current(w.h.t)
+		if err != nil {
+			return err
+		}
+		w.h.t = t
+		if w.old, err = readItem(w.h.db, w.pk); err != nil {
+			return err
+		}
+	}
+	return fn()
+}
+
+// readItem reads and decodes the item at physical key pk (nil if absent).
+func readItem(db *storage.DB, pk []byte) (attr.Item, error) {
+	v, err := db.Get(pk)
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, apierr.Wrap(apierr.Internal, err, "reading item")
+	}
+	it, err := attr.DecodeItem(v)
+	if err != nil {
+		return nil, apierr.Wrap(apierr.Internal, err, "decoding item")
+	}
+	return it, nil
+}
+
+// commit applies the decided writes of ws: one batch per store, the main
+// store's first; extra, if not nil, adds more to the main store's batch
+// (a transaction's idempotency record). REQUIRES: the stripes of ws held
+// (e.locked).
+func (e *Engine) commit(ws []*itemWrite, extra func(b *storage.Batch) error) error {
+	type pending struct {
+		db   *storage.DB
+		b    *storage.Batch
+		regs []string
+	}
+	var batches []*pending
+	get := func(db *storage.DB) *pending {
+		for _, p := range batches {
+			if p.db == db {
+				return p
+			}
+		}
+		p := &pending{db: db, b: db.NewBatch()}
+		if db == e.db {
+			batches = append([]*pending{p}, batches...)
+		} else {
+			batches = append(batches, p)
+		}
+		return p
+	}
+	defer func() {
+		for _, p := range batches {
+			p.b.Close()
+		}
+	}()
+	if extra != nil {
+		if err := extra(get(e.db).b); err != nil {
+			return err
+		}
+	}
+	for _, w := range ws {
+		if !w.put && !w.del {
+			continue
+		}
+		p := get(w.h.db)
+		if err := e.stage(p.b, w); err != nil {
+			return err
+		}
+		if w.put || w.old != nil {
+			reg, err := e.noteNamespace(p.b, w.h.db, w.h.t, w.h.ns)
+			if err != nil {
+				return err
+			}
+			if reg != "" {
+				p.regs = append(p.regs, reg)
+			}
+		}
+	}
+	for _, p := range batches {
+		if p.b.Len() == 0 {
+			continue
+		}
+		if err := p.db.Apply(p.b); err != nil {
+			return apierr.Wrap(apierr.Internal, err, "writing items")
+		}
+		for _, r := range p.regs {
+			e.registered.Store(r, struct{}{})
+		}
+	}
+	return nil
+}
+
+// stage adds one decided write to b: the item, its index entries and the
+// counters, and computes its capacity cost.
+func (e *Engine) stage(b *storage.Batch, w *itemWrite) error {
+	t, ns := w.h.t, w.h.ns
+	var nu attr.Item
+	if w.put {
+		nu = w.new
+		// NB: re-validated against the current definition, which may have
+		// gained an index since the operation validated the item.
+		if err := t.validateItemKeys(nu); err != nil {
+			return err
+		}
+	}
+	old := w.old
+	oldSize, newSize := 0, 0
+	if old != nil {
+		oldSize = attr.ItemSize(old)
+	}
+	if nu != nil {
+		newSize = attr.ItemSize(nu)
+	}
+	w.cost = writeCost{table: writeUnits(max(oldSize, newSize))}
+	if old == nil && nu == nil {
+		return nil // deleting an absent item changes nothing but costs a unit
+	}
+	if nu != nil {
+		b.Set(w.pk, attr.EncodeItem(nu))
+	} else {
+		b.Delete(w.pk)
+	}
+	addCounters(b, ns, t.ID, 0, presence(nu)-presence(old), int64(newSize-oldSize))
+
+	for _, ix := range t.Indexes {
+		var ok, nk []byte
+		if old != nil {
+			ok = t.indexKey(ns, ix, old)
+		}
+		if nu != nil {
+			nk = t.indexKey(ns, ix, nu)
+		}
+		if ok != nil && ix.Backfilling {
+			// NB: while an index is backfilled, an old item may not have its
+			// entry yet; only an entry that exists may be replaced or
+			// counted as removed.
+			if _, err := w.h.db.Get(ok); errors.Is(err, storage.ErrNotFound) {
+				ok = nil
+			} else if err != nil {
+				return apierr.Wrap(apierr.Internal, err, "reading index entry")
+			}
+		}
+		if ok == nil && nk == nil {
+			continue
+		}
+		var oe, ne attr.Item
+		oes, nes := 0, 0
+		if ok != nil {
+			oe = t.indexEntry(ix, old)
+			oes = attr.ItemSize(oe)
+		}
+		if nk != nil {
+			ne = t.indexEntry(ix, nu)
+			nes = attr.ItemSize(ne)
+		}
+		same := ok != nil && nk != nil && bytes.Equal(ok, nk)
+		if same && attr.EqualItems(oe, ne) {
+			continue
+		}
+		var units float64
+		switch {
+		case same:
+			units = writeUnits(max(oes, nes))
+		default:
+			if ok != nil {
+				b.Delete(ok)
+				units += writeUnits(oes)
+			}
+			if nk != nil {
+				units += writeUnits(nes)
+			}
+		}
+		if nk != nil {
+			b.Set(nk, attr.EncodeItem(ne))
+		}
+		addCounters(b, ns, t.ID, ix.No, presenceKey(nk)-presenceKey(ok), int64(nes-oes))
+		if w.cost.indexes == nil {
+			w.cost.indexes = map[*Index]float64{}
+		}
+		w.cost.indexes[ix] = units
+	}
+	return nil
+}
+
+func presence(it attr.Item) int64 {
+	if it == nil {
+		return 0
+	}
+	return 1
+}
+
+func presenceKey(k []byte) int64 {
+	if k == nil {
+		return 0
+	}
+	return 1
+}
+
+// addCounters adds item count and size deltas to a table's (index 0) or an
+// index's counters in namespace ns.
+func addCounters(b *storage.Batch, ns []byte, table uint64, index uint16, items, size int64) {
+	if items != 0 {
+		b.AddCounter(keyspace.Counter(ns, table, index, counterItems), items)
+	}
+	if size != 0 {
+		b.AddCounter(keyspace.Counter(ns, table, index, counterBytes), size)
+	}
+}
