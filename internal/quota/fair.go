@@ -1,0 +1,250 @@
+package quota
+
+import (
+	"container/list"
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/tenantdb/tenantdb/internal/tenancy"
+)
+
+// gate is the fair admission scheduler. At most limit requests run at once
+// (server-wide), and at most a flow's maxInflight of them belong to one
+// tenant. A request that cannot start waits in its tenant's FIFO queue;
+// whenever a slot frees, deficit round robin across the tenants with
+// waiters picks the next one, so every waiting tenant gets slots in
+// proportion to its weight however many requests it has queued: a tenant
+// with 256 connections gets the same share as a tenant with 4.
+//
+// Each grant costs a flow one unit of deficit; when the request finishes,
+// its cost beyond one unit (its consumed capacity) is charged as well, so
+// a tenant of heavy requests (1 MB scans) gets fewer of them than a tenant
+// of light ones (4 KB gets) gets of its own.
+//
+// Queues are bounded (per tenant and in total) and waits time out; a
+// request that cannot be queued, or waits too long, is shed with an error
+// instead of piling up.
+type gate struct {
+	mu          sync.Mutex
+	limit       int           // requests running at once, server-wide
+	tenantLimit int           // default per-tenant cap on running requests
+	queueLimit  int           // waiting requests per tenant
+	totalQueue  int           // waiting requests in total
+	timeout     time.Duration // longest wait in a queue
+
+	inflight int
+	queued   int
+	flows    map[tenancy.TenantID]*flow
+	ring     list.List     // flows with waiters, in round-robin order
+	cursor   *list.Element // the flow DRR visits next
+
+	// onGrant, if set (tests), is called under mu for every waiter granted
+	// a slot from a queue, in grant order.
+	onGrant func(tenancy.TenantID)
+}
+
+// flow is one tenant's state in the gate. It exists while the tenant has
+// requests running or waiting.
+type flow struct {
+	tenant   tenancy.TenantID
+	weight   float64
+	max      int // cap on running requests
+	inflight int
+	deficit  float64
+	waiters  list.List // of *waiter, FIFO
+	elem     *list.Element
+}
+
+type waiter struct {
+	f       *flow
+	ready   chan struct{}
+	granted bool
+	elem    *list.Element
+}
+
+// Errors of Acquire; the Manager turns them into client errors.
+var (
+	errTenantQueueFull = errors.New("quota: tenant queue full")
+	errOverloaded      = errors.New("quota: server queue full")
+	errQueueTimeout    = errors.New("quota: queue wait timed out")
+)
+
+func newGate(limit, tenantLimit, queueLimit, totalQueue int, timeout time.Duration) *gate {
+	return &gate{
+		limit: limit, tenantLimit: tenantLimit, queueLimit: queueLimit, totalQueue: totalQueue, timeout: timeout,
+		flows: map[tenancy.TenantID]*flow{},
+	}
+}
+
+// acquire waits for a slot for tenant t and returns its flow, which the
+// caller passes to release when the request is done. weight and max (0:
+// defaults) come from the tenant's quota. Errors: errTenantQueueFull,
+// errOverloaded, errQueueTimeout, or ctx's error.
+func (g *gate) acquire(ctx context.Context, t tenancy.TenantID, weight float64, max int) (*flow, error) {
+	g.mu.Lock()
+	f := g.flows[t]
+	if f == nil {
+		f = &flow{tenant: t}
+		g.flows[t] = f
+	}
+	f.weight = weight
+	if f.weight <= 0 {
+		f.weight = DefaultWeight
+	}
+	f.max = max
+	if f.max <= 0 {
+		f.max = g.tenantLimit
+	}
+	f.max = min(f.max, g.limit)
+	if f.waiters.Len() == 0 && g.inflight < g.limit && f.inflight < f.max {
+		// NB: a slot is free and this tenant has nobody queued; any other
+		// tenant still queued is held back by its own cap (dispatch runs
+		// on every release), so taking the slot is fair.
+		g.inflight++
+		f.inflight++
+		g.mu.Unlock()
+		return f, nil
+	}
+	if f.waiters.Len() >= g.queueLimit {
+		g.dropIfIdle(f)
+		g.mu.Unlock()
+		return nil, errTenantQueueFull
+	}
+	if g.queued >= g.totalQueue {
+		g.dropIfIdle(f)
+		g.mu.Unlock()
+		return nil, errOverloaded
+	}
+	w := &waiter{f: f, ready: make(chan struct{})}
+	w.elem = f.waiters.PushBack(w)
+	g.queued++
+	if f.elem == nil {
+		f.elem = g.ring.PushBack(f)
+	}
+	g.mu.Unlock()
+
+	var timeout <-chan time.Time
+	if g.timeout > 0 {
+		tm := time.NewTimer(g.timeout)
+		defer tm.Stop()
+		timeout = tm.C
+	}
+	var err error
+	select {
+	case <-w.ready:
+		return f, nil
+	case <-ctx.Done():
+		err = ctx.Err()
+	case <-timeout:
+		err = errQueueTimeout
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if w.granted {
+		// Granted while giving up: hand the slot on.
+		g.releaseLocked(f, 0)
+		return nil, err
+	}
+	g.unqueue(w)
+	g.dropIfIdle(f)
+	return nil, err
+}
+
+// maxDebt bounds the deficit a flow can owe for expensive requests, and so
+// the number of round-robin visits dispatch may need to find a grant.
+const maxDebt = 32
+
+// release frees f's slot; cost is the request's consumed capacity (units),
+// of which everything past the first unit is charged to f's deficit.
+func (g *gate) release(f *flow, cost float64) {
+	g.mu.Lock()
+	g.releaseLocked(f, cost)
+	g.mu.Unlock()
+}
+
+func (g *gate) releaseLocked(f *flow, cost float64) {
+	g.inflight--
+	f.inflight--
+	if cost > 1 && f.elem != nil {
+		// NB: only a flow still competing pays; an idle one starts afresh.
+		f.deficit = max(f.deficit-(cost-1), -maxDebt)
+	}
+	g.dispatch()
+	g.dropIfIdle(f)
+}
+
+// unqueue removes w from its flow's queue (and the flow from the ring if
+// it has no waiters left).
+func (g *gate) unqueue(w *waiter) {
+	f := w.f
+	f.waiters.Remove(w.elem)
+	g.queued--
+	if f.waiters.Len() == 0 {
+		g.leaveRing(f)
+	}
+}
+
+func (g *gate) leaveRing(f *flow) {
+	if f.elem == nil {
+		return
+	}
+	if g.cursor == f.elem {
+		g.cursor = f.elem.Next()
+	}
+	g.ring.Remove(f.elem)
+	f.elem = nil
+	f.deficit = min(f.deficit, 0)
+}
+
+func (g *gate) dropIfIdle(f *flow) {
+	if f.inflight == 0 && f.waiters.Len() == 0 && g.flows[f.tenant] == f {
+		delete(g.flows, f.tenant)
+	}
+}
+
+// dispatch grants free slots to queued waiters by deficit round robin.
+// REQUIRES: g.mu held.
+func (g *gate) dispatch() {
+	blocked := 0 // consecutive flows visited that are at their cap
+	for g.inflight < g.limit && g.ring.Len() > 0 && blocked < g.ring.Len() {
+		if g.cursor == nil {
+			g.cursor = g.ring.Front()
+		}
+		f := g.cursor.Value.(*flow)
+		if f.inflight >= f.max {
+			blocked++
+			g.cursor = g.cursor.Next()
+			continue
+		}
+		blocked = 0
+		if f.deficit < 1 {
+			f.deficit += f.weight
+			if f.deficit < 1 {
+				g.cursor = g.cursor.Next()
+				continue
+			}
+		}
+		f.deficit--
+		w := f.waiters.Front().Value.(*waiter)
+		g.unqueue(w)
+		w.granted = true
+		g.inflight++
+		f.inflight++
+		if g.onGrant != nil {
+			g.onGrant(f.tenant)
+		}
+		close(w.ready)
+		if f.elem != nil && f.deficit < 1 {
+			g.cursor = g.cursor.Next()
+		}
+	}
+}
+
+// stats returns the number of running and waiting requests.
+func (g *gate) stats() (inflight, queued int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.inflight, g.queued
+}

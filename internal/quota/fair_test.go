@@ -1,0 +1,232 @@
+package quota
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tenantdb/tenantdb/internal/tenancy"
+)
+
+func tid(b byte) tenancy.TenantID { return tenancy.TenantID{0: b, 15: 1} }
+
+// queueUp starts n goroutines of tenant t that wait in g, and returns
+// once all of them are queued. Each granted waiter sends its flow on got.
+func queueUp(t *testing.T, g *gate, tenant tenancy.TenantID, n int, weight float64, got chan<- *flow) {
+	t.Helper()
+	_, before := g.stats()
+	for i := 0; i < n; i++ {
+		go func() {
+			f, err := g.acquire(context.Background(), tenant, weight, 0)
+			if err != nil {
+				t.Errorf("acquire: %v", err)
+				return
+			}
+			got <- f
+		}()
+		// Wait until this one is queued, so that FIFO order is known.
+		for {
+			if _, q := g.stats(); q == before+i+1 {
+				break
+			}
+			time.Sleep(50 * time.Microsecond)
+		}
+	}
+}
+
+// TestFairQueueManyWaitersCannotStarveFew: with one slot, a tenant with
+// 50 queued requests and a tenant with 3 alternate; the few are all
+// served within the first rounds, not after the many.
+func TestFairQueueManyWaitersCannotStarveFew(t *testing.T) {
+	g := newGate(1, 1, 1000, 1000, 0)
+	var order []string
+	g.onGrant = func(id tenancy.TenantID) {
+		order = append(order, map[byte]string{1: "A", 2: "B"}[id[0]])
+	}
+	hold, err := g.acquire(context.Background(), tid(9), 1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan *flow, 100)
+	queueUp(t, g, tid(1), 50, 1, got)
+	queueUp(t, g, tid(2), 3, 1, got)
+
+	g.release(hold, 0)
+	for i := 0; i < 53; i++ {
+		f := <-got
+		g.release(f, 0)
+	}
+	want := "ABABAB" + strings.Repeat("A", 47)
+	if s := strings.Join(order, ""); s != want {
+		t.Fatalf("grant order\n got %s\nwant %s", s, want)
+	}
+}
+
+// TestFairQueueWeights: weight 3 gets three grants per round to weight 1's
+// one.
+func TestFairQueueWeights(t *testing.T) {
+	g := newGate(1, 1, 1000, 1000, 0)
+	var order []string
+	g.onGrant = func(id tenancy.TenantID) { order = append(order, map[byte]string{1: "A", 2: "B"}[id[0]]) }
+	hold, _ := g.acquire(context.Background(), tid(9), 1, 0)
+	got := make(chan *flow, 100)
+	queueUp(t, g, tid(1), 8, 1, got)
+	queueUp(t, g, tid(2), 8, 3, got)
+	g.release(hold, 0)
+	for i := 0; i < 16; i++ {
+		g.release(<-got, 0)
+	}
+	if s, want := strings.Join(order, ""), "ABBBABBBABBAAAAA"; s != want {
+		t.Fatalf("grant order %s, want %s", s, want)
+	}
+}
+
+// TestFairQueueCostCharging: a tenant whose requests cost 4 units each gets
+// one request per four of a tenant of 1-unit requests.
+func TestFairQueueCostCharging(t *testing.T) {
+	g := newGate(1, 1, 1000, 1000, 0)
+	var order []string
+	g.onGrant = func(id tenancy.TenantID) { order = append(order, map[byte]string{1: "H", 2: "L"}[id[0]]) }
+	hold, _ := g.acquire(context.Background(), tid(9), 1, 0)
+	got := make(chan *flow, 100)
+	queueUp(t, g, tid(1), 6, 1, got)
+	queueUp(t, g, tid(2), 12, 1, got)
+	g.release(hold, 0)
+	for i := 0; i < 18; i++ {
+		f := <-got
+		cost := 1.0
+		if f.tenant == tid(1) {
+			cost = 4
+		}
+		g.release(f, cost)
+	}
+	// H pays 3 extra units per request, so after its first grant it waits
+	// out three rounds of L for each further one.
+	if s, want := strings.Join(order, ""), "HLLLLHLLLLHLLLLHHH"; s != want {
+		t.Fatalf("grant order %s, want %s", s, want)
+	}
+}
+
+// TestTenantCapLeavesRoomForOthers: a tenant that has reached its cap
+// waits even though server slots are free, and another tenant runs at
+// once.
+func TestTenantCapLeavesRoomForOthers(t *testing.T) {
+	g := newGate(4, 3, 100, 100, 0)
+	var held []*flow
+	for i := 0; i < 3; i++ {
+		f, err := g.acquire(context.Background(), tid(1), 1, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, f)
+	}
+	got := make(chan *flow, 1)
+	queueUp(t, g, tid(1), 1, 1, got) // 4th of tenant 1 waits at its cap
+	f, err := g.acquire(context.Background(), tid(2), 1, 0)
+	if err != nil {
+		t.Fatalf("other tenant: %v", err)
+	}
+	if in, q := g.stats(); in != 4 || q != 1 {
+		t.Fatalf("inflight, queued = %d, %d; want 4, 1", in, q)
+	}
+	g.release(f, 0) // a free slot, but tenant 1 is still at its cap
+	select {
+	case <-got:
+		t.Fatal("tenant past its cap was granted a slot")
+	default:
+	}
+	g.release(held[0], 0)
+	g.release(<-got, 0)
+	for _, f := range held[1:] {
+		g.release(f, 0)
+	}
+	if in, q := g.stats(); in != 0 || q != 0 || len(g.flows) != 0 {
+		t.Fatalf("after all releases inflight=%d queued=%d flows=%d; want all 0", in, q, len(g.flows))
+	}
+}
+
+func TestGateShedding(t *testing.T) {
+	g := newGate(1, 1, 2, 3, 0)
+	hold, _ := g.acquire(context.Background(), tid(9), 1, 0)
+	got := make(chan *flow, 10)
+	queueUp(t, g, tid(1), 2, 1, got)
+	if _, err := g.acquire(context.Background(), tid(1), 1, 0); !errors.Is(err, errTenantQueueFull) {
+		t.Fatalf("third waiter of one tenant: err = %v, want errTenantQueueFull", err)
+	}
+	queueUp(t, g, tid(2), 1, 1, got)
+	if _, err := g.acquire(context.Background(), tid(3), 1, 0); !errors.Is(err, errOverloaded) {
+		t.Fatalf("waiter past the total bound: err = %v, want errOverloaded", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	g2 := newGate(1, 1, 10, 10, 0)
+	h2, _ := g2.acquire(ctx, tid(1), 1, 0)
+	errc := make(chan error)
+	go func() { _, err := g2.acquire(ctx, tid(2), 1, 0); errc <- err }()
+	for _, q := g2.stats(); q != 1; _, q = g2.stats() {
+		time.Sleep(50 * time.Microsecond)
+	}
+	cancel()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled waiter: err = %v", err)
+	}
+	g2.release(h2, 0)
+	if in, q := g2.stats(); in != 0 || q != 0 {
+		t.Fatalf("after cancel inflight=%d queued=%d", in, q)
+	}
+	g.release(hold, 0)
+	for i := 0; i < 3; i++ {
+		g.release(<-got, 0)
+	}
+}
+
+func TestGateQueueTimeout(t *testing.T) {
+	g := newGate(1, 1, 10, 10, time.Millisecond)
+	hold, _ := g.acquire(context.Background(), tid(1), 1, 0)
+	if _, err := g.acquire(context.Background(), tid(2), 1, 0); !errors.Is(err, errQueueTimeout) {
+		t.Fatalf("err = %v, want errQueueTimeout", err)
+	}
+	g.release(hold, 0)
+	if in, q := g.stats(); in != 0 || q != 0 {
+		t.Fatalf("inflight=%d queued=%d", in, q)
+	}
+}
+
+// TestGateConcurrent hammers the gate and checks that the bound holds and
+// every slot is returned.
+func TestGateConcurrent(t *testing.T) {
+	g := newGate(3, 2, 1000, 1000, 0)
+	var mu sync.Mutex
+	running, peak := 0, 0
+	var wg sync.WaitGroup
+	for w := 0; w < 40; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 200; i++ {
+				f, err := g.acquire(context.Background(), tid(byte(w%4)), 1, 0)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				running++
+				peak = max(peak, running)
+				mu.Unlock()
+				mu.Lock()
+				running--
+				mu.Unlock()
+				g.release(f, float64(i%3))
+			}
+		}()
+	}
+	wg.Wait()
+	if peak > 3 {
+		t.Fatalf("peak running = %d, want <= 3", peak)
+	}
+	if in, q := g.stats(); in != 0 || q != 0 || len(g.flows) != 0 || g.ring.Len() != 0 {
+		t.Fatalf("leftovers: inflight=%d queued=%d flows=%d ring=%d", in, q, len(g.flows), g.ring.Len())
+	}
+}

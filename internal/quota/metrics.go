@@ -1,0 +1,176 @@
+package quota
+
+import (
+	"sort"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Throttle reasons, the "reason" label of throttled_requests_total.
+const (
+	reasonCapacity     = iota // the tenant's read or write capacity is used up
+	reasonControl             // too many control-plane requests
+	reasonQueueFull           // the tenant's admission queue is full
+	reasonQueueTimeout        // waited too long for a slot
+	reasonOverloaded          // the server's admission queue is full
+	reasonCount
+)
+
+var reasonNames = [reasonCount]string{"capacity", "control_plane", "queue_full", "queue_timeout", "overloaded"}
+
+// otherLabel is the tenant label of every tenant without its own.
+const otherLabel = "other"
+
+// metrics are quota's Prometheus collectors. Per-tenant series exist only
+// for at most cap tenants — the busiest, re-chosen every rebalance — and
+// the rest share the tenant label "other", so a million tenants cost cap+1
+// series per metric. A tenant that loses its label has its series deleted
+// (later traffic counts under "other"); every series stays monotonic.
+type metrics struct {
+	cap       int
+	requests  *prometheus.CounterVec // tenant
+	readUnits *prometheus.CounterVec // tenant
+	writeUnit *prometheus.CounterVec // tenant
+	throttled *prometheus.CounterVec // tenant, reason
+	queueWait prometheus.Histogram
+	other     *tenantMetrics
+
+	mu       sync.Mutex
+	labelled map[*tenantState]struct{}
+}
+
+// tenantMetrics are one label value's resolved series.
+type tenantMetrics struct {
+	label     string
+	requests  prometheus.Counter
+	readUnits prometheus.Counter
+	writeUnit prometheus.Counter
+	throttled [reasonCount]prometheus.Counter
+}
+
+func newMetrics(reg prometheus.Registerer, cap int, gauges func() (inflight, queued int)) (*metrics, error) {
+	m := &metrics{
+		cap: cap,
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "tenantdb", Subsystem: "tenant", Name: "requests_total",
+			Help: "DynamoDB requests by tenant (the busiest tenants by id, the rest as \"other\").",
+		}, []string{"tenant"}),
+		readUnits: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "tenantdb", Subsystem: "tenant", Name: "consumed_read_units_total",
+			Help: "Read capacity units consumed, by tenant (the busiest tenants by id, the rest as \"other\").",
+		}, []string{"tenant"}),
+		writeUnit: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "tenantdb", Subsystem: "tenant", Name: "consumed_write_units_total",
+			Help: "Write capacity units consumed, by tenant (the busiest tenants by id, the rest as \"other\").",
+		}, []string{"tenant"}),
+		throttled: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "tenantdb", Subsystem: "tenant", Name: "throttled_requests_total",
+			Help: "Requests rejected by admission control, by tenant and reason (capacity, control_plane, queue_full, queue_timeout, overloaded).",
+		}, []string{"tenant", "reason"}),
+		queueWait: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: "tenantdb", Subsystem: "admission", Name: "queue_wait_seconds",
+			Help:    "Time requests waited in the fair admission queue (requests admitted at once are not observed).",
+			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
+		}),
+		labelled: map[*tenantState]struct{}{},
+	}
+	cs := []prometheus.Collector{m.requests, m.readUnits, m.writeUnit, m.throttled, m.queueWait,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Namespace: "tenantdb", Subsystem: "admission", Name: "inflight",
+			Help: "Requests running under admission control.",
+		}, func() float64 { i, _ := gauges(); return float64(i) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Namespace: "tenantdb", Subsystem: "admission", Name: "queued",
+			Help: "Requests waiting in the fair admission queue.",
+		}, func() float64 { _, q := gauges(); return float64(q) }),
+	}
+	for _, c := range cs {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	m.other = m.series(otherLabel)
+	return m, nil
+}
+
+func (m *metrics) series(label string) *tenantMetrics {
+	tm := &tenantMetrics{
+		label:     label,
+		requests:  m.requests.WithLabelValues(label),
+		readUnits: m.readUnits.WithLabelValues(label),
+		writeUnit: m.writeUnit.WithLabelValues(label),
+	}
+	for r := range tm.throttled {
+		tm.throttled[r] = m.throttled.WithLabelValues(label, reasonNames[r])
+	}
+	return tm
+}
+
+// of returns the series st counts under.
+func (m *metrics) of(st *tenantState) *tenantMetrics {
+	if tm := st.metrics.Load(); tm != nil {
+		return tm
+	}
+	return m.other
+}
+
+func (m *metrics) unlabel(st *tenantState) {
+	tm := st.metrics.Swap(nil)
+	if tm == nil {
+		return
+	}
+	delete(m.labelled, st)
+	m.requests.DeleteLabelValues(tm.label)
+	m.readUnits.DeleteLabelValues(tm.label)
+	m.writeUnit.DeleteLabelValues(tm.label)
+	for _, r := range reasonNames {
+		m.throttled.DeleteLabelValues(tm.label, r)
+	}
+}
+
+// rebalance gives labels to the busiest tenants since the last rebalance.
+// A free label goes to the busiest unlabelled tenant; a labelled tenant
+// loses its label only to one at least twice as busy (hysteresis, so that
+// series do not churn). states lists every tenant with traffic since the
+// last call (with its count in recent); rebalance resets the counts.
+func (m *metrics) rebalance(states []*tenantState) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	type cand struct {
+		st *tenantState
+		n  int64
+	}
+	var lab, unl []cand
+	for st := range m.labelled {
+		lab = append(lab, cand{st, st.recent.Swap(0)})
+	}
+	for _, st := range states {
+		if st.metrics.Load() != nil {
+			continue
+		}
+		if n := st.recent.Swap(0); n > 0 {
+			unl = append(unl, cand{st, n})
+		}
+	}
+	sort.Slice(lab, func(i, j int) bool { return lab[i].n < lab[j].n })
+	sort.Slice(unl, func(i, j int) bool { return unl[i].n > unl[j].n })
+	for _, u := range unl {
+		if len(m.labelled) >= m.cap {
+			if len(lab) == 0 || u.n <= 2*lab[0].n {
+				break
+			}
+			m.unlabel(lab[0].st)
+			lab = lab[1:]
+		}
+		u.st.metrics.Store(m.series(u.st.tenant.String()))
+		m.labelled[u.st] = struct{}{}
+	}
+}
+
+// forget drops st's series (st is being evicted).
+func (m *metrics) forget(st *tenantState) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.unlabel(st)
+}

@@ -1,0 +1,540 @@
+// Package quota is tenantdb's per-tenant admission control and metering:
+// read and write capacity in DynamoDB's units with burst credit, fair
+// scheduling of tenants when the server is saturated, load shedding, and
+// hourly usage counters for billing. See DESIGN.md.
+//
+// A Manager decides, before an operation runs, whether it may run (Admit)
+// and learns afterwards what it consumed (Ticket.Done). Wrap turns that
+// into a decorator of the engine's operations, which is how the server
+// uses it.
+package quota
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/tenantdb/tenantdb/internal/apierr"
+	"github.com/tenantdb/tenantdb/internal/storage"
+	"github.com/tenantdb/tenantdb/internal/tenancy"
+	"github.com/tenantdb/tenantdb/internal/wire"
+)
+
+// Options configure a Manager. DB is required; every other zero value
+// takes the default documented on its field.
+type Options struct {
+	// DB stores quota records and usage counters.
+	DB *storage.DB
+	// Storage reports per-table storage for usage reports; nil means
+	// CounterStorage{DB}.
+	Storage StorageSource
+	// Logger; nil means slog.Default().
+	Logger *slog.Logger
+	// Registerer receives the metrics; nil means none are exported.
+	Registerer prometheus.Registerer
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+
+	// Default is the quota of a tenant without a record of its own; zero
+	// fields take DefaultReadUnits, DefaultWriteUnits,
+	// DefaultBurstSeconds and DefaultWeight.
+	Default Limits
+	// ControlRate and ControlBurst limit control-plane requests
+	// (DescribeTable, CreateTable, ...) per tenant; 0 means
+	// DefaultControlRate and DefaultControlBurst.
+	ControlRate, ControlBurst float64
+
+	// Disabled turns admission control off: no capacity throttling, no
+	// fair queue, no load shedding. Metering and metrics stay on. It is
+	// `tenantdb serve --fairness=false`, for benchmarks that show what
+	// happens without it.
+	Disabled bool
+	// MaxInflight is how many requests run at once, server-wide; 0 means
+	// DefaultInflightPerCPU x GOMAXPROCS.
+	MaxInflight int
+	// TenantInflight caps one tenant's running requests unless its quota
+	// says otherwise; 0 means three quarters of MaxInflight, so that a
+	// newly arriving tenant finds a free slot.
+	TenantInflight int
+	// TenantQueue bounds the requests one tenant may have waiting; 0 means
+	// 1024. TotalQueue bounds all waiting requests; 0 means 8192.
+	TenantQueue, TotalQueue int
+	// QueueTimeout is the longest a request waits for a slot; 0 means 2s.
+	QueueTimeout time.Duration
+
+	// FlushInterval is how often usage is written; 0 means 1s. At most
+	// this much metering is lost on kill -9.
+	FlushInterval time.Duration
+	// MetricTenants caps the tenants with their own metric labels; 0
+	// means 100.
+	MetricTenants int
+	// IdleAfter is how long a tenant's in-memory state outlives its last
+	// request once its buckets are full again; 0 means 10 minutes.
+	IdleAfter time.Duration
+}
+
+// DefaultInflightPerCPU sizes the default MaxInflight (see DESIGN.md for
+// the measurement behind it).
+const DefaultInflightPerCPU = 8
+
+// Manager is per-tenant admission control and metering. All methods are
+// safe for concurrent use.
+type Manager struct {
+	opts     Options
+	log      *slog.Logger
+	now      func() time.Time
+	store    store
+	storage  StorageSource
+	defaults Limits
+	gate     *gate
+	meter    meter
+	metrics  *metrics
+
+	states sync.Map // tenancy.TenantID -> *tenantState
+
+	closeOnce sync.Once
+	closed    chan struct{}
+	done      chan struct{}
+}
+
+// New returns a Manager and starts its background flushing. Close it to
+// write the last usage.
+func New(o Options) (*Manager, error) {
+	if o.DB == nil {
+		return nil, errNoDB
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Storage == nil {
+		o.Storage = CounterStorage{DB: o.DB}
+	}
+	def := func(p *float64, v float64) {
+		if *p == 0 {
+			*p = v
+		}
+	}
+	def(&o.Default.ReadUnits, DefaultReadUnits)
+	def(&o.Default.WriteUnits, DefaultWriteUnits)
+	def(&o.Default.BurstSeconds, DefaultBurstSeconds)
+	def(&o.Default.Weight, DefaultWeight)
+	def(&o.ControlRate, DefaultControlRate)
+	def(&o.ControlBurst, DefaultControlBurst)
+	if err := o.Default.Validate(""); err != nil {
+		return nil, fmt.Errorf("quota: default quota: %w", err)
+	}
+	if o.MaxInflight <= 0 {
+		o.MaxInflight = DefaultInflightPerCPU * runtime.GOMAXPROCS(0)
+	}
+	if o.TenantInflight <= 0 {
+		o.TenantInflight = max(1, o.MaxInflight-o.MaxInflight/4)
+	}
+	if o.TenantQueue <= 0 {
+		o.TenantQueue = 1024
+	}
+	if o.TotalQueue <= 0 {
+		o.TotalQueue = 8192
+	}
+	if o.QueueTimeout <= 0 {
+		o.QueueTimeout = 2 * time.Second
+	}
+	if o.FlushInterval <= 0 {
+		o.FlushInterval = time.Second
+	}
+	if o.MetricTenants <= 0 {
+		o.MetricTenants = 100
+	}
+	if o.IdleAfter <= 0 {
+		o.IdleAfter = 10 * time.Minute
+	}
+	m := &Manager{
+		opts:     o,
+		log:      o.Logger,
+		now:      o.Now,
+		store:    store{o.DB},
+		storage:  o.Storage,
+		defaults: o.Default,
+		gate:     newGate(o.MaxInflight, o.TenantInflight, o.TenantQueue, o.TotalQueue, o.QueueTimeout),
+		meter:    meter{db: o.DB, acc: map[hourKey]*pending{}},
+		closed:   make(chan struct{}),
+		done:     make(chan struct{}),
+	}
+	reg := o.Registerer
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	var err error
+	if m.metrics, err = newMetrics(reg, o.MetricTenants, m.gate.stats); err != nil {
+		return nil, fmt.Errorf("quota: registering metrics: %w", err)
+	}
+	go m.background()
+	return m, nil
+}
+
+// Close stops background work and writes pending usage. It does not wait
+// for requests still running; their usage is lost if they finish later.
+func (m *Manager) Close() error {
+	m.closeOnce.Do(func() { close(m.closed) })
+	<-m.done
+	return m.meter.flush()
+}
+
+// Flush writes pending usage now.
+func (m *Manager) Flush() error { return m.meter.flush() }
+
+func (m *Manager) background() {
+	defer close(m.done)
+	tick := time.NewTicker(m.opts.FlushInterval)
+	defer tick.Stop()
+	const rebalanceEvery = 10 * time.Second
+	lastRebalance := time.Now()
+	for {
+		select {
+		case <-m.closed:
+			return
+		case <-tick.C:
+		}
+		if err := m.meter.flush(); err != nil {
+			m.log.Error("quota: usage not flushed; retrying", "error", err)
+		}
+		if time.Since(lastRebalance) >= rebalanceEvery {
+			lastRebalance = time.Now()
+			m.housekeep()
+		}
+	}
+}
+
+// housekeep rebalances metric labels and drops the state of idle tenants.
+func (m *Manager) housekeep() {
+	now := m.now()
+	var active []*tenantState
+	m.states.Range(func(k, v any) bool {
+		st := v.(*tenantState)
+		if st.recent.Load() > 0 {
+			active = append(active, st)
+			return true
+		}
+		st.mu.Lock()
+		idle := now.Sub(st.lastUsed) > m.opts.IdleAfter && st.full(now)
+		st.mu.Unlock()
+		if idle {
+			m.states.Delete(k)
+			m.metrics.forget(st)
+		}
+		return true
+	})
+	m.metrics.rebalance(active)
+}
+
+// tenantState is one tenant's capacity and quota records, in memory.
+type tenantState struct {
+	tenant tenancy.TenantID
+
+	mu       sync.Mutex
+	loaded   bool
+	record   *Limits           // stored tenant-wide record, nil if none
+	tables   map[string]Limits // stored per-table records
+	eff      Limits            // effective tenant-wide limits
+	read     bucket
+	write    bucket
+	control  bucket
+	tread    map[string]*bucket // tables with a read limit
+	twrite   map[string]*bucket // tables with a write limit
+	lastUsed time.Time
+
+	metrics atomic.Pointer[tenantMetrics]
+	recent  atomic.Int64 // requests since the last metrics rebalance
+}
+
+// state returns t's state, loading its quota records on first use.
+func (m *Manager) state(t tenancy.TenantID) (*tenantState, error) {
+	v, ok := m.states.Load(t)
+	if !ok {
+		v, _ = m.states.LoadOrStore(t, &tenantState{tenant: t})
+	}
+	st := v.(*tenantState)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if !st.loaded {
+		rec, tables, err := m.store.load(t)
+		if err != nil {
+			return nil, err
+		}
+		now := m.now()
+		st.read = newBucket(0, 0, now)
+		st.write = newBucket(0, 0, now)
+		st.control = bucket{last: now}
+		st.control.configure(m.opts.ControlRate, m.opts.ControlBurst/m.opts.ControlRate)
+		st.control.tokens = st.control.size
+		st.record, st.tables = rec, tables
+		m.applyLocked(st, now, true)
+		st.loaded = true
+	}
+	return st, nil
+}
+
+// applyLocked configures st's buckets from its records. REQUIRES: st.mu.
+func (m *Manager) applyLocked(st *tenantState, now time.Time, fill bool) {
+	eff := m.defaults
+	if r := st.record; r != nil {
+		inherit(&eff, *r)
+	}
+	st.eff = eff
+	cfg := func(b *bucket, rate float64) {
+		b.refill(now)
+		b.configure(rate, eff.BurstSeconds)
+		if fill {
+			b.tokens = b.size
+		}
+	}
+	cfg(&st.read, eff.ReadUnits)
+	cfg(&st.write, eff.WriteUnits)
+	tread, twrite := map[string]*bucket{}, map[string]*bucket{}
+	for name, l := range st.tables {
+		burst := l.BurstSeconds
+		if burst == 0 {
+			burst = eff.BurstSeconds
+		}
+		for _, x := range []struct {
+			rate     float64
+			old, new map[string]*bucket
+		}{{l.ReadUnits, st.tread, tread}, {l.WriteUnits, st.twrite, twrite}} {
+			if x.rate == 0 {
+				continue
+			}
+			b := x.old[name]
+			if b == nil {
+				nb := newBucket(x.rate, burst, now)
+				b = &nb
+			} else {
+				b.refill(now)
+				b.configure(x.rate, burst)
+			}
+			x.new[name] = b
+		}
+	}
+	st.tread, st.twrite = nil, nil
+	if len(tread) > 0 {
+		st.tread = tread
+	}
+	if len(twrite) > 0 {
+		st.twrite = twrite
+	}
+}
+
+// inherit overwrites the fields of dst that src sets.
+func inherit(dst *Limits, src Limits) {
+	if src.ReadUnits != 0 {
+		dst.ReadUnits = src.ReadUnits
+	}
+	if src.WriteUnits != 0 {
+		dst.WriteUnits = src.WriteUnits
+	}
+	if src.BurstSeconds != 0 {
+		dst.BurstSeconds = src.BurstSeconds
+	}
+	if src.Weight != 0 {
+		dst.Weight = src.Weight
+	}
+	if src.MaxInflight != 0 {
+		dst.MaxInflight = src.MaxInflight
+	}
+}
+
+// full reports whether st is indistinguishable from a fresh state.
+// REQUIRES: st.mu.
+func (st *tenantState) full(now time.Time) bool {
+	if !st.read.full(now) || !st.write.full(now) || !st.control.full(now) {
+		return false
+	}
+	for _, bs := range []map[string]*bucket{st.tread, st.twrite} {
+		for _, b := range bs {
+			if !b.full(now) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// allow checks st's buckets for an operation of class c on the tables of
+// in and returns the throttle reason, or -1. REQUIRES: st.mu.
+func (st *tenantState) allow(c tenancy.ActionClass, in any, now time.Time) int {
+	switch c {
+	case tenancy.ClassRead, tenancy.ClassWrite:
+		b, tb := &st.read, st.tread
+		if c == tenancy.ClassWrite {
+			b, tb = &st.write, st.twrite
+		}
+		if !b.allow(now) {
+			return reasonCapacity
+		}
+		if tb != nil {
+			for _, t := range tablesOf(in) {
+				if tbk := tb[t]; tbk != nil && !tbk.allow(now) {
+					return reasonCapacity
+				}
+			}
+		}
+	default:
+		if !st.control.allow(now) {
+			return reasonControl
+		}
+		st.control.take(now, 1)
+	}
+	return -1
+}
+
+// debit charges u to st. REQUIRES: st.mu.
+func (st *tenantState) debit(u wire.Usage, now time.Time) {
+	st.read.take(now, u.ReadUnits)
+	st.write.take(now, u.WriteUnits)
+	if b := st.tread[u.Table]; b != nil {
+		b.take(now, u.ReadUnits)
+	}
+	if b := st.twrite[u.Table]; b != nil {
+		b.take(now, u.WriteUnits)
+	}
+}
+
+// Ticket is an admitted request. Its Done must be called exactly once.
+type Ticket struct {
+	m      *Manager
+	st     *tenantState // nil for the operator
+	flow   *flow        // nil when admission control is off
+	op     string
+	queued bool
+}
+
+// The client-visible errors of admission control.
+var (
+	errCapacity = apierr.New(apierr.ProvisionedThroughputExceeded,
+		"The level of configured provisioned throughput for the table was exceeded. Consider increasing your provisioning level with the UpdateTable API.")
+	errControl = apierr.New(apierr.Throttling, "Rate of requests exceeds the allowed throughput.")
+)
+
+func shedError(reason int, cause error) error {
+	switch reason {
+	case reasonQueueFull:
+		return apierr.Wrap(apierr.Throttling, cause, "Too many requests of this tenant are waiting for the server; reduce concurrency or retry with backoff.")
+	case reasonQueueTimeout:
+		return apierr.Wrap(apierr.Throttling, cause, "The request waited too long for the server's capacity; retry with backoff.")
+	default:
+		return apierr.Wrap(apierr.ServiceUnavailable, cause, "The server is overloaded; retry with backoff.")
+	}
+}
+
+// Admit decides whether the operation of scope s (s.Action()) with the
+// decoded input in may run now. It returns at once with
+// ProvisionedThroughputExceeded when the tenant's (or one of the tables')
+// read or write capacity is used up, and with Throttling when its
+// control-plane rate is; it waits in the fair queue while the server is
+// saturated, and returns Throttling (the tenant's queue is full, or the
+// wait timed out) or ServiceUnavailable (the server's queue is full, or
+// ctx ended) when the request is shed. A rejected request has had no
+// effect. On success the caller runs the operation and calls Done.
+func (m *Manager) Admit(ctx context.Context, s tenancy.Scope, in any) (*Ticket, error) {
+	op := s.Action()
+	tk := &Ticket{m: m, op: op}
+	t := s.Tenant()
+	weight, maxInflight := float64(DefaultWeight), 0
+	if !t.IsZero() {
+		st, err := m.state(t)
+		if err != nil {
+			return nil, apierr.Wrap(apierr.Internal, err, "reading the tenant's quota")
+		}
+		tk.st = st
+		st.recent.Add(1)
+		if !m.opts.Disabled {
+			now := m.now()
+			st.mu.Lock()
+			st.lastUsed = now
+			reason := st.allow(tenancy.ClassOf(op), in, now)
+			weight, maxInflight = st.eff.Weight, st.eff.MaxInflight
+			st.mu.Unlock()
+			if reason >= 0 {
+				m.rejected(st, op, now, reason)
+				if reason == reasonControl {
+					return nil, errControl
+				}
+				return nil, errCapacity
+			}
+		}
+	}
+	if m.opts.Disabled {
+		return tk, nil
+	}
+	start := time.Now()
+	f, err := m.gate.acquire(ctx, t, weight, maxInflight)
+	if err != nil {
+		reason := reasonOverloaded
+		switch {
+		case errors.Is(err, errTenantQueueFull):
+			reason = reasonQueueFull
+		case errors.Is(err, errQueueTimeout):
+			reason = reasonQueueTimeout
+		}
+		if tk.st != nil {
+			m.rejected(tk.st, op, m.now(), reason)
+		}
+		return nil, shedError(reason, err)
+	}
+	if d := time.Since(start); d > 20*time.Microsecond {
+		m.metrics.queueWait.Observe(d.Seconds())
+	}
+	tk.flow = f
+	return tk, nil
+}
+
+func (m *Manager) rejected(st *tenantState, op string, now time.Time, reason int) {
+	m.meter.record(st.tenant, now, op, wire.Usage{}, true)
+	tm := m.metrics.of(st)
+	tm.requests.Inc()
+	tm.throttled[reason].Inc()
+}
+
+// Done records what the admitted operation consumed — out.Consumed() when
+// err is nil — and frees its slot. A write that failed its condition is
+// charged one write unit, as DynamoDB charges failed conditional writes.
+func (tk *Ticket) Done(out wire.Output, err error) {
+	m := tk.m
+	var u wire.Usage
+	switch {
+	case err == nil && out != nil:
+		u = out.Consumed()
+	case apierr.Is(err, apierr.ConditionalCheckFailed):
+		u.WriteUnits = 1
+	}
+	if tk.flow != nil {
+		m.gate.release(tk.flow, u.ReadUnits+u.WriteUnits)
+	}
+	st := tk.st
+	if st == nil {
+		return
+	}
+	now := m.now()
+	if !m.opts.Disabled {
+		st.mu.Lock()
+		st.debit(u, now)
+		st.mu.Unlock()
+	}
+	m.meter.record(st.tenant, now, tk.op, u, false)
+	tm := m.metrics.of(st)
+	tm.requests.Inc()
+	if u.ReadUnits != 0 {
+		tm.readUnits.Add(u.ReadUnits)
+	}
+	if u.WriteUnits != 0 {
+		tm.writeUnit.Add(u.WriteUnits)
+	}
+}

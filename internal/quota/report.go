@@ -1,0 +1,141 @@
+package quota
+
+import (
+	"context"
+	"sort"
+	"time"
+
+	"github.com/tenantdb/tenantdb/internal/apierr"
+	"github.com/tenantdb/tenantdb/internal/tenancy"
+)
+
+// OpUsage is what a tenant's requests of one kind consumed.
+type OpUsage struct {
+	Requests           int64   `json:"requests"`
+	ThrottledRequests  int64   `json:"throttled_requests"`
+	ConsumedReadUnits  float64 `json:"consumed_read_units"`
+	ConsumedWriteUnits float64 `json:"consumed_write_units"`
+}
+
+// TableUsage is the capacity charged to one table.
+type TableUsage struct {
+	ConsumedReadUnits  float64 `json:"consumed_read_units"`
+	ConsumedWriteUnits float64 `json:"consumed_write_units"`
+}
+
+// HourUsage is one hourly bucket.
+type HourUsage struct {
+	Hour time.Time `json:"hour"` // start of the hour, UTC
+	OpUsage
+}
+
+// Report is a tenant's usage over a window, as GET
+// /v1/tenants/{id}/usage and `tenantdb usage` show it.
+//
+// Request figures cover the hourly buckets that overlap [From, To); the
+// storage figures are current.
+type Report struct {
+	TenantID string    `json:"tenant_id"`
+	From     time.Time `json:"from"`
+	To       time.Time `json:"to"`
+	OpUsage
+	// StorageBytes is the size of the tenant's items and index entries;
+	// Items counts its items (not index entries).
+	StorageBytes int64                 `json:"storage_bytes"`
+	Items        int64                 `json:"items"`
+	ByOperation  map[string]OpUsage    `json:"by_operation"`
+	ByTable      map[string]TableUsage `json:"by_table"`
+	Storage      []TableStorage        `json:"storage"`
+	Hours        []HourUsage           `json:"hours"`
+}
+
+// MaxReportWindow bounds a usage query (a bit over a year of hours).
+const MaxReportWindow = 400 * 24 * time.Hour
+
+// Usage returns tenant t's usage in [from, to). A zero to means now; a
+// zero from means one hour before to. Errors: Validation for an inverted
+// or too long window, Internal for storage failures.
+func (m *Manager) Usage(ctx context.Context, t tenancy.TenantID, from, to time.Time) (*Report, error) {
+	if to.IsZero() {
+		to = m.now()
+	}
+	if from.IsZero() {
+		from = to.Add(-time.Hour)
+	}
+	if !from.Before(to) {
+		return nil, apierr.Validationf("from must be before to")
+	}
+	if to.Sub(from) > MaxReportWindow {
+		return nil, apierr.Validationf("the window from..to must be at most %d days", int(MaxReportWindow/(24*time.Hour)))
+	}
+	r := &Report{
+		TenantID:    t.String(),
+		From:        from.UTC(),
+		To:          to.UTC(),
+		ByOperation: map[string]OpUsage{},
+		ByTable:     map[string]TableUsage{},
+		Hours:       []HourUsage{},
+		Storage:     []TableStorage{},
+	}
+	firstHour := hourOf(from)
+	lastHour := hourOf(to.Add(-time.Nanosecond)) + 1
+	hours := map[uint64]*OpUsage{}
+	err := m.meter.collect(t, firstHour, lastHour, func(hour uint64, name string, v int64) {
+		kind, rest := name[0], name[1:]
+		h := hours[hour]
+		if h == nil {
+			h = &OpUsage{}
+			hours[hour] = h
+		}
+		switch kind {
+		case nameRequests, nameThrottled, nameReadOp, nameWriteOp:
+			op := r.ByOperation[rest]
+			addTo(&op, kind, v)
+			r.ByOperation[rest] = op
+			addTo(h, kind, v)
+			addTo(&r.OpUsage, kind, v)
+		case nameReadTbl:
+			tu := r.ByTable[rest]
+			tu.ConsumedReadUnits += float64(v) / milli
+			r.ByTable[rest] = tu
+		case nameWriteTbl:
+			tu := r.ByTable[rest]
+			tu.ConsumedWriteUnits += float64(v) / milli
+			r.ByTable[rest] = tu
+		}
+	})
+	if err != nil {
+		return nil, apierr.Wrap(apierr.Internal, err, "reading usage")
+	}
+	for h, u := range hours {
+		r.Hours = append(r.Hours, HourUsage{Hour: time.Unix(int64(h)*3600, 0).UTC(), OpUsage: *u})
+	}
+	sort.Slice(r.Hours, func(i, j int) bool { return r.Hours[i].Hour.Before(r.Hours[j].Hour) })
+	if m.storage != nil {
+		st, err := m.storage.TenantStorage(ctx, t)
+		if err != nil {
+			return nil, apierr.Wrap(apierr.Internal, err, "reading storage statistics")
+		}
+		for _, s := range st {
+			r.StorageBytes += s.Bytes + s.IndexBytes
+			r.Items += s.Items
+		}
+		if st != nil {
+			r.Storage = st
+		}
+	}
+	return r, nil
+}
+
+func addTo(u *OpUsage, kind byte, v int64) {
+	switch kind {
+	case nameRequests:
+		u.Requests += v
+	case nameThrottled:
+		u.ThrottledRequests += v
+	case nameReadOp:
+		u.ConsumedReadUnits += float64(v) / milli
+	case nameWriteOp:
+		u.ConsumedWriteUnits += float64(v) / milli
+	}
+}
