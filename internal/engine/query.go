@@ -60,7 +60,13 @@ func (t *Table) queryKey(ix *Index) (hashKey, rangeKey KeyAttr) {
 // queryExprs compiles a Query's expressions (or legacy parameters).
 func queryExprs(t *Table, ix *Index, in *wire.QueryInput) (*readExprs, error) {
 	hashKey, rangeKey := t.queryKey(ix)
-	ein := readExprInput{
+	ein := queryExprInput(in)
+	return ein.compile(hashKey.Name, rangeKey.Name)
+}
+
+// queryExprInput returns the expression part of a Query.
+func queryExprInput(in *wire.QueryInput) readExprInput {
+	return readExprInput{
 		query:        true,
 		keyCondExpr:  in.KeyConditionExpression,
 		keyConds:     in.KeyConditions,
@@ -73,7 +79,6 @@ func queryExprs(t *Table, ix *Index, in *wire.QueryInput) (*readExprs, error) {
 		names:        in.ExpressionAttributeNames,
 		values:       in.ExpressionAttributeValues,
 	}
-	return ein.compile(hashKey.Name, rangeKey.Name)
 }
 
 // planQuery validates a Query whose expressions are compiled and resolves

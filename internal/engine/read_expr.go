@@ -44,6 +44,19 @@ type topNamer interface{ TopNames() []string }
 // and compiles them; hashKey and rangeKey name the key of the table or
 // index being queried.
 func (in *readExprInput) compile(hashKey, rangeKey string) (*readExprs, error) {
+	usesExprs, err := in.validate()
+	if err != nil {
+		return nil, err
+	}
+	if usesExprs {
+		return in.compileExprs(hashKey, rangeKey)
+	}
+	return in.compileLegacy(hashKey, rangeKey)
+}
+
+// validate applies DynamoDB's rules on combining the parameters and reports
+// whether the request uses expressions.
+func (in *readExprInput) validate() (bool, error) {
 	var legacy, exprs []string
 	if len(in.attrsToGet) > 0 {
 		legacy = append(legacy, "AttributesToGet")
@@ -66,62 +79,66 @@ func (in *readExprInput) compile(hashKey, rangeKey string) (*readExprs, error) {
 	if in.keyCondExpr != nil {
 		exprs = append(exprs, "KeyConditionExpression")
 	}
-	if len(legacy) > 0 && len(exprs) > 0 {
-		return nil, apierr.Validationf("Can not use both expression and non-expression parameters in the same request: Non-expression parameters: {%s} Expression parameters: {%s}",
+	switch {
+	case len(legacy) > 0 && len(exprs) > 0:
+		return false, apierr.Validationf("Can not use both expression and non-expression parameters in the same request: Non-expression parameters: {%s} Expression parameters: {%s}",
 			strings.Join(legacy, ", "), strings.Join(exprs, ", "))
+	case in.names != nil && len(exprs) == 0:
+		return false, apierr.Validationf("ExpressionAttributeNames can only be specified when using expressions")
+	case in.values != nil && in.filterExpr == nil && in.keyCondExpr == nil:
+		return false, apierr.Validationf("ExpressionAttributeValues can only be specified when using expressions: %s", readNullExprs(in.query))
+	case in.names != nil && len(in.names) == 0:
+		return false, apierr.Validationf("ExpressionAttributeNames must not be empty")
+	case in.values != nil && len(in.values) == 0:
+		return false, apierr.Validationf("ExpressionAttributeValues must not be empty")
+	case in.query && in.keyConds == nil && in.keyCondExpr == nil:
+		return false, apierr.Validationf("Either the KeyConditions or KeyConditionExpression parameter must be specified in the request.")
 	}
-	if in.names != nil && len(exprs) == 0 {
-		return nil, apierr.Validationf("ExpressionAttributeNames can only be specified when using expressions")
-	}
-	if in.values != nil && in.filterExpr == nil && in.keyCondExpr == nil {
-		return nil, apierr.Validationf("ExpressionAttributeValues can only be specified when using expressions: %s", readNullExprs(in.query))
-	}
-	if in.names != nil && len(in.names) == 0 {
-		return nil, apierr.Validationf("ExpressionAttributeNames must not be empty")
-	}
-	if in.values != nil && len(in.values) == 0 {
-		return nil, apierr.Validationf("ExpressionAttributeValues must not be empty")
-	}
-	if in.query && in.keyConds == nil && in.keyCondExpr == nil {
-		return nil, apierr.Validationf("Either the KeyConditions or KeyConditionExpression parameter must be specified in the request.")
-	}
+	return len(exprs) > 0, nil
+}
 
+// compileExprs compiles the expression parameters.
+func (in *readExprInput) compileExprs(hashKey, rangeKey string) (*readExprs, error) {
 	out := &readExprs{}
 	var err error
-	if len(exprs) > 0 {
-		p := expr.NewParams(in.names, in.values)
-		if in.keyCondExpr != nil {
-			if out.kc, err = exprKeyCondition(p, *in.keyCondExpr, hashKey, rangeKey); err != nil {
-				return nil, err
-			}
-		}
-		if in.filterExpr != nil {
-			if out.filter, err = exprFilter(p, *in.filterExpr); err != nil {
-				return nil, err
-			}
-			out.filterParam = "Filter Expression"
-			if tn, ok := out.filter.(topNamer); ok {
-				out.filterNames, out.filterNamesOK = tn.TopNames(), true
-			}
-		}
-		if in.projExpr != nil {
-			if out.proj, err = exprProjection(p, *in.projExpr); err != nil {
-				return nil, err
-			}
-			out.projParam = "ProjectionExpression"
-		}
-		if err := exprCheckUnused(p); err != nil {
+	p := expr.NewParams(in.names, in.values)
+	if in.keyCondExpr != nil {
+		if out.kc, err = p.KeyCondition(*in.keyCondExpr, hashKey, rangeKey); err != nil {
 			return nil, err
 		}
-		return out, nil
 	}
+	if in.filterExpr != nil {
+		if out.filter, err = p.Filter(*in.filterExpr); err != nil {
+			return nil, err
+		}
+		out.filterParam = "Filter Expression"
+		if tn, ok := out.filter.(topNamer); ok {
+			out.filterNames, out.filterNamesOK = tn.TopNames(), true
+		}
+	}
+	if in.projExpr != nil {
+		if out.proj, err = p.Projection(*in.projExpr); err != nil {
+			return nil, err
+		}
+		out.projParam = "ProjectionExpression"
+	}
+	if err := p.CheckUnused(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// compileLegacy compiles the legacy parameters.
+func (in *readExprInput) compileLegacy(hashKey, rangeKey string) (*readExprs, error) {
+	out := &readExprs{}
+	var err error
 	if in.keyConds != nil {
-		if out.kc, err = exprLegacyKeyConditions(in.keyConds, hashKey, rangeKey); err != nil {
+		if out.kc, err = expr.LegacyKeyConditions(in.keyConds, hashKey, rangeKey); err != nil {
 			return nil, err
 		}
 	}
 	if in.legacyFilter != nil {
-		if out.filter, err = exprLegacyFilter(in.legacyFilter, in.condOp); err != nil {
+		if out.filter, err = expr.LegacyFilter(in.legacyFilter, in.condOp); err != nil {
 			return nil, err
 		}
 		out.filterParam = in.legacyName
@@ -131,7 +148,7 @@ func (in *readExprInput) compile(hashKey, rangeKey string) (*readExprs, error) {
 		}
 	}
 	if len(in.attrsToGet) > 0 {
-		if out.proj, err = exprLegacyAttributesToGet(in.attrsToGet); err != nil {
+		if out.proj, err = expr.LegacyAttributesToGet(in.attrsToGet); err != nil {
 			return nil, err
 		}
 		out.projParam = "AttributesToGet"
@@ -144,66 +161,4 @@ func readNullExprs(query bool) string {
 		return "KeyConditionExpression and FilterExpression are null"
 	}
 	return "FilterExpression is null"
-}
-
-// The calls into package expr. NB: package expr is being written against
-// the contract in expr/api.go at the same time as this file; until its
-// functions exist they are reached through interface assertions, and the
-// legacy functions report that they are unavailable.
-
-func exprUnavailable(what string) error {
-	return apierr.New(apierr.Internal, "%s is not supported yet", what)
-}
-
-func exprKeyCondition(p *expr.Params, s, hashKey, rangeKey string) (*expr.KeyCondition, error) {
-	if c, ok := any(p).(interface {
-		KeyCondition(string, string, string) (*expr.KeyCondition, error)
-	}); ok {
-		return c.KeyCondition(s, hashKey, rangeKey)
-	}
-	return nil, exprUnavailable("KeyConditionExpression")
-}
-
-// exprFilter compiles a FilterExpression: with Params.Filter if package expr
-// offers one (filters have their own wording), else as a condition.
-func exprFilter(p *expr.Params, s string) (expr.Condition, error) {
-	if c, ok := any(p).(interface {
-		Filter(string) (expr.Condition, error)
-	}); ok {
-		return c.Filter(s)
-	}
-	if c, ok := any(p).(interface {
-		Condition(string) (expr.Condition, error)
-	}); ok {
-		return c.Condition(s)
-	}
-	return nil, exprUnavailable("FilterExpression")
-}
-
-func exprProjection(p *expr.Params, s string) (expr.Projection, error) {
-	if c, ok := any(p).(interface {
-		Projection(string) (expr.Projection, error)
-	}); ok {
-		return c.Projection(s)
-	}
-	return nil, exprUnavailable("ProjectionExpression")
-}
-
-func exprCheckUnused(p *expr.Params) error {
-	if c, ok := any(p).(interface{ CheckUnused() error }); ok {
-		return c.CheckUnused()
-	}
-	return nil
-}
-
-func exprLegacyKeyConditions(conds map[string]wire.Condition, hashKey, rangeKey string) (*expr.KeyCondition, error) {
-	return nil, exprUnavailable("KeyConditions")
-}
-
-func exprLegacyFilter(conds map[string]wire.Condition, op string) (expr.Condition, error) {
-	return nil, exprUnavailable("QueryFilter and ScanFilter")
-}
-
-func exprLegacyAttributesToGet(names []string) (expr.Projection, error) {
-	return nil, exprUnavailable("AttributesToGet")
 }

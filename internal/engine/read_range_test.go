@@ -44,10 +44,18 @@ func qtRandNumber(rng *rand.Rand) attr.Value {
 	return attr.Num(attr.MustNumber(s))
 }
 
+// qtRunes are the S counterpart of qtAlphabet: valid UTF-8 whose bytes
+// include 0x00, 0x01 and high bytes.
+var qtRunes = []rune{0x00, 0x01, 0x02, 'a', 'b', 'é', 0xFFFF, 0x10FFFF}
+
 func qtRandKeyValue(rng *rand.Rand, t attr.Type, min int) attr.Value {
 	switch t {
 	case attr.S:
-		return attr.Str(string(qtRandBytes(rng, min, 4)))
+		r := make([]rune, min+rng.IntN(4-min+1))
+		for i := range r {
+			r[i] = qtRunes[rng.IntN(len(qtRunes))]
+		}
+		return attr.Str(string(r))
 	case attr.B:
 		return attr.Bin(qtRandBytes(rng, min, 4))
 	}
@@ -158,7 +166,8 @@ func TestSortKeySpanProperty(t *testing.T) {
 					case expr.KeyBeginsWith:
 						v := pick()
 						if typ == attr.S && len(v.S) > 0 {
-							v = attr.Str(v.S[:rng.IntN(len(v.S)+1)])
+							r := []rune(v.S)
+							v = attr.Str(string(r[:rng.IntN(len(r)+1)]))
 						} else if typ == attr.B && len(v.B) > 0 {
 							v = attr.Bin(v.B[:rng.IntN(len(v.B)+1)])
 						}

@@ -46,7 +46,13 @@ func (e *Engine) Scan(ctx context.Context, s tenancy.Scope, in *wire.ScanInput) 
 
 // scanExprs compiles a Scan's expressions (or legacy parameters).
 func scanExprs(in *wire.ScanInput) (*readExprs, error) {
-	ein := readExprInput{
+	ein := scanExprInput(in)
+	return ein.compile("", "")
+}
+
+// scanExprInput returns the expression part of a Scan.
+func scanExprInput(in *wire.ScanInput) readExprInput {
+	return readExprInput{
 		filterExpr:   in.FilterExpression,
 		legacyFilter: in.ScanFilter,
 		legacyName:   "ScanFilter",
@@ -56,7 +62,6 @@ func scanExprs(in *wire.ScanInput) (*readExprs, error) {
 		names:        in.ExpressionAttributeNames,
 		values:       in.ExpressionAttributeValues,
 	}
-	return ein.compile("", "")
 }
 
 // planScan validates a Scan whose expressions are compiled and resolves it

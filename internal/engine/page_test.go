@@ -1,0 +1,262 @@
+package engine
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/tenantdb/tenantdb/internal/apierr"
+	"github.com/tenantdb/tenantdb/internal/attr"
+	"github.com/tenantdb/tenantdb/internal/tenancy"
+	"github.com/tenantdb/tenantdb/internal/wire"
+)
+
+// qtTwoTenants fills the Orders table for tenants a and b: the same keys
+// with different contents, plus keys only one of them has.
+func qtTwoTenants(t *testing.T) (e *Engine, a, b tenancy.Scope) {
+	t.Helper()
+	e, a = qtOrders(t)
+	b = qtScope(t, qtTenant(t), "Query")
+	for i := 0; i < 30; i++ {
+		ia := qtOrder(fmt.Sprintf("p%d", i%4), fmt.Sprint(i), "open", i, "shared", "")
+		ia["owner"] = qtS("A")
+		ib := qtOrder(fmt.Sprintf("p%d", i%4), fmt.Sprint(i), "open", i, "shared", "")
+		ib["owner"] = qtS("B")
+		qtPut(t, e, a, "Orders", ia)
+		qtPut(t, e, b, "Orders", ib)
+	}
+	for i := 0; i < 7; i++ {
+		it := qtOrder("onlyA", fmt.Sprint(i), "open", 1000+i, "onlyA", "")
+		it["owner"] = qtS("A")
+		qtPut(t, e, a, "Orders", it)
+	}
+	return e, a, b
+}
+
+func qtOwners(items []attr.Item) map[string]int {
+	m := map[string]int{}
+	for _, it := range items {
+		m[it["owner"].S]++
+	}
+	return m
+}
+
+// TestTwoTenantsOneTable: each tenant sees only its items in a shared
+// table, through Query, GSI queries, Scan, parallel Scan and COUNT.
+func TestTwoTenantsOneTable(t *testing.T) {
+	e, a, b := qtTwoTenants(t)
+	for _, tc := range []struct {
+		name   string
+		s      tenancy.Scope
+		owner  string
+		counts [4]int // query p1, gsi "open", scan, count onlyA partition
+	}{
+		{"A", a, "A", [4]int{8, 37, 37, 7}},
+		{"B", b, "B", [4]int{8, 30, 30, 0}},
+	} {
+		q, err := qtQuery(t, e, tc.s, &wire.QueryInput{TableName: "Orders", KeyConditionExpression: qtStr("pk = :p"), ExpressionAttributeValues: qtVals(":p", qtS("p1"))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		g, _ := qtQueryAll(t, e, tc.s, wire.QueryInput{TableName: "Orders", IndexName: qtStr("byCust"), Limit: qtI32(5), KeyConditionExpression: qtStr("cust = :c"), ExpressionAttributeValues: qtVals(":c", qtS("shared"))})
+		k, _ := qtQueryAll(t, e, tc.s, wire.QueryInput{TableName: "Orders", IndexName: qtStr("byStatus"), Limit: qtI32(6), KeyConditionExpression: qtStr("#s = :o"), ExpressionAttributeNames: map[string]string{"#s": "status"}, ExpressionAttributeValues: qtVals(":o", qtS("open"))})
+		sc, _ := qtScanAll(t, e, tc.s, wire.ScanInput{TableName: "Orders", Limit: qtI32(4)})
+		var par []attr.Item
+		for seg := int32(0); seg < 3; seg++ {
+			got, _ := qtScanAll(t, e, tc.s, wire.ScanInput{TableName: "Orders", Segment: qtI32(seg), TotalSegments: qtI32(3)})
+			par = append(par, got...)
+		}
+		cnt, err := qtQuery(t, e, tc.s, &wire.QueryInput{TableName: "Orders", Select: "COUNT", KeyConditionExpression: qtStr("pk = :p"), ExpressionAttributeValues: qtVals(":p", qtS("onlyA"))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		scount, err := qtScan(t, e, tc.s, &wire.ScanInput{TableName: "Orders", Select: "COUNT"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for what, items := range map[string][]attr.Item{"query": q.Items, "gsi": g, "scan": sc, "parallel scan": par} {
+			for owner := range qtOwners(items) {
+				if owner != tc.owner {
+					t.Fatalf("tenant %s: %s returned an item of %q", tc.name, what, owner)
+				}
+			}
+		}
+		if got := [4]int{len(q.Items), len(k), len(sc), cnt.Count}; got != tc.counts {
+			t.Fatalf("tenant %s: counts %v, want %v", tc.name, got, tc.counts)
+		}
+		if len(g) != 30 || len(par) != tc.counts[2] || scount.Count != tc.counts[2] || scount.ScannedCount != tc.counts[2] {
+			t.Fatalf("tenant %s: gsi %d, parallel scan %d, scan COUNT %d/%d", tc.name, len(g), len(par), scount.Count, scount.ScannedCount)
+		}
+		// KEYS_ONLY entries carry no owner: check them by key instead.
+		for _, it := range k {
+			if tc.owner == "B" && it["pk"].S == "onlyA" {
+				t.Fatalf("tenant B sees A's index entry %v", it)
+			}
+		}
+	}
+}
+
+// TestForgedStartKeys feeds a tenant ExclusiveStartKeys it did not get
+// from its own pages — another tenant's page tokens, keys of another table,
+// extreme and garbage values — and checks that no other tenant's item ever
+// comes back: a start key only positions the read inside the caller's own
+// range.
+func TestForgedStartKeys(t *testing.T) {
+	e, a, b := qtTwoTenants(t)
+	qtCreate(t, e, "Other", "pk:S", "sk:S", nil)
+	qtPut(t, e, a, "Other", attr.Item{"pk": qtS("p1"), "sk": qtS("0"), "owner": qtS("A-other")})
+
+	// Page tokens tenant A really received.
+	var tokens []attr.Item
+	for _, in := range []wire.ScanInput{{TableName: "Orders", Limit: qtI32(3)}, {TableName: "Orders", IndexName: qtStr("byCust"), Limit: qtI32(3)}, {TableName: "Orders", IndexName: qtStr("byStatus"), Limit: qtI32(2)}} {
+		for i := 0; i < 5; i++ {
+			out, err := qtScan(t, e, a, &in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tokens = append(tokens, out.LastEvaluatedKey)
+			in.ExclusiveStartKey = out.LastEvaluatedKey
+		}
+	}
+	huge := strings.Repeat("\xff", 1024)
+	forged := append(tokens,
+		attr.Item{"pk": qtS("onlyA"), "sk": qtS("0")},
+		attr.Item{"pk": qtS("onlyA"), "sk": qtS("3"), "cust": qtS("onlyA")},
+		attr.Item{"pk": qtS("\x00"), "sk": qtS("\x00")},
+		attr.Item{"pk": qtS(huge), "sk": qtS(huge)},
+		attr.Item{"pk": qtS("\xff\xff\xff\xff"), "sk": qtS("\xff")},
+		attr.Item{"pk": qtS("p1"), "sk": qtS("0"), "status": qtS("open"), "amount": qtN("-9.9999999999999999999999999999999999999E+125")},
+		attr.Item{"pk": qtS("p1"), "sk": qtS("0"), "status": qtS("open"), "amount": qtN("9.9999999999999999999999999999999999999E+125")},
+		attr.Item{"pk": qtS("onlyA"), "sk": qtS("0"), "status": qtS("\xff\xff"), "amount": qtN("0")},
+		attr.Item{"pk": qtN("1"), "sk": qtS("1")},
+		attr.Item{"pk": qtB("\xff\xff\xff"), "sk": qtS("1")},
+		attr.Item{"pk": qtS("p1"), "sk": qtS("1"), "owner": qtS("A")},
+		attr.Item{"pk": attr.Map(attr.Item{"x": qtS("y")}), "sk": qtS("1")},
+		attr.Item{},
+	)
+	served, rejected := 0, 0
+	check := func(what string, items []attr.Item, err error) {
+		t.Helper()
+		if err != nil {
+			rejected++
+			if k := apierr.KindOf(err); k != apierr.Validation {
+				t.Fatalf("%s: unexpected error %v", what, err)
+			}
+			if strings.Contains(err.Error(), "onlyA") || strings.Contains(err.Error(), "owner") {
+				t.Fatalf("%s: error %v names data", what, err)
+			}
+			return
+		}
+		served += len(items)
+		for _, it := range items {
+			if it["owner"].S != "B" || it["pk"].S == "onlyA" {
+				t.Fatalf("%s: tenant B got %v", what, it)
+			}
+		}
+	}
+	for i, esk := range forged {
+		for _, in := range []wire.ScanInput{
+			{TableName: "Orders"},
+			{TableName: "Orders", Select: "ALL_ATTRIBUTES", IndexName: qtStr("byCust")},
+			{TableName: "Orders", IndexName: qtStr("byStatus")},
+			{TableName: "Orders", Segment: qtI32(1), TotalSegments: qtI32(2)},
+			{TableName: "Other"},
+		} {
+			in.ExclusiveStartKey = esk
+			out, err := qtScan(t, e, b, &in)
+			var items []attr.Item
+			if out != nil {
+				items = out.Items
+				if in.IndexName != nil && *in.IndexName == "byStatus" {
+					// KEYS_ONLY: no owner attribute; B has no onlyA keys.
+					for _, it := range items {
+						if it["pk"].S == "onlyA" {
+							t.Fatalf("forged key %d: B's index scan returned %v", i, it)
+						}
+					}
+					continue
+				}
+				if in.TableName == "Other" && len(items) > 0 {
+					t.Fatalf("forged key %d: B's scan of Other returned A's %v", i, items)
+				}
+			}
+			check(fmt.Sprintf("scan %d of %s", i, in.TableName), items, err)
+		}
+		for _, pk := range []string{"p1", "onlyA"} {
+			for _, fwd := range []bool{true, false} {
+				in := wire.QueryInput{TableName: "Orders", KeyConditionExpression: qtStr("pk = :p"), ExpressionAttributeValues: qtVals(":p", qtS(pk)), ExclusiveStartKey: esk, ScanIndexForward: qtBool(fwd)}
+				out, err := qtQuery(t, e, b, &in)
+				var items []attr.Item
+				if out != nil {
+					items = out.Items
+				}
+				check(fmt.Sprintf("query %d", i), items, err)
+				in = wire.QueryInput{TableName: "Orders", IndexName: qtStr("byCust"), KeyConditionExpression: qtStr("cust = :c"), ExpressionAttributeValues: qtVals(":c", qtS(pk)), ExclusiveStartKey: esk, ScanIndexForward: qtBool(fwd)}
+				out, err = qtQuery(t, e, b, &in)
+				items = nil
+				if out != nil {
+					items = out.Items
+				}
+				check(fmt.Sprintf("gsi query %d", i), items, err)
+			}
+		}
+	}
+
+	if served < 100 || rejected < 10 {
+		t.Fatalf("forged keys served %d items and were rejected %d times: the test lost its teeth", served, rejected)
+	}
+	t.Logf("forged keys: %d items served (all B's), %d requests rejected", served, rejected)
+
+	// A's own token used by B resumes B's scan at the same position in B's
+	// range: B gets exactly its own items after that key.
+	h, err := e.open(b, "Orders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, _ := qtScanAll(t, e, b, wire.ScanInput{TableName: "Orders"})
+	pos, err := h.startKey(nil, tokens[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(string(pos), string(h.ns)) {
+		t.Fatalf("seek position %x is outside B's namespace %x", pos, h.ns)
+	}
+	rest, _ := qtScanAll(t, e, b, wire.ScanInput{TableName: "Orders", ExclusiveStartKey: tokens[0]})
+	var want []attr.Item
+	for i, it := range all {
+		if attr.EqualItems(h.t.keyOf(it), tokens[0]) {
+			want = all[i+1:]
+		}
+	}
+	if !reflect.DeepEqual(rest, want) {
+		t.Fatalf("B resumed at A's token: %d items, want %d", len(rest), len(want))
+	}
+}
+
+// TestLeadingKeysQuery: on a leading-keys table a Query must name the
+// caller's own partition, on the table and on a GSI, and page tokens are
+// checked too.
+func TestLeadingKeysQuery(t *testing.T) {
+	e := qtOpen(t)
+	qtCreate(t, e, "Tickets", "pk:S", "sk:S", []qtIndexSpec{{name: "GSI1", hash: "gpk:S", proj: "ALL"}},
+		wire.Tag{Key: tenancy.TagIsolation, Value: "leading-keys"}, wire.Tag{Key: tenancy.TagLeadingKeyPattern, Value: "TENANT#{tenant}|*"})
+	ta, tb := qtTenant(t), qtTenant(t)
+	a, b := qtScope(t, ta, "Query"), qtScope(t, tb, "Query")
+	pa := "TENANT#" + ta.String() + "|1"
+	qtPut(t, e, a, "Tickets", attr.Item{"pk": qtS(pa), "sk": qtS("1"), "gpk": qtS("TENANT#" + ta.String() + "|open")})
+	out, err := qtQuery(t, e, a, &wire.QueryInput{TableName: "Tickets", KeyConditionExpression: qtStr("pk = :p"), ExpressionAttributeValues: qtVals(":p", qtS(pa))})
+	if err != nil || out.Count != 1 {
+		t.Fatalf("own partition: %v, %v", out, err)
+	}
+	_, err = qtQuery(t, e, b, &wire.QueryInput{TableName: "Tickets", KeyConditionExpression: qtStr("pk = :p"), ExpressionAttributeValues: qtVals(":p", qtS(pa))})
+	qtWantErr(t, err, apierr.AccessDenied, "LeadingKeys")
+	_, err = qtQuery(t, e, b, &wire.QueryInput{TableName: "Tickets", IndexName: qtStr("GSI1"), KeyConditionExpression: qtStr("gpk = :p"), ExpressionAttributeValues: qtVals(":p", qtS("TENANT#"+ta.String()+"|open"))})
+	qtWantErr(t, err, apierr.AccessDenied, "LeadingKeys")
+	_, err = qtScan(t, e, b, &wire.ScanInput{TableName: "Tickets", ExclusiveStartKey: attr.Item{"pk": qtS(pa), "sk": qtS("1")}})
+	qtWantErr(t, err, apierr.AccessDenied, "LeadingKeys")
+	sc, err := qtScan(t, e, b, &wire.ScanInput{TableName: "Tickets"})
+	if err != nil || sc.Count != 0 {
+		t.Fatalf("B's scan: %v, %v", sc, err)
+	}
+}

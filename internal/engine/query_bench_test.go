@@ -1,0 +1,56 @@
+package engine
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/tenantdb/tenantdb/internal/attr"
+	"github.com/tenantdb/tenantdb/internal/wire"
+)
+
+// BenchmarkQuery20 queries a 20-item collection of ~1 KB items (the load
+// generator's query workload) among 1000 collections.
+func BenchmarkQuery20(b *testing.B) {
+	e, s := qtOrders(b)
+	pad := strings.Repeat("v", 950)
+	for c := 0; c < 1000; c++ {
+		var items []attr.Item
+		for i := 0; i < 20; i++ {
+			items = append(items, attr.Item{"pk": qtS(fmt.Sprintf("coll%04d", c)), "sk": qtS(fmt.Sprintf("item%02d", i)), "data": qtS(pad), "n": qtN(fmt.Sprint(i))})
+		}
+		qtPut(b, e, s, "Orders", items...)
+	}
+	for _, bc := range []struct {
+		name string
+		mod  func(*wire.QueryInput)
+	}{
+		{"all", func(*wire.QueryInput) {}},
+		{"backward", func(in *wire.QueryInput) { in.ScanIndexForward = qtBool(false) }},
+		{"count", func(in *wire.QueryInput) { in.Select = "COUNT" }},
+		{"range+filter", func(in *wire.QueryInput) {
+			in.KeyConditionExpression = qtStr("pk = :p AND sk > :s")
+			in.FilterExpression = qtStr("n >= :n")
+			in.ExpressionAttributeValues[":s"] = qtS("item05")
+			in.ExpressionAttributeValues[":n"] = qtN("10")
+		}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				in := wire.QueryInput{TableName: "Orders", KeyConditionExpression: qtStr("pk = :p"),
+					ExpressionAttributeValues: qtVals(":p", qtS(fmt.Sprintf("coll%04d", i%1000)))}
+				bc.mod(&in)
+				out, err := qtQuery(b, e, s, &in)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if out.ScannedCount == 0 {
+					b.Fatal("empty collection")
+				}
+				i++
+			}
+		})
+	}
+}
