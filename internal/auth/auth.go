@@ -47,9 +47,10 @@ type Options struct {
 	LastUsedInterval time.Duration
 	// Denied, if set, is called when a request presents an identifiable
 	// credential that is refused (bad signature or secret, revoked, expired,
-	// suspended tenant): the audit hook. p has the credential's tenant,
-	// env and key id; reason is the client-visible message.
-	Denied func(ctx context.Context, p tenancy.Principal, reason string)
+	// suspended tenant): the audit hook, with audit.Log.Denied's signature.
+	// p has the credential's tenant, env and key id; action is
+	// "auth:sigv4" or "auth:bearer"; reason says why.
+	Denied func(ctx context.Context, p tenancy.Principal, action, reason string)
 	// Logger receives background errors; nil means slog.Default().
 	Logger *slog.Logger
 }
@@ -147,7 +148,7 @@ func (a *Authenticator) Authenticate(ctx context.Context, r *sigv4.Request) (ten
 		return tenancy.Principal{}, err
 	}
 	now := a.opts.Now()
-	if err := a.usable(ctx, e, now); err != nil {
+	if err := a.usable(ctx, e, now, actSigV4); err != nil {
 		return tenancy.Principal{}, err
 	}
 	sk := e.sk.Load()
@@ -158,7 +159,7 @@ func (a *Authenticator) Authenticate(ctx context.Context, r *sigv4.Request) (ten
 	}
 	if err := sigv4.Verify(r, auth, sk.key, now); err != nil {
 		if apierr.Is(err, apierr.InvalidSignature) {
-			a.denied(ctx, e.p, "bad signature")
+			a.denied(ctx, e.p, actSigV4, "bad signature")
 		}
 		return tenancy.Principal{}, err
 	}
@@ -180,25 +181,31 @@ func (a *Authenticator) AuthenticateBearer(ctx context.Context, key string) (ten
 		return tenancy.Principal{}, err
 	}
 	now := a.opts.Now()
-	if err := a.usable(ctx, e, now); err != nil {
+	if err := a.usable(ctx, e, now, actBearer); err != nil {
 		return tenancy.Principal{}, err
 	}
 	if subtle.ConstantTimeCompare([]byte(k.Secret), []byte(e.secret)) != 1 {
-		a.denied(ctx, e.p, "bad secret")
+		a.denied(ctx, e.p, actBearer, "bad secret")
 		return tenancy.Principal{}, invalidToken()
 	}
 	a.touch(e, now)
 	return e.p, nil
 }
 
+// Actions reported to the Denied hook.
+const (
+	actSigV4  = "auth:sigv4"
+	actBearer = "auth:bearer"
+)
+
 // usable checks an entry's lasting error and expiry.
-func (a *Authenticator) usable(ctx context.Context, e *entry, now time.Time) error {
+func (a *Authenticator) usable(ctx context.Context, e *entry, now time.Time, action string) error {
 	if e.err != nil {
-		a.denied(ctx, e.p, apiMessage(e.err))
+		a.denied(ctx, e.p, action, apiMessage(e.err))
 		return e.err
 	}
 	if !e.expires.IsZero() && !now.Before(e.expires) {
-		a.denied(ctx, e.p, "expired credential")
+		a.denied(ctx, e.p, action, "expired credential")
 		if e.token != "" {
 			return apierr.New(apierr.ExpiredToken, "The security token included in the request is expired")
 		}
@@ -215,9 +222,9 @@ func apiMessage(err error) string {
 	return err.Error()
 }
 
-func (a *Authenticator) denied(ctx context.Context, p tenancy.Principal, reason string) {
+func (a *Authenticator) denied(ctx context.Context, p tenancy.Principal, action, reason string) {
 	if a.opts.Denied != nil {
-		a.opts.Denied(ctx, p, reason)
+		a.opts.Denied(ctx, p, action, reason)
 	}
 }
 

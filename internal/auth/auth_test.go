@@ -96,7 +96,7 @@ func newEnv(t testing.TB, dir string, inMemory bool) *env {
 	}
 	e := &env{store: &countingStore{DB: db}, clock: &clock{}}
 	e.cat = catalog.Open(e.store, catalog.Options{Now: e.clock.now})
-	e.auth = New(e.cat, testKey(t), Options{Now: e.clock.now, Denied: func(_ context.Context, p tenancy.Principal, reason string) {
+	e.auth = New(e.cat, testKey(t), Options{Now: e.clock.now, Denied: func(_ context.Context, p tenancy.Principal, _, reason string) {
 		e.mu.Lock()
 		e.denied = append(e.denied, p.KeyID+": "+reason)
 		e.mu.Unlock()
