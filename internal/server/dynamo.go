@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tenantdb/tenantdb/internal/apierr"
+	"github.com/tenantdb/tenantdb/internal/audit"
 	"github.com/tenantdb/tenantdb/internal/sigv4"
 	"github.com/tenantdb/tenantdb/internal/tenancy"
 	"github.com/tenantdb/tenantdb/internal/wire"
@@ -100,7 +101,8 @@ func (s *Server) handle(r *http.Request, x *exchange, in *buffer) (wire.Output, 
 	}
 	x.bytesIn = len(body)
 
-	p, err := s.auth.Authenticate(r.Context(), &sigv4.Request{
+	ctx := audit.WithSource(r.Context(), r.RemoteAddr)
+	p, err := s.auth.Authenticate(ctx, &sigv4.Request{
 		Method:   r.Method,
 		Path:     r.URL.EscapedPath(),
 		RawQuery: r.URL.RawQuery,
@@ -126,13 +128,27 @@ func (s *Server) handle(r *http.Request, x *exchange, in *buffer) (wire.Output, 
 
 	scope, err := s.guard.Admit(p, op)
 	if err != nil {
+		s.reportDenied(ctx, p, op, err)
 		return nil, err
 	}
 	req, err := wire.Decode(op, body)
 	if err != nil {
 		return nil, err
 	}
-	return call(r.Context(), s.backend, scope, req)
+	out, err := call(ctx, s.backend, scope, req)
+	if err != nil {
+		s.reportDenied(ctx, p, op, err)
+	}
+	return out, err
+}
+
+// reportDenied tells the Denied hook about an AccessDenied error.
+func (s *Server) reportDenied(ctx context.Context, p tenancy.Principal, op string, err error) {
+	var e *apierr.Error
+	if s.denied == nil || !errors.As(err, &e) || e.Kind != apierr.AccessDenied {
+		return
+	}
+	s.denied(ctx, p, "dynamodb:"+op, e.Message)
 }
 
 // errTooLarge is the answer to a body over the limit.

@@ -50,6 +50,13 @@ type Options struct {
 	Guard *tenancy.Guard
 	// Admin, if set, serves everything under /v1/.
 	Admin http.Handler
+	// Denied, if set, is told of every request refused with
+	// AccessDeniedException, by the guard or the backend, after
+	// authentication succeeded (authentication failures are the
+	// Authenticator's to report). action is "dynamodb:<Operation>". It is
+	// the audit hook; the request's context carries the client address
+	// (audit.Source).
+	Denied func(ctx context.Context, p tenancy.Principal, action, reason string)
 	// Registry, if set, receives the server's metrics and is served at
 	// /metrics.
 	Registry *prometheus.Registry
@@ -73,6 +80,7 @@ type Server struct {
 	auth    Authenticator
 	guard   *tenancy.Guard
 	admin   http.Handler
+	denied  func(ctx context.Context, p tenancy.Principal, action, reason string)
 	metrics http.Handler
 	log     *slog.Logger
 	maxBody int64
@@ -116,6 +124,7 @@ func New(o Options) (*Server, error) {
 		auth:    o.Auth,
 		guard:   o.Guard,
 		admin:   o.Admin,
+		denied:  o.Denied,
 		log:     o.Logger,
 		maxBody: o.MaxBodyBytes,
 		m:       m,
@@ -136,9 +145,14 @@ func New(o Options) (*Server, error) {
 	return s, nil
 }
 
-// Serve accepts connections on l until Shutdown or Close. It returns
-// http.ErrServerClosed after Shutdown.
-func (s *Server) Serve(l net.Listener) error { return s.http.Serve(l) }
+// Serve accepts connections on l until Shutdown or Close, and then returns
+// nil; otherwise it returns the listener's error.
+func (s *Server) Serve(l net.Listener) error {
+	if err := s.http.Serve(l); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
 
 // Shutdown stops accepting connections and waits, until ctx ends, for
 // in-flight requests to finish.

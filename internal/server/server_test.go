@@ -27,7 +27,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tenantdb/tenantdb/internal/apierr"
-	"github.com/tenantdb/tenantdb/internal/attr"
+	"github.com/tenantdb/tenantdb/internal/audit"
 	"github.com/tenantdb/tenantdb/internal/tenancy"
 	"github.com/tenantdb/tenantdb/internal/wire"
 )
@@ -41,6 +41,7 @@ const (
 // the server's own cases (panics, untyped errors, a backend without an
 // operation) cannot be provoked through the real engine.
 type fakeBackend struct {
+	unimplemented
 	mu    sync.Mutex
 	items map[string]wire.Item
 	scope []tenancy.Scope
@@ -108,7 +109,7 @@ func startServer(t *testing.T, edit func(*Options)) *testServer {
 	logs := &syncBuffer{}
 	reg := prometheus.NewRegistry()
 	o := Options{
-		Backend: Partial(fake),
+		Backend: fake,
 		Auth: &DevAuthenticator{AccessKeyID: testKeyID, SecretAccessKey: testSecret,
 			Principal: DevPrincipal(testKeyID)},
 		Guard:    &tenancy.Guard{},
@@ -320,10 +321,14 @@ func TestBadRequests(t *testing.T) {
 }
 
 func TestGuardDenies(t *testing.T) {
+	var denied []string
 	ts := startServer(t, func(o *Options) {
 		p := DevPrincipal(testKeyID)
 		p.Role = tenancy.RoleRead
 		o.Auth.(*DevAuthenticator).Principal = p
+		o.Denied = func(ctx context.Context, p tenancy.Principal, action, reason string) {
+			denied = append(denied, fmt.Sprintf("%s %s %s from %v", p.KeyID, action, reason, audit.Source(ctx) != ""))
+		}
 	})
 	status, _, body := ts.do(t, "POST", "DynamoDB_20120810.PutItem", []byte(`{"TableName":"t","Item":{"pk":{"S":"a"}}}`), testSecret)
 	if typ, _ := errorBody(t, body); status != 400 || !strings.HasSuffix(typ, "#AccessDeniedException") {
@@ -331,6 +336,10 @@ func TestGuardDenies(t *testing.T) {
 	}
 	if len(ts.fake.scope) != 0 {
 		t.Error("the backend ran a denied request")
+	}
+	want := testKeyID + " dynamodb:PutItem User: " + testKeyID + " is not authorized to perform: dynamodb:PutItem from true"
+	if len(denied) != 1 || denied[0] != want {
+		t.Errorf("Denied hook got %q, want [%q]", denied, want)
 	}
 }
 
@@ -472,21 +481,6 @@ func TestDispatchMatchesWire(t *testing.T) {
 		if tenancy.ClassOf(op) == tenancy.ClassUnknown {
 			t.Errorf("the guard does not know %s", op)
 		}
-	}
-}
-
-func TestPartial(t *testing.T) {
-	missing := Missing(&fakeBackend{})
-	if slices.Contains(missing, "PutItem") || slices.Contains(missing, "GetItem") || len(missing) != len(dispatch)-2 {
-		t.Errorf("Missing = %v", missing)
-	}
-	p := Partial(&fakeBackend{items: map[string]wire.Item{}})
-	if _, err := p.Query(context.Background(), tenancy.Scope{}, &wire.QueryInput{}); !apierr.Is(err, apierr.UnknownOperation) {
-		t.Errorf("Query on partial: %v", err)
-	}
-	out, err := p.PutItem(context.Background(), tenancy.Scope{}, &wire.PutItemInput{Item: wire.Item{"pk": attr.Str("a")}})
-	if err != nil || out == nil {
-		t.Errorf("PutItem on partial: %v %v", out, err)
 	}
 }
 

@@ -1,9 +1,7 @@
 package server
 
-// NB: TEMPORARY. This file exists only until internal/auth provides the
-// real Authenticator (sealed per-tenant credentials, temporary tokens).
-// Then `tenantdb serve` and tests/harness switch to it and this file is
-// deleted.
+// A static-credential Authenticator for this package's tests, so that
+// they need no catalog. The real one is internal/auth.
 
 import (
 	"context"

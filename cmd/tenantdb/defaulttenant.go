@@ -1,0 +1,45 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+
+	"github.com/tenantdb/tenantdb/internal/auth"
+	"github.com/tenantdb/tenantdb/internal/catalog"
+	"github.com/tenantdb/tenantdb/internal/tenancy"
+)
+
+// The default tenant makes a fresh server usable with plain AWS tools at
+// once: `tenantdb serve` creates it on a new data directory (unless
+// --default-tenant=false) with an admin key, so that
+//
+//	AWS_SHARED_CREDENTIALS_FILE=tenantdb-data/default-credentials aws dynamodb ...
+//
+// works without first creating a tenant through the admin API.
+const (
+	defaultTenantName = "default"
+	// DefaultCredentialsFile is the default tenant's credential file name
+	// inside the data directory, in AWS shared-credentials format with the
+	// profile "default".
+	DefaultCredentialsFile = "default-credentials"
+)
+
+// createDefaultTenant creates tenant "default" and an admin key for it,
+// writes the key to <dataDir>/default-credentials (mode 0600) and returns
+// that path.
+func createDefaultTenant(ctx context.Context, cat *catalog.Catalog, a *auth.Authenticator, dataDir, region string) (string, error) {
+	t, err := cat.CreateTenant(ctx, catalog.NewTenant{Name: defaultTenantName})
+	if err != nil {
+		return "", fmt.Errorf("creating the default tenant: %w", err)
+	}
+	ik, err := a.CreateKey(ctx, auth.NewKey{Tenant: t.ID, Role: tenancy.RoleAdmin, Env: "live", CreatedBy: "bootstrap"})
+	if err != nil {
+		return "", fmt.Errorf("creating the default tenant's key: %w", err)
+	}
+	path := filepath.Join(dataDir, DefaultCredentialsFile)
+	if err := auth.WriteCredentialsFile(path, "default", ik.Key, region); err != nil {
+		return "", err
+	}
+	return path, nil
+}

@@ -1,0 +1,88 @@
+// Command tenantdb is the tenantdb server and its command-line client.
+//
+//	tenantdb serve [flags]       run the server (see serve.go)
+//	tenantdb help                list the subcommands
+//
+// Each subcommand lives in its own file and adds itself to the command
+// list with register.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"syscall"
+)
+
+// command is one subcommand. run gets the arguments after the subcommand's
+// name; it returns flag.ErrHelp after printing usage for -h.
+type command struct {
+	name    string
+	summary string
+	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+}
+
+// commands holds the subcommands, filled by register from the package-level
+// declarations of each subcommand's file.
+var commands = map[string]*command{}
+
+// register adds c to the subcommands; subcommand files call it in a
+// package-level var declaration.
+func register(c *command) *command {
+	if _, dup := commands[c.name]; dup {
+		panic("tenantdb: duplicate subcommand " + c.name)
+	}
+	commands[c.name] = c
+	return c
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run dispatches to a subcommand and returns the process exit code.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		usage(stdout)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	c, ok := commands[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "tenantdb: unknown command %q\n\n", args[0])
+		usage(stderr)
+		return 2
+	}
+	if err := c.run(ctx, args[1:], stdout, stderr); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 2
+		}
+		fmt.Fprintf(stderr, "tenantdb %s: %v\n", c.name, err)
+		return 1
+	}
+	return 0
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: tenantdb <command> [flags]")
+	fmt.Fprintln(w)
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-12s %s\n", n, commands[n].summary)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, `Run "tenantdb <command> -h" for a command's flags.`)
+}
