@@ -50,8 +50,11 @@ func newHTTPClient(conns int) aws.HTTPClient {
 		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
 		MaxIdleConns:        conns + 16,
 		MaxIdleConnsPerHost: conns + 16,
-		IdleConnTimeout:     90 * time.Second,
-		DisableCompression:  true,
+		// NB: below Node's 5 s keep-alive timeout (dynalite), so the client
+		// does not reuse a connection the server is closing ("http: server
+		// closed idle connection" on a POST, which net/http cannot retry).
+		IdleConnTimeout:    4 * time.Second,
+		DisableCompression: true,
 	}}}
 }
 

@@ -51,19 +51,19 @@ func ErrorCode(err error) string {
 	if errors.Is(err, context.Canceled) {
 		return "Canceled"
 	}
+	var netErr net.Error
+	if errors.As(err, &netErr) && netErr.Timeout() {
+		return "Timeout"
+	}
+	var sendErr *smithyhttp.RequestSendError
+	if errors.As(err, &sendErr) {
+		return "ConnectionError" // e.g. "http: server closed idle connection"
+	}
 	var respErr *smithyhttp.ResponseError
-	if errors.As(err, &respErr) {
+	if errors.As(err, &respErr) && respErr.HTTPStatusCode() != 0 {
 		return "HTTPStatus" + strconv.Itoa(respErr.HTTPStatusCode())
 	}
-	var netErr net.Error
 	if errors.As(err, &netErr) {
-		if netErr.Timeout() {
-			return "Timeout"
-		}
-		return "ConnectionError"
-	}
-	var opErr *net.OpError
-	if errors.As(err, &opErr) {
 		return "ConnectionError"
 	}
 	return "ClientError"

@@ -1,6 +1,7 @@
 package loadgen
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
 )
 
 func TestParseProcStat(t *testing.T) {
@@ -85,6 +87,8 @@ func TestErrorCode(t *testing.T) {
 		{fmt.Errorf("op: %w", &smithy.GenericAPIError{Code: "ValidationException"}), "ValidationException", false},
 		{fmt.Errorf("x: %w", errMiss), "ItemNotFound", false},
 		{errors.New("boom"), "ClientError", false},
+		{fmt.Errorf("send: %w", &smithyhttp.RequestSendError{Err: errors.New("http: server closed idle connection")}), "ConnectionError", false},
+		{fmt.Errorf("send: %w", context.DeadlineExceeded), "Timeout", false},
 	}
 	for _, tt := range tests {
 		got := ErrorCode(tt.err)
