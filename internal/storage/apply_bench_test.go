@@ -29,8 +29,8 @@ func BenchmarkApplyParallel(b *testing.B) {
 // BenchmarkApplyMinSyncInterval measures Pebble's WALMinSyncInterval, an
 // artificial delay between fsyncs meant to let more commits join one.
 func BenchmarkApplyMinSyncInterval(b *testing.B) {
-	for _, par := range []int{4, 16} {
-		for _, d := range []time.Duration{0, 50 * time.Microsecond, 200 * time.Microsecond, time.Millisecond} {
+	for _, par := range []int{1, 4, 16} {
+		for _, d := range []time.Duration{0, 50 * time.Microsecond, 100 * time.Microsecond, 500 * time.Microsecond} {
 			b.Run(fmt.Sprintf("par=%d/interval=%s", par, d), func(b *testing.B) {
 				var o Options
 				o.testing.walMinSyncInterval = &d

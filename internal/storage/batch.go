@@ -89,12 +89,22 @@ func (b *Batch) AddCounter(key []byte, delta int64) {
 	}
 }
 
-// Len returns the number of operations in the batch.
-func (b *Batch) Len() int { return int(b.pb.Count()) }
+// Len returns the number of operations in the batch (0 once closed).
+func (b *Batch) Len() int {
+	if b.pb == nil {
+		return 0
+	}
+	return int(b.pb.Count())
+}
 
 // Size returns the encoded size of the batch in bytes, roughly what it adds
-// to the WAL.
-func (b *Batch) Size() int { return b.pb.Len() }
+// to the WAL (0 once closed).
+func (b *Batch) Size() int {
+	if b.pb == nil {
+		return 0
+	}
+	return b.pb.Len()
+}
 
 // Close releases the batch. It is safe to call more than once.
 func (b *Batch) Close() {

@@ -141,6 +141,27 @@ func TestBatch(t *testing.T) {
 	}
 }
 
+// TestLargeBatch applies a batch the size of the largest DynamoDB
+// transaction (100 items of 400 KB): Pebble commits batches over half a
+// memtable as their own flushable memtable.
+func TestLargeBatch(t *testing.T) {
+	db := openMem(t)
+	value := bytes.Repeat([]byte("x"), 400<<10)
+	apply(t, db, func(b *Batch) {
+		for i := range 100 {
+			b.Set(fmt.Appendf(nil, "item%03d", i), value)
+		}
+		if b.Len() != 100 || b.Size() < 100*len(value) {
+			t.Errorf("Len, Size = %d, %d", b.Len(), b.Size())
+		}
+	})
+	for _, k := range []string{"item000", "item099"} {
+		if got := mustGet(t, db, k); len(got) != len(value) {
+			t.Errorf("len(%s) = %d, want %d", k, len(got), len(value))
+		}
+	}
+}
+
 func TestBatchErrorsApplyNothing(t *testing.T) {
 	db := openMem(t)
 	other := openMem(t)
@@ -177,6 +198,9 @@ func TestBatchErrorsApplyNothing(t *testing.T) {
 		b.Set([]byte("k"), nil)
 		b.Close()
 		b.Close()
+		if b.Len() != 0 || b.Size() != 0 {
+			t.Errorf("closed batch Len, Size = %d, %d", b.Len(), b.Size())
+		}
 		if err := db.Apply(b); err == nil {
 			t.Fatal("Apply of a closed batch succeeded")
 		}
