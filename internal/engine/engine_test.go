@@ -267,3 +267,6 @@ func (a wtActor) counters(name string, no uint16) (int64, int64) {
 	wtNoErr(a.env.t, err)
 	return n, b
 }
+
+// keyspaceNS returns the key range of the actor's namespace.
+func keyspaceNS(a wtActor) ([]byte, []byte) { return keyspace.NamespaceRange(a.p.Tenant, a.p.Env) }
