@@ -3,6 +3,7 @@ package expr
 import (
 	"bytes"
 	"encoding/base64"
+	"strconv"
 	"strings"
 
 	"github.com/tenantdb/tenantdb/internal/attr"
@@ -46,7 +47,7 @@ func (o sizeOperand) get(item attr.Item) (attr.Value, bool) {
 	if !ok {
 		return attr.Value{}, false
 	}
-	return attr.Num(attr.MustNumber(itoa(n))), true
+	return attr.Num(attr.MustNumber(strconv.Itoa(n))), true
 }
 
 func (o sizeOperand) format(b *strings.Builder) {
@@ -75,20 +76,6 @@ func sizeOf(v attr.Value) (int, bool) {
 		return len(v.M), true
 	}
 	return 0, false
-}
-
-func itoa(n int) string {
-	var buf [20]byte
-	i := len(buf)
-	if n == 0 {
-		return "0"
-	}
-	for n > 0 {
-		i--
-		buf[i] = byte('0' + n%10)
-		n /= 10
-	}
-	return string(buf[i:])
 }
 
 // formatValue writes v as DynamoDB prints values in messages: {S:x}.

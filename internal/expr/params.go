@@ -2,6 +2,7 @@ package expr
 
 import (
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/tenantdb/tenantdb/internal/apierr"
@@ -145,7 +146,7 @@ func (p *Params) precheck(label, s string) error {
 		return invalid(label, "The expression can not be empty;")
 	}
 	if len(s) > MaxExpressionLength {
-		return invalid(label, "Expression size has exceeded the maximum allowed size; expression size: "+itoa(len(s)))
+		return invalid(label, "Expression size has exceeded the maximum allowed size; expression size: "+strconv.Itoa(len(s)))
 	}
 	return nil
 }
