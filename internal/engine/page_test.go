@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 	"reflect"
 	"strings"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/tenantdb/tenantdb/internal/apierr"
 	"github.com/tenantdb/tenantdb/internal/attr"
+	"github.com/tenantdb/tenantdb/internal/keyspace"
 	"github.com/tenantdb/tenantdb/internal/tenancy"
 	"github.com/tenantdb/tenantdb/internal/wire"
 )
@@ -258,5 +260,29 @@ func TestLeadingKeysQuery(t *testing.T) {
 	sc, err := qtScan(t, e, b, &wire.ScanInput{TableName: "Tickets"})
 	if err != nil || sc.Count != 0 {
 		t.Fatalf("B's scan: %v, %v", sc, err)
+	}
+}
+
+// TestReadSpanGuard: a read whose span would leave the scope's namespace
+// fails instead of reading.
+func TestReadSpanGuard(t *testing.T) {
+	e, a, b := qtTwoTenants(t)
+	hb, err := e.open(b, "Orders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ha, err := e.open(a, "Orders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, span := range []keySpan{
+		{lo: keyspace.Items(ha.ns, ha.t.ID), hi: keyspace.PrefixEnd(keyspace.Items(ha.ns, ha.t.ID))}, // A's items
+		{lo: hb.ns[:len(hb.ns)-1], hi: keyspace.PrefixEnd(hb.ns)},                                    // starts before B's namespace
+		{lo: hb.ns, hi: keyspace.PrefixEnd(hb.ns[:len(hb.ns)-1])},                                    // ends after it
+	} {
+		r := &readSpec{h: hb, span: span, forward: true}
+		if _, err := r.run(context.Background()); apierr.KindOf(err) != apierr.Internal {
+			t.Fatalf("span %x..%x: got %v, want an internal error", span.lo, span.hi, err)
+		}
 	}
 }

@@ -617,3 +617,46 @@ func TestQueryFilterNameRules(t *testing.T) {
 		})
 	}
 }
+
+func TestQueryLegacyParameters(t *testing.T) {
+	e, s := qtOrders(t)
+	for i := 0; i < 6; i++ {
+		qtPut(t, e, s, "Orders", qtOrder("a", fmt.Sprint(i), "open", i, "", ""))
+	}
+	cond := func(op string, vals ...attr.Value) wire.Condition {
+		return wire.Condition{ComparisonOperator: op, AttributeValueList: vals}
+	}
+	out, err := qtQuery(t, e, s, &wire.QueryInput{TableName: "Orders",
+		KeyConditions:   map[string]wire.Condition{"pk": cond("EQ", qtS("a")), "sk": cond("BETWEEN", qtS("1"), qtS("4"))},
+		QueryFilter:     map[string]wire.Condition{"amount": cond("GE", qtN("2"))},
+		AttributesToGet: []string{"sk", "amount"}, ScanIndexForward: qtBool(false)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := qtKeys(out.Items, "sk", "amount"), []string{"4/4", "3/3", "2/2"}; !reflect.DeepEqual(got, want) || out.ScannedCount != 4 || len(out.Items[0]) != 2 {
+		t.Fatalf("items %v (scanned %d), want %v", got, out.ScannedCount, want)
+	}
+	_, err = qtQuery(t, e, s, &wire.QueryInput{TableName: "Orders",
+		KeyConditions: map[string]wire.Condition{"pk": cond("EQ", qtS("a"))},
+		QueryFilter:   map[string]wire.Condition{"sk": cond("GE", qtS("2"))}})
+	qtWantErr(t, err, apierr.Validation, "QueryFilter can only contain non-primary key attributes: Primary key attribute: sk")
+	_, err = qtQuery(t, e, s, &wire.QueryInput{TableName: "Orders",
+		KeyConditions:    map[string]wire.Condition{"pk": cond("EQ", qtS("a"))},
+		FilterExpression: qtStr("amount > :x"), ExpressionAttributeValues: qtVals(":x", qtN("1"))})
+	qtWantErr(t, err, apierr.Validation, "Can not use both expression and non-expression parameters in the same request: Non-expression parameters: {KeyConditions} Expression parameters: {FilterExpression}")
+	_, err = qtQuery(t, e, s, &wire.QueryInput{TableName: "Orders", Select: "COUNT", AttributesToGet: []string{"sk"},
+		KeyConditions: map[string]wire.Condition{"pk": cond("EQ", qtS("a"))}})
+	qtWantErr(t, err, apierr.Validation, "Cannot specify the AttributesToGet when choosing to get only the Count")
+	_, err = qtQuery(t, e, s, &wire.QueryInput{TableName: "Orders",
+		KeyConditions: map[string]wire.Condition{"pk": cond("EQ", qtN("1"))}})
+	qtWantErr(t, err, apierr.Validation, "Condition parameter type does not match schema type")
+
+	sc, err := qtScan(t, e, s, &wire.ScanInput{TableName: "Orders", ScanFilter: map[string]wire.Condition{"amount": cond("LT", qtN("2")), "sk": cond("NE", qtS("0"))},
+		ConditionalOperator: "AND", AttributesToGet: []string{"sk"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := qtKeys(sc.Items, "sk"); !reflect.DeepEqual(got, []string{"1"}) || sc.ScannedCount != 6 {
+		t.Fatalf("scan items %v (scanned %d), want [1]", got, sc.ScannedCount)
+	}
+}

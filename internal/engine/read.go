@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"strings"
@@ -8,6 +9,7 @@ import (
 	"github.com/tenantdb/tenantdb/internal/apierr"
 	"github.com/tenantdb/tenantdb/internal/attr"
 	"github.com/tenantdb/tenantdb/internal/expr"
+	"github.com/tenantdb/tenantdb/internal/keyspace"
 	"github.com/tenantdb/tenantdb/internal/storage"
 	"github.com/tenantdb/tenantdb/internal/wire"
 )
@@ -70,6 +72,9 @@ func (r *readSpec) run(ctx context.Context) (*readResult, error) {
 	}
 	if r.span.empty() {
 		return res, nil
+	}
+	if !r.inNamespace() {
+		return nil, apierr.New(apierr.Internal, "read span outside the scope's namespace")
 	}
 	// NB: one iterator is a consistent point-in-time view of the store; a
 	// snapshot is needed only when the page also reads base items.
@@ -141,6 +146,14 @@ func (r *readSpec) run(ctx context.Context) (*readResult, error) {
 		res.tableUnits = readUnits(res.tableBytes, r.consistent)
 	}
 	return res, nil
+}
+
+// inNamespace reports whether the span lies inside the handle's namespace.
+// NB: it holds by construction (see readSpec.span); checking it costs two
+// comparisons and turns a future bug into an error instead of a leak.
+func (r *readSpec) inNamespace() bool {
+	ns := r.h.ns
+	return bytes.HasPrefix(r.span.lo, ns) && bytes.Compare(r.span.hi, keyspace.PrefixEnd(ns)) <= 0
 }
 
 func (r *readSpec) step(it *storage.Iter) bool {
