@@ -84,6 +84,14 @@ func (c *Client) do(ctx context.Context, method, path string, bearer string, in,
 	return nil
 }
 
+// Do sends a request to path (e.g. "/v1/tenants/ID/quota") with the API
+// key as the bearer token, in (if not nil) as the JSON body, and decodes
+// the JSON answer into out (if not nil). An error answer is an *Error.
+// It is for endpoints this Client has no method for.
+func (c *Client) Do(ctx context.Context, method, path string, in, out any) error {
+	return c.do(ctx, method, path, c.Key, in, out)
+}
+
 func tenantPath(ref string) string { return "/v1/tenants/" + url.PathEscape(ref) }
 
 // WhoAmI returns the caller's identity.
