@@ -286,3 +286,52 @@ func TestReadSpanGuard(t *testing.T) {
 		}
 	}
 }
+
+// TestSiloAndTenantTables: reads of a silo table go to the tenant's own
+// store, and a tenant-owned table is read like a shared one.
+func TestSiloAndTenantTables(t *testing.T) {
+	e := qtOpen(t)
+	qtCreate(t, e, "Silo", "pk:S", "sk:N", []qtIndexSpec{{name: "byG", hash: "g:S", proj: "KEYS_ONLY"}}, wire.Tag{Key: tenancy.TagIsolation, Value: "silo"})
+	a, b := qtScope(t, qtTenant(t), "Query"), qtScope(t, qtTenant(t), "Query")
+	for i := 0; i < 12; i++ {
+		qtPut(t, e, a, "Silo", attr.Item{"pk": qtS("p"), "sk": qtN(fmt.Sprint(i)), "g": qtS("x"), "owner": qtS("A")})
+	}
+	qtPut(t, e, b, "Silo", attr.Item{"pk": qtS("p"), "sk": qtN("100"), "g": qtS("x"), "owner": qtS("B")})
+	for _, tc := range []struct {
+		s    tenancy.Scope
+		want int
+	}{{a, 12}, {b, 1}} {
+		q, _ := qtQueryAll(t, e, tc.s, wire.QueryInput{TableName: "Silo", Limit: qtI32(5), KeyConditionExpression: qtStr("pk = :p"), ExpressionAttributeValues: qtVals(":p", qtS("p"))})
+		g, _ := qtQueryAll(t, e, tc.s, wire.QueryInput{TableName: "Silo", IndexName: qtStr("byG"), KeyConditionExpression: qtStr("g = :g"), ExpressionAttributeValues: qtVals(":g", qtS("x"))})
+		sc, _ := qtScanAll(t, e, tc.s, wire.ScanInput{TableName: "Silo", Limit: qtI32(5)})
+		if len(q) != tc.want || len(g) != tc.want || len(sc) != tc.want {
+			t.Fatalf("tenant %s: query %d, gsi %d, scan %d; want %d", tc.s.Tenant(), len(q), len(g), len(sc), tc.want)
+		}
+		h, err := e.open(tc.s, "Silo")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.db == e.db {
+			t.Fatalf("silo table read from the shared store")
+		}
+	}
+
+	// A tenant's own table.
+	var g tenancy.Guard
+	admin, err := g.Admit(tenancy.Principal{Tenant: a.Tenant(), Env: "live", Role: tenancy.RoleAdmin, KeyID: "AKIDQTADMIN"}, "CreateTable")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.CreateTable(context.Background(), admin, &wire.CreateTableInput{TableName: "Mine", BillingMode: "PAY_PER_REQUEST",
+		AttributeDefinitions: []wire.AttributeDefinition{{AttributeName: "id", AttributeType: "B"}},
+		KeySchema:            []wire.KeySchemaElement{{AttributeName: "id", KeyType: "HASH"}}}); err != nil {
+		t.Fatal(err)
+	}
+	qtPut(t, e, a, "Mine", attr.Item{"id": qtB("\x00\x01")}, attr.Item{"id": qtB("\xff")})
+	out, err := qtQuery(t, e, a, &wire.QueryInput{TableName: "Mine", KeyConditionExpression: qtStr("id = :i"), ExpressionAttributeValues: qtVals(":i", qtB("\xff"))})
+	if err != nil || out.Count != 1 {
+		t.Fatalf("own table query: %v, %v", out, err)
+	}
+	_, err = qtScan(t, e, b, &wire.ScanInput{TableName: "Mine"})
+	qtWantErr(t, err, apierr.ResourceNotFound, "")
+}
