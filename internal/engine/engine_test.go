@@ -40,14 +40,16 @@ func (c *wtClock) Set(t time.Time) {
 
 // wtEnv is an engine on an in-memory store with a fake clock.
 type wtEnv struct {
-	t     *testing.T
+	t     testing.TB
 	e     *Engine
 	db    *storage.DB
 	clock *wtClock
 	opts  Options
 }
 
-func wtOpen(t *testing.T) *wtEnv {
+func wtOpen(t *testing.T) *wtEnv { return wtOpenTB(t) }
+
+func wtOpenTB(t testing.TB) *wtEnv {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	db, err := storage.Open("mem", storage.Options{InMemory: true, Logger: log})
