@@ -119,4 +119,4 @@ type Update interface {
 // Path has String, Equal and Get.
 //
 // Errors are *apierr.Error of kind Validation with DynamoDB's messages,
-// e.g. "Invalid ConditionExpression: Syntax error; token: \"=\", near: \"==\"".
+// e.g. "Invalid ConditionExpression: Syntax error; token: \"=\", near: \"== :v\"" for "a == :v".

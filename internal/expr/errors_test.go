@@ -50,7 +50,7 @@ func TestConditionErrors(t *testing.T) {
 	const p = "Invalid ConditionExpression: "
 	cases := []struct{ expr, want string }{
 		{"", p + "The expression can not be empty;"},
-		{"a ==:s", p + `Syntax error; token: "=", near: "=="`},
+		{"a ==:s", p + `Syntax error; token: "=", near: "==:s"`},
 		{"status = :s", p + "Attribute name is a reserved keyword; reserved keyword: status"},
 		{"a.Status = :s", p + "Attribute name is a reserved keyword; reserved keyword: Status"},
 		{"#s = :s", ""},
@@ -178,6 +178,12 @@ func TestUpdateErrors(t *testing.T) {
 		{"SET a = attribute_exists(b)", p + "The function is not allowed in an update expression; function: attribute_exists"},
 		{"SET a = nope(b)", p + "Invalid function name; function: nope"},
 		{"SET a = ((b))", p + "The expression has redundant parentheses;"},
+		{"SET a = list_append(if_not_exists(a, :l), :l)", ""},
+		{"SET a = list_append(list_append(:l, :l), :l)", p + "The function is not allowed to be used this way in an expression; function: list_append"},
+		{"SET a = if_not_exists(a, list_append(:l, :l))", p + "The function is not allowed to be used this way in an expression; function: list_append"},
+		{"SET a = list_append(:l, :l) + :n", p + "Incorrect operand type for operator or function; operator or function: +, operand type: L"},
+		{"SET a = if_not_exists(if_not_exists(a, :n), :n)", p + "Operator or function requires a document path; operator or function: if_not_exists"},
+		{"SET a = if_not_exists(b, :n) + :n", ""},
 		{"SET a = (b)", ""},
 		{"SET #x = :s", p + "An expression attribute name used in the document path is not defined; attribute name: #x"},
 		{"SET a = :x", p + "An expression attribute value used in expression is not defined; attribute value: :x"},

@@ -9,9 +9,9 @@ type tokKind uint8
 
 const (
 	tokEOF     tokKind = iota
-	tokIdent           // attribute name or keyword: [A-Za-z_][A-Za-z0-9_]*
-	tokName            // expression attribute name: #[A-Za-z0-9_]*
-	tokValue           // expression attribute value: :[A-Za-z0-9_]*
+	tokIdent           // attribute name or keyword: [A-Za-z][A-Za-z0-9_]*
+	tokName            // expression attribute name: #[A-Za-z0-9_]+
+	tokValue           // expression attribute value: :[A-Za-z0-9_]+
 	tokNumber          // list index: [0-9]+
 	tokLParen          // (
 	tokRParen          // )
@@ -38,12 +38,15 @@ type token struct {
 	start, end int
 }
 
+// NB: a bare name must start with a letter ("_a" is a syntax error in
+// DynamoDB), while the characters after "#" or ":" may be any of
+// [A-Za-z0-9_].
 func isIdentStart(c byte) bool {
-	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '_'
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
 }
 
 func isIdentPart(c byte) bool {
-	return isIdentStart(c) || c >= '0' && c <= '9'
+	return isIdentStart(c) || c >= '0' && c <= '9' || c == '_'
 }
 
 // lex splits src into tokens, ending with one tokEOF. It never fails:
@@ -65,7 +68,7 @@ func lex(src string) []token {
 			kind = tokIdent
 			for i++; i < len(src) && isIdentPart(src[i]); i++ {
 			}
-		case c == '#' || c == ':':
+		case (c == '#' || c == ':') && i+1 < len(src) && isIdentPart(src[i+1]):
 			kind = tokName
 			if c == ':' {
 				kind = tokValue

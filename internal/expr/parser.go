@@ -79,17 +79,18 @@ func (p *parser) next() token {
 }
 
 // fail reports a syntax error at the current token, with DynamoDB's "near"
-// text: the source from the previous token through the offending one.
+// text: the source from the token before the offending one through the
+// token after it ("l[a]" fails at "a", near "[a]").
 func (p *parser) fail() {
 	t := p.toks[p.pos]
-	start := t.start
+	start, end := t.start, t.end
 	if p.pos > 0 {
 		start = p.toks[p.pos-1].start
 	}
-	near := p.src[start:t.end]
-	if t.kind == tokEOF {
-		near = strings.TrimRight(near, " \t\r\n")
+	if t.kind != tokEOF && p.toks[p.pos+1].kind != tokEOF {
+		end = p.toks[p.pos+1].end
 	}
+	near := strings.TrimRight(p.src[start:end], " \t\r\n")
 	p.err = &syntaxError{msg: `Syntax error; token: "` + t.text + `", near: "` + near + `"`}
 	panic(bailout{})
 }

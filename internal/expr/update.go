@@ -217,8 +217,8 @@ func (c *compiler) setValue(n node) valueExpr {
 	case *arithNode:
 		l, r := c.setValue(n.l), c.setValue(n.r)
 		for _, o := range []valueExpr{l, r} {
-			if cv, ok := o.(constValue); ok && cv.v.Type != attr.Invalid && cv.v.Type != attr.N {
-				c.errorf(catFunction, "Incorrect operand type for operator or function; operator or function: %c, operand type: %s", n.op, cv.v.Type)
+			if t := staticValueType(o); t != attr.Invalid && t != attr.N {
+				c.errorf(catFunction, "Incorrect operand type for operator or function; operator or function: %c, operand type: %s", n.op, t)
 			}
 		}
 		return arithValue{op: n.op, l: l, r: r}
@@ -231,6 +231,11 @@ func (c *compiler) setValue(n node) valueExpr {
 	case *callNode:
 		args := make([]valueExpr, len(n.args))
 		for i, a := range n.args {
+			// DynamoDB accepts if_not_exists inside list_append, but not
+			// list_append inside anything.
+			if inner, ok := c.unparen(a).(*callNode); ok && inner.name == "list_append" {
+				c.errorf(catMisusedFunc, "The function is not allowed to be used this way in an expression; function: list_append")
+			}
 			args[i] = c.setValue(a)
 		}
 		if _, ok := updateFuncs[n.name]; !ok {
@@ -253,13 +258,27 @@ func (c *compiler) setValue(n node) valueExpr {
 			return ifNotExistsValue{path: p.path, def: args[1]}
 		}
 		for _, o := range args {
-			if cv, ok := o.(constValue); ok && cv.v.Type != attr.Invalid && cv.v.Type != attr.L {
-				c.errorf(catFunction, "Incorrect operand type for operator or function; operator or function: list_append, operand type: %s", cv.v.Type)
+			if t := staticValueType(o); t != attr.Invalid && t != attr.L {
+				c.errorf(catFunction, "Incorrect operand type for operator or function; operator or function: list_append, operand type: %s", t)
 			}
 		}
 		return listAppendValue{args[0], args[1]}
 	}
 	return constValue{}
+}
+
+// staticValueType is the type of a SET operand known before reading the
+// item: a value's type, L for list_append, N for arithmetic.
+func staticValueType(v valueExpr) attr.Type {
+	switch v := v.(type) {
+	case constValue:
+		return v.v.Type
+	case listAppendValue:
+		return attr.L
+	case arithValue:
+		return attr.N
+	}
+	return attr.Invalid
 }
 
 // ---- apply ----
