@@ -1,0 +1,412 @@
+// Package harness starts a tenantdb server for black-box tests and hands
+// out credentials and aws-sdk-go-v2 clients for it.
+//
+// By default the server runs in-process on 127.0.0.1:0, over in-memory
+// storage, wired like `tenantdb serve` (storage, catalog, auth, audit,
+// quota, admin, engine, server). With TENANTDB_BIN set to a built tenantdb
+// binary, Start runs that binary instead, on a temporary data directory,
+// so that the same suites test the real executable:
+//
+//	go build -o /tmp/tenantdb ./cmd/tenantdb
+//	TENANTDB_BIN=/tmp/tenantdb go test ./tests/...
+//
+// Tests talk to either only through the network: the DynamoDB API with
+// tenant keys, and the admin API (/v1/) with the operator key.
+package harness
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/tenantdb/tenantdb/internal/admin"
+	"github.com/tenantdb/tenantdb/internal/audit"
+	"github.com/tenantdb/tenantdb/internal/auth"
+	"github.com/tenantdb/tenantdb/internal/catalog"
+	"github.com/tenantdb/tenantdb/internal/engine"
+	"github.com/tenantdb/tenantdb/internal/quota"
+	"github.com/tenantdb/tenantdb/internal/server"
+	"github.com/tenantdb/tenantdb/internal/storage"
+	"github.com/tenantdb/tenantdb/internal/tenancy"
+)
+
+// BinEnv names the environment variable that selects binary mode.
+const BinEnv = "TENANTDB_BIN"
+
+// Region is the region the clients sign for.
+const Region = "us-east-1"
+
+// Credential is an API key: the SigV4 pair and the full key.
+type Credential struct {
+	TenantID        string // 32 hex; "" for the operator
+	AccessKeyID     string
+	SecretAccessKey string
+	Key             string // the full sk_... key (bearer token of the admin API)
+}
+
+// Options tune Start.
+type Options struct {
+	// Fairness enables quota admission control (as `tenantdb serve` does by
+	// default). Off by default so that suites are never throttled.
+	Fairness bool
+	// Logger receives the in-process server's logs; nil discards them
+	// below Error.
+	Logger *slog.Logger
+}
+
+// Server is a running tenantdb.
+type Server struct {
+	// Endpoint is the base URL, e.g. http://127.0.0.1:43121.
+	Endpoint string
+	// Operator is the operator credential.
+	Operator Credential
+	// Default is an admin key of a tenant named "default".
+	Default Credential
+	// Binary reports whether the server is the TENANTDB_BIN executable.
+	Binary bool
+	// DataDir is the binary's data directory ("" in-process).
+	DataDir string
+
+	cmd *exec.Cmd
+}
+
+// Start starts a server for t and stops it when t ends.
+func Start(t testing.TB, opts ...Options) *Server {
+	t.Helper()
+	var o Options
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	if bin := os.Getenv(BinEnv); bin != "" {
+		return startBinary(t, bin, t.TempDir(), o)
+	}
+	return startInProcess(t, o)
+}
+
+func startInProcess(t testing.TB, o Options) *Server {
+	t.Helper()
+	ctx := context.Background()
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelError}))
+	}
+	db, err := storage.Open("harness", storage.Options{InMemory: true, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var master [32]byte
+	rand.Read(master[:])
+	key, err := auth.NewServerKey(master[:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat := catalog.Open(db, catalog.Options{})
+	auditLog := audit.Open(db, audit.Options{Logger: log})
+	authn := auth.New(cat, key, auth.Options{Logger: log, Denied: auditLog.Denied})
+	op, _, err := authn.EnsureOperator(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng, err := engine.Open(db, engine.Options{Logger: log, InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	quotas, err := quota.New(quota.Options{DB: db, Logger: log, Registerer: reg, Disabled: !o.Fairness})
+	if err != nil {
+		t.Fatal(err)
+	}
+	adminOpts := admin.Options{Catalog: cat, Auth: authn, Audit: auditLog, Logger: log}
+	if d, ok := any(eng).(admin.TenantDropper); ok {
+		adminOpts.Dropper = d
+	}
+	adm, err := admin.New(adminOpts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := server.New(server.Options{
+		Backend: quotas.Wrap(eng), Auth: authn, Guard: &tenancy.Guard{}, Admin: adm,
+		Denied: auditLog.Denied, Registry: reg, Logger: log,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(l) }()
+	t.Cleanup(func() {
+		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		if err := srv.Shutdown(sctx); err != nil {
+			t.Errorf("harness: shutdown: %v", err)
+		}
+		if err := <-served; err != nil {
+			t.Errorf("harness: serve: %v", err)
+		}
+		if err := quotas.Close(); err != nil {
+			t.Errorf("harness: quota close: %v", err)
+		}
+		authn.Close()
+		if err := eng.Close(); err != nil {
+			t.Errorf("harness: engine close: %v", err)
+		}
+		if err := db.Close(); err != nil {
+			t.Errorf("harness: storage close: %v", err)
+		}
+	})
+	s := &Server{
+		Endpoint: "http://" + l.Addr().String(),
+		Operator: Credential{AccessKeyID: op.AccessKeyID(), SecretAccessKey: op.Secret, Key: op.String()},
+	}
+	s.Default = s.NewTenant(t, "default", "admin")
+	return s
+}
+
+var listeningRE = regexp.MustCompile(`listening on (http://\S+),`)
+
+// StartBinary runs the tenantdb executable bin on dataDir (which may hold
+// data from an earlier run) and returns when it accepts requests. Stop or
+// Kill it, or let t's cleanup stop it.
+func StartBinary(t testing.TB, bin, dataDir string, extraArgs ...string) *Server {
+	t.Helper()
+	return startBinary(t, bin, dataDir, Options{Fairness: true}, extraArgs...)
+}
+
+func startBinary(t testing.TB, bin, dataDir string, o Options, extraArgs ...string) *Server {
+	t.Helper()
+	args := append([]string{"serve", "--addr", "127.0.0.1:0", "--data-dir", dataDir, "--log-level", "warn",
+		fmt.Sprintf("--fairness=%v", o.Fairness)}, extraArgs...)
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), "TENANTDB_ADDR=", "TENANTDB_DATA_DIR=")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout = cmd.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("harness: starting %s: %v", bin, err)
+	}
+	s := &Server{Binary: true, DataDir: dataDir, cmd: cmd}
+	t.Cleanup(func() { s.Stop(t) })
+
+	// Read stderr until the listening line; keep draining it afterwards
+	// (into the test log) so that the process never blocks on a full pipe.
+	found := make(chan string, 1)
+	var tail tailBuffer
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		sent := false
+		for sc.Scan() {
+			line := sc.Text()
+			tail.add(line)
+			if m := listeningRE.FindStringSubmatch(line); m != nil && !sent {
+				found <- m[1]
+				sent = true
+			}
+		}
+		if !sent {
+			close(found)
+		}
+	}()
+	select {
+	case ep, ok := <-found:
+		if !ok {
+			t.Fatalf("harness: %s exited before listening:\n%s", bin, tail.String())
+		}
+		s.Endpoint = ep
+	case <-time.After(60 * time.Second):
+		t.Fatalf("harness: %s did not start within 60s:\n%s", bin, tail.String())
+	}
+
+	op, err := auth.ReadCredentialsFile(filepath.Join(dataDir, auth.OperatorCredentialsFile), auth.OperatorProfile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Operator = Credential{AccessKeyID: op.AccessKeyID(), SecretAccessKey: op.Secret, Key: op.String()}
+	if d, err := auth.ReadCredentialsFile(filepath.Join(dataDir, "default-credentials"), "default"); err == nil {
+		s.Default = Credential{TenantID: d.Tenant.String(), AccessKeyID: d.AccessKeyID(), SecretAccessKey: d.Secret, Key: d.String()}
+	} else {
+		s.Default = s.NewTenant(t, "default", "admin")
+	}
+	return s
+}
+
+// Stop stops a binary server with SIGTERM and waits for it to exit; it
+// does nothing in-process or if the process is gone.
+func (s *Server) Stop(t testing.TB) {
+	if s.cmd == nil || s.cmd.Process == nil || s.cmd.ProcessState != nil {
+		return
+	}
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan error, 1)
+	go func() { done <- s.cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("harness: tenantdb exited with %v after SIGTERM", err)
+		}
+	case <-time.After(30 * time.Second):
+		_ = s.cmd.Process.Kill()
+		<-done
+		t.Errorf("harness: tenantdb did not exit within 30s of SIGTERM")
+	}
+}
+
+// Kill kills a binary server with SIGKILL (kill -9) and waits for it.
+func (s *Server) Kill(t testing.TB) {
+	t.Helper()
+	if s.cmd == nil {
+		t.Fatal("harness: Kill needs a binary server")
+	}
+	if s.cmd.ProcessState != nil {
+		return
+	}
+	_ = s.cmd.Process.Kill()
+	_ = s.cmd.Wait()
+}
+
+// Admin returns an admin API client with the operator key.
+func (s *Server) Admin() *admin.Client {
+	return &admin.Client{Endpoint: s.Endpoint, Key: s.Operator.Key}
+}
+
+// NewTenant creates a tenant named name and a key for it with role
+// ("app", "read" or "admin") through the admin API.
+func (s *Server) NewTenant(t testing.TB, name, role string) Credential {
+	t.Helper()
+	ctx := context.Background()
+	c := s.Admin()
+	tn, err := c.CreateTenant(ctx, admin.CreateTenantRequest{Name: name, Slug: uniqueSlug(name)})
+	if err != nil {
+		t.Fatalf("harness: create tenant %q: %v", name, err)
+	}
+	return s.NewKey(t, tn.ID, role)
+}
+
+// NewKey creates another key with role for tenant id.
+func (s *Server) NewKey(t testing.TB, tenantID, role string) Credential {
+	t.Helper()
+	k, err := s.Admin().CreateKey(context.Background(), tenantID, admin.CreateKeyRequest{Role: role})
+	if err != nil {
+		t.Fatalf("harness: create key for %s: %v", tenantID, err)
+	}
+	return Credential{TenantID: tenantID, AccessKeyID: k.AccessKeyID, SecretAccessKey: k.SecretAccessKey, Key: k.Key}
+}
+
+var slugs struct {
+	sync.Mutex
+	n int
+}
+
+// uniqueSlug keeps tenant names reusable across one server's tests.
+func uniqueSlug(name string) string {
+	slugs.Lock()
+	defer slugs.Unlock()
+	slugs.n++
+	base := catalog.Slugify(name)
+	if base == "" {
+		base = "t"
+	}
+	if len(base) > 40 {
+		base = base[:40]
+	}
+	return fmt.Sprintf("%s-%d", base, slugs.n)
+}
+
+// Client returns a DynamoDB client for c that does not retry, so that
+// tests see every error.
+func (s *Server) Client(c Credential) *dynamodb.Client {
+	return dynamodb.New(dynamodb.Options{
+		Region:       Region,
+		BaseEndpoint: aws.String(s.Endpoint),
+		Credentials: aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
+			return aws.Credentials{AccessKeyID: c.AccessKeyID, SecretAccessKey: c.SecretAccessKey}, nil
+		}),
+		RetryMaxAttempts: 1,
+		HTTPClient:       httpClient,
+	})
+}
+
+// httpClient is shared by all clients, with enough idle connections for
+// concurrent tests.
+var httpClient = &http.Client{Transport: &http.Transport{
+	MaxIdleConns:        256,
+	MaxIdleConnsPerHost: 256,
+	IdleConnTimeout:     30 * time.Second,
+}}
+
+// Env returns environment variables that point the AWS CLI or boto3 at s
+// with credential c (and nothing from the user's own AWS configuration).
+func (s *Server) Env(c Credential) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "AWS_") {
+			env = append(env, kv)
+		}
+	}
+	return append(env,
+		"AWS_ACCESS_KEY_ID="+c.AccessKeyID,
+		"AWS_SECRET_ACCESS_KEY="+c.SecretAccessKey,
+		"AWS_DEFAULT_REGION="+Region,
+		"AWS_REGION="+Region,
+		"AWS_ENDPOINT_URL="+s.Endpoint,
+		"AWS_CONFIG_FILE=/dev/null",
+		"AWS_SHARED_CREDENTIALS_FILE=/dev/null",
+		"AWS_PAGER=",
+		"AWS_EC2_METADATA_DISABLED=true",
+	)
+}
+
+// testWriter sends log output to the test log.
+type testWriter struct{ t testing.TB }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSuffix(string(p), "\n"))
+	return len(p), nil
+}
+
+// tailBuffer keeps the last lines of a process's output for failure
+// messages.
+type tailBuffer struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (b *tailBuffer) add(line string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.lines = append(b.lines, line)
+	if len(b.lines) > 50 {
+		b.lines = b.lines[1:]
+	}
+}
+
+func (b *tailBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return strings.Join(b.lines, "\n")
+}
+
+var _ io.Writer = testWriter{}
