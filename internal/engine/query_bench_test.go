@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/tenantdb/tenantdb/internal/attr"
+	"github.com/tenantdb/tenantdb/internal/keyspace"
 	"github.com/tenantdb/tenantdb/internal/wire"
 )
 
@@ -21,6 +22,33 @@ func BenchmarkQuery20(b *testing.B) {
 		}
 		qtPut(b, e, s, "Orders", items...)
 	}
+	// The baseline: iterate the same partition straight from storage and
+	// decode its items, the least any Query of it must do. Report the
+	// Query numbers as ratios to it (the machine is shared and noisy).
+	h, err := e.open(s, "Orders")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("baseline-iterate+decode", func(b *testing.B) {
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			p := keyspace.AppendPartition(keyspace.Items(h.ns, h.t.ID), attr.AppendKey(nil, qtS(fmt.Sprintf("coll%04d", i%1000))))
+			it := h.db.NewIter(p, keyspace.PrefixEnd(p))
+			n := 0
+			for ok := it.First(); ok; ok = it.Next() {
+				if _, err := attr.DecodeItem(it.Value()); err != nil {
+					b.Fatal(err)
+				}
+				n++
+			}
+			it.Close()
+			if n != 20 {
+				b.Fatalf("%d items", n)
+			}
+			i++
+		}
+	})
 	for _, bc := range []struct {
 		name string
 		mod  func(*wire.QueryInput)
