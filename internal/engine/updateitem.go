@@ -76,6 +76,9 @@ func (e *Engine) UpdateItem(ctx context.Context, s tenancy.Scope, in *wire.Updat
 		if !ok {
 			return condFailed(in.ReturnValuesOnConditionCheckFailure, w.old)
 		}
+		if w.old == nil && legacyDeleteOnly(in.AttributeUpdates) {
+			return nil // DELETE actions on a missing item create nothing
+		}
 		var nu attr.Item
 		if nu, paths, err = applyUpdate(h, upd, w.old, w.key); err != nil {
 			return err
@@ -86,6 +89,9 @@ func (e *Engine) UpdateItem(ctx context.Context, s tenancy.Scope, in *wire.Updat
 	if err != nil {
 		return nil, err
 	}
+	if w.cost.table == 0 {
+		w.cost.table = writeUnits(0) // nothing written still costs a unit
+	}
 	var tally capTally
 	tally.addWrite(h.t.Name, w.cost, 1)
 	out := &wire.UpdateItemOutput{ConsumedCapacity: tally.reportOne(in.ReturnConsumedCapacity)}
@@ -93,6 +99,20 @@ func (e *Engine) UpdateItem(ctx context.Context, s tenancy.Scope, in *wire.Updat
 	out.Attributes = updateReturn(in.ReturnValues, w.old, w.new, paths)
 	out.ItemCollectionMetrics = itemCollectionMetrics(h, in.ReturnItemCollectionMetrics, w.key)
 	return out, nil
+}
+
+// legacyDeleteOnly reports whether AttributeUpdates consists only of
+// DELETE actions (which, unlike PUT and ADD, do not create a missing item).
+func legacyDeleteOnly(upd map[string]wire.AttributeValueUpdate) bool {
+	if len(upd) == 0 {
+		return false
+	}
+	for _, u := range upd {
+		if u.Action != "DELETE" {
+			return false
+		}
+	}
+	return true
 }
 
 // checkUpdateKeys rejects updates that would change a key attribute.

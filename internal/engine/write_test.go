@@ -319,3 +319,21 @@ func TestSiloTable(t *testing.T) {
 		t.Fatalf("%d silo stores open after drop", n)
 	}
 }
+
+func TestLegacyDeleteOnMissingItem(t *testing.T) {
+	env, a := wtItemTable(t)
+	key := wtJ(t, `{"pk":{"S":"ghost"},"sk":{"S":"1"}}`)
+	out, err := env.e.UpdateItem(wtCtx, a.scope("UpdateItem"), &wire.UpdateItemInput{TableName: "Items", Key: key,
+		AttributeUpdates: map[string]wire.AttributeValueUpdate{"x": {Action: "DELETE"}}, ReturnValues: "ALL_NEW"})
+	wtNoErr(t, err)
+	if out.Attributes != nil || out.U.WriteUnits != 1 {
+		t.Fatalf("attrs %s usage %+v", wtJSON(out.Attributes), out.U)
+	}
+	if got := a.get("Items", key); got != nil {
+		t.Fatalf("DELETE-only update created %s", wtJSON(got))
+	}
+	// Without any update, UpdateItem creates the item from its key.
+	_, err = env.e.UpdateItem(wtCtx, a.scope("UpdateItem"), &wire.UpdateItemInput{TableName: "Items", Key: key})
+	wtNoErr(t, err)
+	wtSameItem(t, a.get("Items", key), key)
+}
