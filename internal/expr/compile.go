@@ -188,8 +188,9 @@ func (c *compiler) cond(n node) cond {
 		return betweenCond{x, lo, hi}
 	case *inNode:
 		x := c.operand(n.x)
-		if len(n.list) > 100 {
-			c.errorf(catFunction, "The IN operator is provided with too many operands; number of operands: %d", len(n.list))
+		// NB: DynamoDB's limit of 100 operands counts the left-hand one.
+		if len(n.list)+1 > 100 {
+			c.errorf(catFunction, "The IN operator is provided with too many operands; number of operands: %d", len(n.list)+1)
 		}
 		list := make([]operand, len(n.list))
 		for i, e := range n.list {
@@ -229,7 +230,10 @@ func (c *compiler) condCall(n *callNode) cond {
 		return existsCond{path: p.path, not: n.name == "attribute_not_exists"}
 	case "attribute_type":
 		c.distinct(n.name, args[0], args[1])
-		if t := staticType(args[1]); t != attr.Invalid {
+		if _, ok := args[1].(pathOperand); ok {
+			// The type must be given as a value, not read from the item.
+			c.errorf(catFunction, "Incorrect operand type for operator or function; operator or function: %s, operand type: {NS,SS,L,BS,N,M,B,BOOL,NULL,S}", n.name)
+		} else if t := staticType(args[1]); t != attr.Invalid {
 			if t != attr.S {
 				c.errorf(catFunction, "Incorrect operand type for operator or function; operator or function: %s, operand type: %s", n.name, t)
 			} else if name := args[1].(constOperand).v.S; !validTypeName(name) {

@@ -83,6 +83,8 @@ func TestConditionErrors(t *testing.T) {
 		{"attribute_type(a, :n)", p + "Incorrect operand type for operator or function; operator or function: attribute_type, operand type: N"},
 		{"attribute_type(a, :X)", p + "Invalid attribute type name found; type: X, valid types: {B,NULL,SS,BOOL,L,BS,N,NS,S,M}"},
 		{"attribute_type(a, :S)", ""},
+		{"attribute_type(:S, :S)", ""},
+		{"attribute_type(a, b)", p + "Incorrect operand type for operator or function; operator or function: attribute_type, operand type: {NS,SS,L,BS,N,M,B,BOOL,NULL,S}"},
 		{"size(:n) > :n", p + "Incorrect operand type for operator or function; operator or function: size, operand type: N"},
 		{"size(:s) > :n", ""},
 		{"size(a) > :s", ""},
@@ -117,11 +119,12 @@ func TestInOperandLimit(t *testing.T) {
 		}
 		return "a IN (" + strings.Join(s, ", ") + ")"
 	}
-	if _, err := NewParams(nil, testValues()).Condition(list(100)); err != nil {
-		t.Errorf("IN with 100 operands: %v", err)
+	// 100 operands in all, the left-hand one included.
+	if _, err := NewParams(nil, testValues()).Condition(list(99)); err != nil {
+		t.Errorf("IN with 99 values: %v", err)
 	}
-	_, err := NewParams(nil, testValues()).Condition(list(101))
-	wantValidation(t, "IN with 101 operands", err, "Invalid ConditionExpression: The IN operator is provided with too many operands; number of operands: 101")
+	_, err := NewParams(nil, testValues()).Condition(list(100))
+	wantValidation(t, "IN with 100 values", err, "Invalid ConditionExpression: The IN operator is provided with too many operands; number of operands: 101")
 }
 
 func TestErrorLabels(t *testing.T) {

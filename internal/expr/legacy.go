@@ -121,7 +121,8 @@ func legacyCond(name, op string, vals []attr.Value) cond {
 	case opContains:
 		return containsCond{x, c(0)}
 	case opNotContains:
-		return notCond{containsCond{x, c(0)}}
+		// NB: unlike NE, NOT_CONTAINS is false for a missing attribute.
+		return andCond{existsCond{path: x.path}, notCond{containsCond{x, c(0)}}}
 	case opBeginsWith:
 		return beginsCond{x, c(0)}
 	case opIn:
@@ -146,6 +147,9 @@ func combine(conds []cond, conditionalOp string) (Condition, error) {
 	default:
 		return nil, apierr.Validationf("1 validation error detected: Value '%s' at 'conditionalOperator' failed to satisfy constraint: Member must satisfy enum value set: [AND, OR]", conditionalOp)
 	}
+	if conditionalOp != "" && len(conds) < 2 {
+		return nil, apierr.Validationf("ConditionalOperator can only be used when Filter or Expected has two or more elements")
+	}
 	if len(conds) == 0 {
 		return &compiledCondition{root: trueCond{}}, nil
 	}
@@ -161,7 +165,8 @@ func combine(conds []cond, conditionalOp string) (Condition, error) {
 }
 
 // LegacyExpected compiles the Expected parameter of PutItem, UpdateItem and
-// DeleteItem with its ConditionalOperator ("", "AND" or "OR"). Both the
+// DeleteItem with its ConditionalOperator ("", "AND" or "OR"; given with
+// fewer than two conditions it is an error, as in DynamoDB). Both the
 // Value/Exists form and the ComparisonOperator form are accepted. An empty
 // map yields a condition that is always true.
 func LegacyExpected(exp map[string]wire.ExpectedAttributeValue, op string) (Condition, error) {
@@ -216,13 +221,18 @@ func LegacyExpected(exp map[string]wire.ExpectedAttributeValue, op string) (Cond
 	return combine(conds, op)
 }
 
-func badFilterArgCount(string) error {
-	return apierr.Validationf("The attempted filter operation is not supported for the provided filter argument count")
+// badFilterArgCount is the count error of QueryFilter, ScanFilter and
+// KeyConditions: BETWEEN has its own message.
+func badFilterArgCount(op string) error {
+	if op == opBetween {
+		return apierr.Validationf("The attempted filter operation is not supported for the provided filter argument count")
+	}
+	return badArgCount(op)
 }
 
 // LegacyFilter compiles QueryFilter or ScanFilter with its
-// ConditionalOperator. An empty map yields a condition that is always
-// true.
+// ConditionalOperator (see LegacyExpected). An empty map yields a
+// condition that is always true.
 func LegacyFilter(conds map[string]wire.Condition, op string) (Condition, error) {
 	var out []cond
 	for _, name := range sortedKeys(conds) {

@@ -44,7 +44,10 @@ func TestLegacyFilter(t *testing.T) {
 		{map[string]wire.Condition{"s": {ComparisonOperator: "CONTAINS", AttributeValueList: []attr.Value{s("ell")}}}, "", "contains(s, {S:ell})", true},
 		{map[string]wire.Condition{"ss": {ComparisonOperator: "CONTAINS", AttributeValueList: []attr.Value{s("b")}}}, "", "contains(ss, {S:b})", true},
 		{map[string]wire.Condition{"l": {ComparisonOperator: "CONTAINS", AttributeValueList: []attr.Value{n("1")}}}, "", "contains(l, {N:1})", true},
-		{map[string]wire.Condition{"ss": {ComparisonOperator: "NOT_CONTAINS", AttributeValueList: []attr.Value{s("c")}}}, "", "NOT contains(ss, {S:c})", true},
+		{map[string]wire.Condition{"ss": {ComparisonOperator: "NOT_CONTAINS", AttributeValueList: []attr.Value{s("c")}}}, "", "(attribute_exists(ss) AND NOT contains(ss, {S:c}))", true},
+		{map[string]wire.Condition{"s": {ComparisonOperator: "NOT_CONTAINS", AttributeValueList: []attr.Value{n("1")}}}, "", "(attribute_exists(s) AND NOT contains(s, {N:1}))", true},
+		// Unlike NE, NOT_CONTAINS fails on a missing attribute.
+		{map[string]wire.Condition{"gone": {ComparisonOperator: "NOT_CONTAINS", AttributeValueList: []attr.Value{n("1")}}}, "", "(attribute_exists(gone) AND NOT contains(gone, {N:1}))", false},
 		{map[string]wire.Condition{"s": {ComparisonOperator: "BEGINS_WITH", AttributeValueList: []attr.Value{s("he")}}}, "", "begins_with(s, {S:he})", true},
 		{map[string]wire.Condition{"b": {ComparisonOperator: "BEGINS_WITH", AttributeValueList: []attr.Value{attr.Bin([]byte{1})}}}, "", "begins_with(b, {B:AQ==})", true},
 		{map[string]wire.Condition{"n": {ComparisonOperator: "IN", AttributeValueList: []attr.Value{n("1"), n("5")}}}, "", "n IN ({N:1}, {N:5})", true},
@@ -81,17 +84,19 @@ func TestLegacyFilterErrors(t *testing.T) {
 		op    string
 		want  string
 	}{
-		{map[string]wire.Condition{"a": {ComparisonOperator: "EQ"}}, "", "The attempted filter operation is not supported for the provided filter argument count"},
-		{map[string]wire.Condition{"a": {ComparisonOperator: "NULL", AttributeValueList: []attr.Value{s("x")}}}, "", "The attempted filter operation is not supported for the provided filter argument count"},
+		{map[string]wire.Condition{"a": {ComparisonOperator: "EQ"}}, "", "One or more parameter values were invalid: Invalid number of argument(s) for the EQ ComparisonOperator"},
+		{map[string]wire.Condition{"a": {ComparisonOperator: "NULL", AttributeValueList: []attr.Value{s("x")}}}, "", "One or more parameter values were invalid: Invalid number of argument(s) for the NULL ComparisonOperator"},
 		{map[string]wire.Condition{"a": {ComparisonOperator: "BETWEEN", AttributeValueList: []attr.Value{s("a"), s("b"), s("c")}}}, "", "The attempted filter operation is not supported for the provided filter argument count"},
-		{map[string]wire.Condition{"a": {ComparisonOperator: "IN"}}, "", "The attempted filter operation is not supported for the provided filter argument count"},
+		{map[string]wire.Condition{"a": {ComparisonOperator: "IN"}}, "", "One or more parameter values were invalid: Invalid number of argument(s) for the IN ComparisonOperator"},
 		{map[string]wire.Condition{"a": {ComparisonOperator: "LIKE", AttributeValueList: []attr.Value{s("x")}}}, "", "1 validation error detected: Value 'LIKE' at 'comparisonOperator' failed to satisfy constraint: Member must satisfy enum value set: [IN, NULL, BETWEEN, LT, NOT_CONTAINS, EQ, GT, NOT_NULL, NE, LE, BEGINS_WITH, GE, CONTAINS]"},
 		{map[string]wire.Condition{"a": {ComparisonOperator: "IN", AttributeValueList: []attr.Value{s("x"), n("1")}}}, "", "One or more parameter values were invalid: AttributeValues inside AttributeValueList must be of same type"},
 		{map[string]wire.Condition{"a": {ComparisonOperator: "LT", AttributeValueList: []attr.Value{attr.BoolV(true)}}}, "", "One or more parameter values were invalid: ComparisonOperator LT is not valid for BOOL AttributeValue type"},
 		{map[string]wire.Condition{"a": {ComparisonOperator: "CONTAINS", AttributeValueList: []attr.Value{{Type: attr.SS, SS: []string{"x"}}}}}, "", "One or more parameter values were invalid: ComparisonOperator CONTAINS is not valid for SS AttributeValue type"},
 		{map[string]wire.Condition{"a": {ComparisonOperator: "BEGINS_WITH", AttributeValueList: []attr.Value{n("1")}}}, "", "One or more parameter values were invalid: ComparisonOperator BEGINS_WITH is not valid for N AttributeValue type"},
 		{map[string]wire.Condition{"a": {ComparisonOperator: "BETWEEN", AttributeValueList: []attr.Value{n("2"), n("1")}}}, "", "The BETWEEN condition was provided a range where the lower bound is greater than the upper bound"},
-		{map[string]wire.Condition{"a": {ComparisonOperator: "NULL"}}, "XOR", "1 validation error detected: Value 'XOR' at 'conditionalOperator' failed to satisfy constraint: Member must satisfy enum value set: [AND, OR]"},
+		{map[string]wire.Condition{"a": {ComparisonOperator: "NULL"}}, "OR", "ConditionalOperator can only be used when Filter or Expected has two or more elements"},
+		{nil, "AND", "ConditionalOperator can only be used when Filter or Expected has two or more elements"},
+		{map[string]wire.Condition{"a": {ComparisonOperator: "NULL"}, "b": {ComparisonOperator: "NULL"}}, "XOR", "1 validation error detected: Value 'XOR' at 'conditionalOperator' failed to satisfy constraint: Member must satisfy enum value set: [AND, OR]"},
 	}
 	for i, c := range cases {
 		_, err := LegacyFilter(c.conds, c.op)
@@ -171,6 +176,9 @@ func TestLegacyKeyConditions(t *testing.T) {
 		{map[string]wire.Condition{"pk": {ComparisonOperator: "GT", AttributeValueList: []attr.Value{s("p")}}}, "pk", "sk", "", "Query key condition not supported"},
 		{map[string]wire.Condition{"pk": eq(s("p")), "sk": {ComparisonOperator: "NE", AttributeValueList: []attr.Value{s("a")}}}, "pk", "sk", "", "Attempted conditional constraint is not an indexable operation"},
 		{map[string]wire.Condition{"pk": {ComparisonOperator: "BETWEEN", AttributeValueList: []attr.Value{s("a")}}}, "pk", "sk", "", "The attempted filter operation is not supported for the provided filter argument count"},
+		{map[string]wire.Condition{"pk": {ComparisonOperator: "EQ", AttributeValueList: []attr.Value{s("a"), s("b")}}}, "pk", "sk", "", "One or more parameter values were invalid: Invalid number of argument(s) for the EQ ComparisonOperator"},
+		{map[string]wire.Condition{"pk": eq(s("p")), "sk": {ComparisonOperator: "BEGINS_WITH", AttributeValueList: []attr.Value{n("3")}}}, "pk", "sk", "", "One or more parameter values were invalid: ComparisonOperator BEGINS_WITH is not valid for N AttributeValue type"},
+		{map[string]wire.Condition{"pk": {ComparisonOperator: "eq", AttributeValueList: []attr.Value{s("a")}}}, "pk", "sk", "", "1 validation error detected: Value 'eq' at 'comparisonOperator' failed to satisfy constraint: Member must satisfy enum value set: [IN, NULL, BETWEEN, LT, NOT_CONTAINS, EQ, GT, NOT_NULL, NE, LE, BEGINS_WITH, GE, CONTAINS]"},
 	}
 	for i, c := range cases {
 		kc, err := LegacyKeyConditions(c.conds, c.hash, c.rng)
