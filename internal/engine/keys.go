@@ -82,6 +82,9 @@ func (t *Table) validateItemKeys(item attr.Item) error {
 			if v.Type != k.Type {
 				return apierr.Validationf("One or more parameter values were invalid: Type mismatch for Index Key %s Expected: %s Actual: %s IndexName: %s", k.Name, k.Type, v.Type, ix.Name)
 			}
+			if (v.Type == attr.S || v.Type == attr.B) && attr.Size(v) == 0 {
+				return apierr.Validationf("One or more parameter values are not valid. A value specified for a secondary index key is not supported. The AttributeValue for a key attribute cannot contain an empty %s value. IndexName: %s, IndexKey: %s", map[attr.Type]string{attr.S: "string", attr.B: "binary"}[v.Type], ix.Name, k.Name)
+			}
 			if err := checkKeyValue(k, v, ok, i == 1); err != nil {
 				return err
 			}
