@@ -134,9 +134,17 @@ func dispatchVerb(cmd string, verbs []verb, args []string, stdout, stderr io.Wri
 		usage(stderr)
 		return flag.ErrHelp
 	}
-	for _, v := range verbs {
-		if v.name == args[0] {
-			return v.run(args[1:], stdout, stderr)
+	// The command is the first argument that names one, so that global
+	// flags may come before it (tenantdb tenant --json list).
+	for i, a := range args {
+		for _, v := range verbs {
+			if v.name == a {
+				rest := append(append([]string{}, args[:i]...), args[i+1:]...)
+				return v.run(rest, stdout, stderr)
+			}
+		}
+		if !strings.HasPrefix(a, "-") && (i == 0 || !strings.HasPrefix(args[i-1], "-") || strings.Contains(args[i-1], "=")) {
+			break // a positional argument that is not a command
 		}
 	}
 	usage(stderr)

@@ -1,0 +1,114 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"text/tabwriter"
+
+	"github.com/tenantdb/tenantdb/internal/admin"
+)
+
+var _ = register(&command{
+	name:    "tenant",
+	summary: "create, list, show, suspend, resume and delete tenants",
+	run:     runTenant,
+})
+
+func runTenant(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	return dispatchVerb("tenant", []verb{
+		{"create", "create NAME [--slug SLUG] [--tier pool|silo] [--owner-sub SUB]", func(a []string, o, e io.Writer) error { return tenantCreate(ctx, a, o, e) }},
+		{"list", "list", func(a []string, o, e io.Writer) error { return tenantList(ctx, a, o, e) }},
+		{"show", "show ID|SLUG", func(a []string, o, e io.Writer) error { return tenantAction(ctx, "show", a, o, e) }},
+		{"suspend", "suspend ID|SLUG", func(a []string, o, e io.Writer) error { return tenantAction(ctx, "suspend", a, o, e) }},
+		{"resume", "resume ID|SLUG", func(a []string, o, e io.Writer) error { return tenantAction(ctx, "resume", a, o, e) }},
+		{"delete", "delete ID|SLUG   (removes all of the tenant's data and keys)", func(a []string, o, e io.Writer) error { return tenantAction(ctx, "delete", a, o, e) }},
+	}, args, stdout, stderr)
+}
+
+func printTenants(w *tabwriter.Writer, ts []admin.Tenant) {
+	fmt.Fprintln(w, "ID\tNAME\tSLUG\tSTATUS\tTIER\tCREATED")
+	for _, t := range ts {
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.Name, t.Slug, t.Status, t.Tier, fmtTime(t.CreatedAt))
+	}
+}
+
+func tenantCreate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs, cf := newClientFlagSet("tenant create", stderr, os.Getenv)
+	var req admin.CreateTenantRequest
+	fs.StringVar(&req.Slug, "slug", "", "unique short name (default: derived from NAME)")
+	fs.StringVar(&req.Tier, "tier", "", "pool (default) or silo")
+	fs.StringVar(&req.OwnerSub, "owner-sub", "", "platform user (OIDC sub) who becomes the tenant's first member")
+	fs.StringVar(&req.ID, "id", "", "use this tenant id (32 hex) instead of a random one")
+	usageFunc(fs, stderr, "usage: tenantdb tenant create NAME [flags]")
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	if err := needArgs(pos, 1, "NAME"); err != nil {
+		return err
+	}
+	req.Name = pos[0]
+	c, err := cf.client()
+	if err != nil {
+		return err
+	}
+	t, err := c.CreateTenant(ctx, req)
+	if err != nil {
+		return err
+	}
+	return cf.output(stdout, t, func(w *tabwriter.Writer) { printTenants(w, []admin.Tenant{t}) })
+}
+
+func tenantList(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs, cf := newClientFlagSet("tenant list", stderr, os.Getenv)
+	usageFunc(fs, stderr, "usage: tenantdb tenant list [flags]")
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	if err := needArgs(pos, 0, "no arguments"); err != nil {
+		return err
+	}
+	c, err := cf.client()
+	if err != nil {
+		return err
+	}
+	ts, err := c.Tenants(ctx)
+	if err != nil {
+		return err
+	}
+	return cf.output(stdout, ts, func(w *tabwriter.Writer) { printTenants(w, ts) })
+}
+
+func tenantAction(ctx context.Context, action string, args []string, stdout, stderr io.Writer) error {
+	fs, cf := newClientFlagSet("tenant "+action, stderr, os.Getenv)
+	usageFunc(fs, stderr, "usage: tenantdb tenant "+action+" ID|SLUG [flags]")
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	if err := needArgs(pos, 1, "a tenant ID or slug"); err != nil {
+		return err
+	}
+	c, err := cf.client()
+	if err != nil {
+		return err
+	}
+	var t admin.Tenant
+	switch action {
+	case "show":
+		t, err = c.Tenant(ctx, pos[0])
+	case "suspend":
+		t, err = c.SuspendTenant(ctx, pos[0])
+	case "resume":
+		t, err = c.ResumeTenant(ctx, pos[0])
+	case "delete":
+		t, err = c.DeleteTenant(ctx, pos[0])
+	}
+	if err != nil {
+		return err
+	}
+	return cf.output(stdout, t, func(w *tabwriter.Writer) { printTenants(w, []admin.Tenant{t}) })
+}
