@@ -243,7 +243,7 @@ func (t *Table) pageKeyAttrs(ix *Index) []KeyAttr {
 	return out
 }
 
-// output builds the wire response of a page.
+// response builds the wire response of a page.
 func (r *readSpec) response(res *readResult) *wire.QueryOutput {
 	out := &wire.QueryOutput{
 		Count:            res.count,
@@ -279,7 +279,7 @@ func (r *readSpec) response(res *readResult) *wire.QueryOutput {
 	return out
 }
 
-// readIndex resolves IndexName for op ("Query" or "Scan"): nil for the
+// readIndex resolves a Query or Scan IndexName: nil for the
 // table, else an index that can serve reads.
 func (t *Table) readIndex(name *string) (*Index, error) {
 	if name == nil {
