@@ -278,6 +278,7 @@ func serve(ctx context.Context, cfg Config, out io.Writer) (err error) {
 	if err != nil {
 		return err
 	}
+	addQuotaRoutes(adm, quotas, auditLog) // quota.go
 	srv, err := server.New(server.Options{
 		Backend:  quotas.Wrap(eng),
 		Auth:     authn,

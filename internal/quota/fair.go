@@ -36,7 +36,6 @@ type gate struct {
 
 	inflight int
 	queued   int
-	flows    map[tenancy.TenantID]*flow
 	ring     list.List     // flows with waiters, in round-robin order
 	cursor   *list.Element // the flow DRR visits next
 
@@ -45,8 +44,8 @@ type gate struct {
 	onGrant func(tenancy.TenantID)
 }
 
-// flow is one tenant's state in the gate. It exists while the tenant has
-// requests running or waiting.
+// flow is one tenant's state in the gate; the Manager keeps one per tenant
+// state. Its fields are guarded by the gate's mutex.
 type flow struct {
 	tenant   tenancy.TenantID
 	weight   float64
@@ -72,23 +71,15 @@ var (
 )
 
 func newGate(limit, tenantLimit, queueLimit, totalQueue int, timeout time.Duration) *gate {
-	return &gate{
-		limit: limit, tenantLimit: tenantLimit, queueLimit: queueLimit, totalQueue: totalQueue, timeout: timeout,
-		flows: map[tenancy.TenantID]*flow{},
-	}
+	return &gate{limit: limit, tenantLimit: tenantLimit, queueLimit: queueLimit, totalQueue: totalQueue, timeout: timeout}
 }
 
-// acquire waits for a slot for tenant t and returns its flow, which the
-// caller passes to release when the request is done. weight and max (0:
-// defaults) come from the tenant's quota. Errors: errTenantQueueFull,
-// errOverloaded, errQueueTimeout, or ctx's error.
-func (g *gate) acquire(ctx context.Context, t tenancy.TenantID, weight float64, max int) (*flow, error) {
+// acquire waits for a slot for flow f; the caller passes f to release when
+// the request is done. weight and max (0: defaults) come from the tenant's
+// quota. It reports whether the request had to wait. Errors:
+// errTenantQueueFull, errOverloaded, errQueueTimeout, or ctx's error.
+func (g *gate) acquire(ctx context.Context, f *flow, weight float64, max int) (waited bool, err error) {
 	g.mu.Lock()
-	f := g.flows[t]
-	if f == nil {
-		f = &flow{tenant: t}
-		g.flows[t] = f
-	}
 	f.weight = weight
 	if f.weight <= 0 {
 		f.weight = DefaultWeight
@@ -105,17 +96,15 @@ func (g *gate) acquire(ctx context.Context, t tenancy.TenantID, weight float64, 
 		g.inflight++
 		f.inflight++
 		g.mu.Unlock()
-		return f, nil
+		return false, nil
 	}
 	if f.waiters.Len() >= g.queueLimit {
-		g.dropIfIdle(f)
 		g.mu.Unlock()
-		return nil, errTenantQueueFull
+		return false, errTenantQueueFull
 	}
 	if g.queued >= g.totalQueue {
-		g.dropIfIdle(f)
 		g.mu.Unlock()
-		return nil, errOverloaded
+		return false, errOverloaded
 	}
 	w := &waiter{f: f, ready: make(chan struct{})}
 	w.elem = f.waiters.PushBack(w)
@@ -131,10 +120,9 @@ func (g *gate) acquire(ctx context.Context, t tenancy.TenantID, weight float64, 
 		defer tm.Stop()
 		timeout = tm.C
 	}
-	var err error
 	select {
 	case <-w.ready:
-		return f, nil
+		return true, nil
 	case <-ctx.Done():
 		err = ctx.Err()
 	case <-timeout:
@@ -145,11 +133,10 @@ func (g *gate) acquire(ctx context.Context, t tenancy.TenantID, weight float64, 
 	if w.granted {
 		// Granted while giving up: hand the slot on.
 		g.releaseLocked(f, 0)
-		return nil, err
+		return true, err
 	}
 	g.unqueue(w)
-	g.dropIfIdle(f)
-	return nil, err
+	return true, err
 }
 
 // maxDebt bounds the deficit a flow can owe for expensive requests, and so
@@ -172,7 +159,6 @@ func (g *gate) releaseLocked(f *flow, cost float64) {
 		f.deficit = max(f.deficit-(cost-1), -maxDebt)
 	}
 	g.dispatch()
-	g.dropIfIdle(f)
 }
 
 // unqueue removes w from its flow's queue (and the flow from the ring if
@@ -198,10 +184,11 @@ func (g *gate) leaveRing(f *flow) {
 	f.deficit = min(f.deficit, 0)
 }
 
-func (g *gate) dropIfIdle(f *flow) {
-	if f.inflight == 0 && f.waiters.Len() == 0 && g.flows[f.tenant] == f {
-		delete(g.flows, f.tenant)
-	}
+// idle reports whether f has nothing running or waiting.
+func (g *gate) idle(f *flow) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return f.inflight == 0 && f.waiters.Len() == 0
 }
 
 // dispatch grants free slots to queued waiters by deficit round robin.

@@ -13,6 +13,37 @@ import (
 
 func tid(b byte) tenancy.TenantID { return tenancy.TenantID{0: b, 15: 1} }
 
+// flows hands out one flow per tenant, as the Manager does.
+type flows map[tenancy.TenantID]*flow
+
+var testFlows = struct {
+	sync.Mutex
+	m map[*gate]flows
+}{m: map[*gate]flows{}}
+
+func flowOf(g *gate, t tenancy.TenantID) *flow {
+	testFlows.Lock()
+	defer testFlows.Unlock()
+	fs := testFlows.m[g]
+	if fs == nil {
+		fs = flows{}
+		testFlows.m[g] = fs
+	}
+	if fs[t] == nil {
+		fs[t] = &flow{tenant: t}
+	}
+	return fs[t]
+}
+
+// acq acquires a slot of g for tenant t.
+func acq(ctx context.Context, g *gate, t tenancy.TenantID, weight float64) (*flow, error) {
+	f := flowOf(g, t)
+	if _, err := g.acquire(ctx, f, weight, 0); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
 // queueUp starts n goroutines of tenant t that wait in g, and returns
 // once all of them are queued. Each granted waiter sends its flow on got.
 func queueUp(t *testing.T, g *gate, tenant tenancy.TenantID, n int, weight float64, got chan<- *flow) {
@@ -20,7 +51,7 @@ func queueUp(t *testing.T, g *gate, tenant tenancy.TenantID, n int, weight float
 	_, before := g.stats()
 	for i := 0; i < n; i++ {
 		go func() {
-			f, err := g.acquire(context.Background(), tenant, weight, 0)
+			f, err := acq(context.Background(), g, tenant, weight)
 			if err != nil {
 				t.Errorf("acquire: %v", err)
 				return
@@ -46,7 +77,7 @@ func TestFairQueueManyWaitersCannotStarveFew(t *testing.T) {
 	g.onGrant = func(id tenancy.TenantID) {
 		order = append(order, map[byte]string{1: "A", 2: "B"}[id[0]])
 	}
-	hold, err := g.acquire(context.Background(), tid(9), 1, 0)
+	hold, err := acq(context.Background(), g, tid(9), 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +102,7 @@ func TestFairQueueWeights(t *testing.T) {
 	g := newGate(1, 1, 1000, 1000, 0)
 	var order []string
 	g.onGrant = func(id tenancy.TenantID) { order = append(order, map[byte]string{1: "A", 2: "B"}[id[0]]) }
-	hold, _ := g.acquire(context.Background(), tid(9), 1, 0)
+	hold, _ := acq(context.Background(), g, tid(9), 1)
 	got := make(chan *flow, 100)
 	queueUp(t, g, tid(1), 8, 1, got)
 	queueUp(t, g, tid(2), 8, 3, got)
@@ -90,7 +121,7 @@ func TestFairQueueCostCharging(t *testing.T) {
 	g := newGate(1, 1, 1000, 1000, 0)
 	var order []string
 	g.onGrant = func(id tenancy.TenantID) { order = append(order, map[byte]string{1: "H", 2: "L"}[id[0]]) }
-	hold, _ := g.acquire(context.Background(), tid(9), 1, 0)
+	hold, _ := acq(context.Background(), g, tid(9), 1)
 	got := make(chan *flow, 100)
 	queueUp(t, g, tid(1), 6, 1, got)
 	queueUp(t, g, tid(2), 12, 1, got)
@@ -117,7 +148,7 @@ func TestTenantCapLeavesRoomForOthers(t *testing.T) {
 	g := newGate(4, 3, 100, 100, 0)
 	var held []*flow
 	for i := 0; i < 3; i++ {
-		f, err := g.acquire(context.Background(), tid(1), 1, 0)
+		f, err := acq(context.Background(), g, tid(1), 1)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -125,7 +156,7 @@ func TestTenantCapLeavesRoomForOthers(t *testing.T) {
 	}
 	got := make(chan *flow, 1)
 	queueUp(t, g, tid(1), 1, 1, got) // 4th of tenant 1 waits at its cap
-	f, err := g.acquire(context.Background(), tid(2), 1, 0)
+	f, err := acq(context.Background(), g, tid(2), 1)
 	if err != nil {
 		t.Fatalf("other tenant: %v", err)
 	}
@@ -143,28 +174,28 @@ func TestTenantCapLeavesRoomForOthers(t *testing.T) {
 	for _, f := range held[1:] {
 		g.release(f, 0)
 	}
-	if in, q := g.stats(); in != 0 || q != 0 || len(g.flows) != 0 {
-		t.Fatalf("after all releases inflight=%d queued=%d flows=%d; want all 0", in, q, len(g.flows))
+	if in, q := g.stats(); in != 0 || q != 0 || !g.idle(flowOf(g, tid(1))) || !g.idle(flowOf(g, tid(2))) {
+		t.Fatalf("after all releases inflight=%d queued=%d; want all 0 and idle flows", in, q)
 	}
 }
 
 func TestGateShedding(t *testing.T) {
 	g := newGate(1, 1, 2, 3, 0)
-	hold, _ := g.acquire(context.Background(), tid(9), 1, 0)
+	hold, _ := acq(context.Background(), g, tid(9), 1)
 	got := make(chan *flow, 10)
 	queueUp(t, g, tid(1), 2, 1, got)
-	if _, err := g.acquire(context.Background(), tid(1), 1, 0); !errors.Is(err, errTenantQueueFull) {
+	if _, err := acq(context.Background(), g, tid(1), 1); !errors.Is(err, errTenantQueueFull) {
 		t.Fatalf("third waiter of one tenant: err = %v, want errTenantQueueFull", err)
 	}
 	queueUp(t, g, tid(2), 1, 1, got)
-	if _, err := g.acquire(context.Background(), tid(3), 1, 0); !errors.Is(err, errOverloaded) {
+	if _, err := acq(context.Background(), g, tid(3), 1); !errors.Is(err, errOverloaded) {
 		t.Fatalf("waiter past the total bound: err = %v, want errOverloaded", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	g2 := newGate(1, 1, 10, 10, 0)
-	h2, _ := g2.acquire(ctx, tid(1), 1, 0)
+	h2, _ := acq(ctx, g2, tid(1), 1)
 	errc := make(chan error)
-	go func() { _, err := g2.acquire(ctx, tid(2), 1, 0); errc <- err }()
+	go func() { _, err := acq(ctx, g2, tid(2), 1); errc <- err }()
 	for _, q := g2.stats(); q != 1; _, q = g2.stats() {
 		time.Sleep(50 * time.Microsecond)
 	}
@@ -184,8 +215,8 @@ func TestGateShedding(t *testing.T) {
 
 func TestGateQueueTimeout(t *testing.T) {
 	g := newGate(1, 1, 10, 10, time.Millisecond)
-	hold, _ := g.acquire(context.Background(), tid(1), 1, 0)
-	if _, err := g.acquire(context.Background(), tid(2), 1, 0); !errors.Is(err, errQueueTimeout) {
+	hold, _ := acq(context.Background(), g, tid(1), 1)
+	if _, err := acq(context.Background(), g, tid(2), 1); !errors.Is(err, errQueueTimeout) {
 		t.Fatalf("err = %v, want errQueueTimeout", err)
 	}
 	g.release(hold, 0)
@@ -206,7 +237,7 @@ func TestGateConcurrent(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := 0; i < 200; i++ {
-				f, err := g.acquire(context.Background(), tid(byte(w%4)), 1, 0)
+				f, err := acq(context.Background(), g, tid(byte(w%4)), 1)
 				if err != nil {
 					t.Error(err)
 					return
@@ -226,7 +257,7 @@ func TestGateConcurrent(t *testing.T) {
 	if peak > 3 {
 		t.Fatalf("peak running = %d, want <= 3", peak)
 	}
-	if in, q := g.stats(); in != 0 || q != 0 || len(g.flows) != 0 || g.ring.Len() != 0 {
-		t.Fatalf("leftovers: inflight=%d queued=%d flows=%d ring=%d", in, q, len(g.flows), g.ring.Len())
+	if in, q := g.stats(); in != 0 || q != 0 || g.ring.Len() != 0 {
+		t.Fatalf("leftovers: inflight=%d queued=%d ring=%d", in, q, g.ring.Len())
 	}
 }

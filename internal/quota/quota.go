@@ -96,6 +96,7 @@ type Manager struct {
 	gate     *gate
 	meter    meter
 	metrics  *metrics
+	opFlow   *flow // the operator's flow in the gate
 
 	states sync.Map // tenancy.TenantID -> *tenantState
 
@@ -166,6 +167,7 @@ func New(o Options) (*Manager, error) {
 		defaults: o.Default,
 		gate:     newGate(o.MaxInflight, o.TenantInflight, o.TenantQueue, o.TotalQueue, o.QueueTimeout),
 		meter:    meter{db: o.DB, acc: map[hourKey]*pending{}},
+		opFlow:   &flow{},
 		closed:   make(chan struct{}),
 		done:     make(chan struct{}),
 	}
@@ -225,7 +227,7 @@ func (m *Manager) housekeep() {
 			return true
 		}
 		st.mu.Lock()
-		idle := now.Sub(st.lastUsed) > m.opts.IdleAfter && st.full(now)
+		idle := now.Sub(st.lastUsed) > m.opts.IdleAfter && st.full(now) && m.gate.idle(st.flow)
 		st.mu.Unlock()
 		if idle {
 			m.states.Delete(k)
@@ -239,6 +241,7 @@ func (m *Manager) housekeep() {
 // tenantState is one tenant's capacity and quota records, in memory.
 type tenantState struct {
 	tenant tenancy.TenantID
+	flow   *flow // in the gate; guarded by the gate's mutex
 
 	mu       sync.Mutex
 	loaded   bool
@@ -257,10 +260,14 @@ type tenantState struct {
 }
 
 // state returns t's state, loading its quota records on first use.
+//
+// NB: housekeep may drop a state that a request still holds (only once
+// its buckets are full and its flow idle, so nothing is lost but the
+// debit of a request racing with the drop).
 func (m *Manager) state(t tenancy.TenantID) (*tenantState, error) {
 	v, ok := m.states.Load(t)
 	if !ok {
-		v, _ = m.states.LoadOrStore(t, &tenantState{tenant: t})
+		v, _ = m.states.LoadOrStore(t, &tenantState{tenant: t, flow: &flow{tenant: t}})
 	}
 	st := v.(*tenantState)
 	st.mu.Lock()
@@ -447,16 +454,17 @@ func (m *Manager) Admit(ctx context.Context, s tenancy.Scope, in any) (*Ticket, 
 	op := s.Action()
 	tk := &Ticket{m: m, op: op}
 	t := s.Tenant()
-	weight, maxInflight := float64(DefaultWeight), 0
+	f, weight, maxInflight := m.opFlow, float64(DefaultWeight), 0
+	var now time.Time
 	if !t.IsZero() {
 		st, err := m.state(t)
 		if err != nil {
 			return nil, apierr.Wrap(apierr.Internal, err, "reading the tenant's quota")
 		}
-		tk.st = st
+		tk.st, f = st, st.flow
 		st.recent.Add(1)
 		if !m.opts.Disabled {
-			now := m.now()
+			now = m.now()
 			st.mu.Lock()
 			st.lastUsed = now
 			reason := st.allow(tenancy.ClassOf(op), in, now)
@@ -474,8 +482,13 @@ func (m *Manager) Admit(ctx context.Context, s tenancy.Scope, in any) (*Ticket, 
 	if m.opts.Disabled {
 		return tk, nil
 	}
-	start := time.Now()
-	f, err := m.gate.acquire(ctx, t, weight, maxInflight)
+	if now.IsZero() {
+		now = m.now() // the operator's request
+	}
+	waited, err := m.gate.acquire(ctx, f, weight, maxInflight)
+	if waited {
+		m.metrics.queueWait.Observe(m.now().Sub(now).Seconds())
+	}
 	if err != nil {
 		reason := reasonOverloaded
 		switch {
@@ -488,9 +501,6 @@ func (m *Manager) Admit(ctx context.Context, s tenancy.Scope, in any) (*Ticket, 
 			m.rejected(tk.st, op, m.now(), reason)
 		}
 		return nil, shedError(reason, err)
-	}
-	if d := time.Since(start); d > 20*time.Microsecond {
-		m.metrics.queueWait.Observe(d.Seconds())
 	}
 	tk.flow = f
 	return tk, nil

@@ -1,0 +1,279 @@
+package main
+
+// Quotas: the admin endpoints (served by `tenantdb serve`) and the
+// `tenantdb quota` command that calls them.
+//
+//	GET /v1/tenants/{tenant}/quota[?table=NAME]   operator, or the tenant's admin key
+//	PUT /v1/tenants/{tenant}/quota[?table=NAME]   operator
+//
+// PUT takes {"read_units", "write_units", "burst_seconds", "weight",
+// "max_inflight"}: each member present replaces the stored value, 0 removes
+// it (back to the default), absent members are kept.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/tenantdb/tenantdb/internal/admin"
+	"github.com/tenantdb/tenantdb/internal/apierr"
+	"github.com/tenantdb/tenantdb/internal/audit"
+	"github.com/tenantdb/tenantdb/internal/quota"
+	"github.com/tenantdb/tenantdb/internal/tenancy"
+)
+
+// addQuotaRoutes adds the quota and usage endpoints to the admin API.
+func addQuotaRoutes(adm *admin.Handler, q *quota.Manager, log *audit.Log) {
+	adm.HandleTenant("GET /v1/tenants/{tenant}/quota", func(w http.ResponseWriter, r *http.Request, p tenancy.Principal, t tenancy.TenantID) {
+		out, err := q.GetQuota(r.Context(), t, r.URL.Query().Get("table"))
+		if err != nil {
+			admin.WriteError(w, err)
+			return
+		}
+		admin.WriteJSON(w, http.StatusOK, out)
+	})
+	adm.HandleTenant("PUT /v1/tenants/{tenant}/quota", func(w http.ResponseWriter, r *http.Request, p tenancy.Principal, t tenancy.TenantID) {
+		ctx := audit.WithSource(r.Context(), r.RemoteAddr)
+		const action = "admin:PUT /v1/tenants/{tenant}/quota"
+		if !p.IsOperator() {
+			log.Denied(ctx, p, action, "only the operator sets quotas")
+			admin.WriteError(w, apierr.New(apierr.AccessDenied, "only the operator may set quotas"))
+			return
+		}
+		var u quota.Update
+		dec := json.NewDecoder(r.Body)
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&u); err != nil {
+			admin.WriteError(w, apierr.Validationf("malformed JSON body: %s", clipString(err.Error())))
+			return
+		}
+		table := r.URL.Query().Get("table")
+		out, err := q.SetQuota(ctx, t, table, u)
+		if err != nil {
+			admin.WriteError(w, err)
+			return
+		}
+		target := "quota"
+		if table != "" {
+			target = "quota of table " + table
+		}
+		if _, err := log.Append(ctx, t, audit.Event{Actor: p.KeyID, Role: p.Role.String(), Action: "SetQuota", Target: target, Source: r.RemoteAddr}); err != nil {
+			admin.WriteError(w, apierr.Wrap(apierr.Internal, err, "auditing the quota change"))
+			return
+		}
+		admin.WriteJSON(w, http.StatusOK, out)
+	})
+	adm.HandleTenant("GET /v1/tenants/{tenant}/usage", func(w http.ResponseWriter, r *http.Request, p tenancy.Principal, t tenancy.TenantID) {
+		from, to, err := usageWindow(r.URL.Query())
+		if err != nil {
+			admin.WriteError(w, err)
+			return
+		}
+		out, err := q.Usage(r.Context(), t, from, to)
+		if err != nil {
+			admin.WriteError(w, err)
+			return
+		}
+		admin.WriteJSON(w, http.StatusOK, out)
+	})
+}
+
+func clipString(s string) string {
+	if len(s) > 128 {
+		return s[:128] + "..."
+	}
+	return s
+}
+
+var _ = register(&command{
+	name:    "quota",
+	summary: "show or set a tenant's capacity quota",
+	run:     runQuota,
+})
+
+func runQuota(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	return dispatchVerb("quota", []verb{
+		{"show", "show --tenant ID [--table NAME]", func(a []string, o, e io.Writer) error { return quotaCmd(ctx, false, a, o, e) }},
+		{"set", "set --tenant ID [--table NAME] [--read-units N] [--write-units N] [--burst-seconds S] [--weight W] [--max-inflight N]",
+			func(a []string, o, e io.Writer) error { return quotaCmd(ctx, true, a, o, e) }},
+	}, args, stdout, stderr)
+}
+
+func quotaCmd(ctx context.Context, set bool, args []string, stdout, stderr io.Writer) error {
+	name := "quota show"
+	if set {
+		name = "quota set"
+	}
+	fs, cf := newClientFlagSet(name, stderr, os.Getenv)
+	tenant := fs.String("tenant", "", "tenant id (or, for the operator, slug)")
+	table := fs.String("table", "", "a table's quota instead of the tenant's")
+	var rd, wr, burst, weight optFloat
+	var inflight optInt
+	if set {
+		fs.Var(&rd, "read-units", "read capacity units per second")
+		fs.Var(&wr, "write-units", "write capacity units per second")
+		fs.Var(&burst, "burst-seconds", "seconds of unused capacity kept as burst credit (default 300, as DynamoDB)")
+		fs.Var(&weight, "weight", "share in fair queueing when the server is saturated (tenant only; default 1)")
+		fs.Var(&inflight, "max-inflight", "requests of the tenant that may run at once (tenant only)")
+		usageFunc(fs, stderr, "usage: tenantdb quota set --tenant ID [--table NAME] [--read-units N] [--write-units N] [flags]",
+			"",
+			"Capacity is in DynamoDB read and write capacity units per second. A value of",
+			"0 removes a setting (back to the server default; for a table, back to only",
+			"the tenant's limit). Settings not given keep their current value.")
+	} else {
+		usageFunc(fs, stderr, "usage: tenantdb quota show --tenant ID [--table NAME] [flags]")
+	}
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	if err := needArgs(pos, 0, "no arguments"); err != nil {
+		return err
+	}
+	if *tenant == "" {
+		return errors.New("--tenant is required")
+	}
+	c, err := cf.client()
+	if err != nil {
+		return err
+	}
+	path := "/v1/tenants/" + url.PathEscape(*tenant) + "/quota"
+	if *table != "" {
+		path += "?table=" + url.QueryEscape(*table)
+	}
+	var out quota.Quota
+	if set {
+		u := quota.Update{ReadUnits: rd.p, WriteUnits: wr.p, BurstSeconds: burst.p, Weight: weight.p, MaxInflight: inflight.p}
+		if u == (quota.Update{}) {
+			return errors.New("nothing to set: give at least one of --read-units, --write-units, --burst-seconds, --weight, --max-inflight")
+		}
+		err = adminDo(ctx, c, http.MethodPut, path, u, &out)
+	} else {
+		err = adminDo(ctx, c, http.MethodGet, path, nil, &out)
+	}
+	if err != nil {
+		return err
+	}
+	return cf.output(stdout, out, func(w *tabwriter.Writer) { printQuota(w, &out) })
+}
+
+// adminDo calls an admin endpoint that admin.Client has no method for.
+// Errors are *admin.Error for the API's error answers.
+func adminDo(ctx context.Context, c *admin.Client, method, path string, in, out any) error {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(c.Endpoint, "/")+path, body)
+	if err != nil {
+		return err
+	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("Authorization", "Bearer "+c.Key)
+	hc := c.HTTP
+	if hc == nil {
+		hc = &http.Client{Timeout: 30 * time.Second}
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return fmt.Errorf("reading the answer: %w", err)
+	}
+	if resp.StatusCode >= 300 {
+		var eb struct {
+			Error struct{ Code, Message string } `json:"error"`
+		}
+		if json.Unmarshal(data, &eb) == nil && eb.Error.Code != "" {
+			return &admin.Error{Status: resp.StatusCode, Code: eb.Error.Code, Message: eb.Error.Message}
+		}
+		return &admin.Error{Status: resp.StatusCode, Code: http.StatusText(resp.StatusCode), Message: strings.TrimSpace(string(data))}
+	}
+	if err := json.Unmarshal(data, out); err != nil {
+		return fmt.Errorf("malformed answer: %w", err)
+	}
+	return nil
+}
+
+func printQuota(tw *tabwriter.Writer, q *quota.Quota) {
+	fmt.Fprintln(tw, "TENANT\tTABLE\tREAD UNITS/S\tWRITE UNITS/S\tBURST S\tWEIGHT\tMAX INFLIGHT\tSET\tAVAILABLE R/W")
+	row := func(q *quota.Quota) {
+		table, weight, inflight, avail := "(all)", "-", "-", "-"
+		if q.Table != "" {
+			table = q.Table
+		} else {
+			weight, inflight = fmt.Sprint(q.Weight), fmt.Sprint(q.MaxInflight)
+		}
+		if q.Available != nil {
+			avail = fmt.Sprintf("%.1f/%.1f", q.Available.ReadUnits, q.Available.WriteUnits)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%g\t%s\t%s\t%v\t%s\n", q.TenantID, table, units(q.ReadUnits), units(q.WriteUnits),
+			q.BurstSeconds, weight, inflight, q.Set, avail)
+	}
+	row(q)
+	for i := range q.Tables {
+		row(&q.Tables[i])
+	}
+}
+
+func units(v float64) string {
+	if v == 0 {
+		return "-"
+	}
+	return fmt.Sprint(v)
+}
+
+// optFloat and optInt are flags that remember whether they were given.
+type optFloat struct{ p *float64 }
+
+func (o *optFloat) String() string {
+	if o == nil || o.p == nil {
+		return ""
+	}
+	return fmt.Sprint(*o.p)
+}
+
+func (o *optFloat) Set(s string) error {
+	var v float64
+	if _, err := fmt.Sscan(s, &v); err != nil {
+		return fmt.Errorf("%q is not a number", s)
+	}
+	o.p = &v
+	return nil
+}
+
+type optInt struct{ p *int }
+
+func (o *optInt) String() string {
+	if o == nil || o.p == nil {
+		return ""
+	}
+	return fmt.Sprint(*o.p)
+}
+
+func (o *optInt) Set(s string) error {
+	var v int
+	if _, err := fmt.Sscan(s, &v); err != nil {
+		return fmt.Errorf("%q is not an integer", s)
+	}
+	o.p = &v
+	return nil
+}

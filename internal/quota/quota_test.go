@@ -1,0 +1,464 @@
+package quota
+
+import (
+	"context"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/tenantdb/tenantdb/internal/apierr"
+	"github.com/tenantdb/tenantdb/internal/storage"
+	"github.com/tenantdb/tenantdb/internal/tenancy"
+	"github.com/tenantdb/tenantdb/internal/wire"
+)
+
+// clock is a settable time source.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+var quiet = slog.New(slog.DiscardHandler)
+
+func memDB(t *testing.T) *storage.DB {
+	t.Helper()
+	db, err := storage.Open("mem", storage.Options{InMemory: true, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func newManager(t *testing.T, o Options) *Manager {
+	t.Helper()
+	m, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return m
+}
+
+func scope(t *testing.T, tenant tenancy.TenantID, op string) tenancy.Scope {
+	t.Helper()
+	role := tenancy.RoleAdmin
+	if tenant.IsZero() {
+		role = tenancy.RoleOperator
+	}
+	s, err := (&tenancy.Guard{}).Admit(tenancy.Principal{Tenant: tenant, Env: "live", Role: role, KeyID: "test"}, op)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// do admits one operation and, if admitted, finishes it with usage u.
+func do(t *testing.T, m *Manager, tenant tenancy.TenantID, op string, in any, u wire.Usage) error {
+	t.Helper()
+	tk, err := m.Admit(context.Background(), scope(t, tenant, op), in)
+	if err != nil {
+		return err
+	}
+	tk.Done(&wire.PutItemOutput{Metered: wire.Metered{U: u}}, nil)
+	return nil
+}
+
+func f64(v float64) *float64 { return &v }
+
+func TestThrottleAndDebt(t *testing.T) {
+	c := &clock{t: t0}
+	m := newManager(t, Options{DB: memDB(t), Now: c.now})
+	a, b := tid(1), tid(2)
+	ctx := context.Background()
+	if _, err := m.SetQuota(ctx, a, "", Update{WriteUnits: f64(10), BurstSeconds: f64(1)}); err != nil {
+		t.Fatal(err)
+	}
+	put := &wire.PutItemInput{TableName: "t"}
+	// 10 units of burst: two 4-unit writes leave 2, a third takes it to -2.
+	for i := 0; i < 3; i++ {
+		if err := do(t, m, a, "PutItem", put, wire.Usage{WriteUnits: 4, Table: "t"}); err != nil {
+			t.Fatalf("write %d: %v", i, err)
+		}
+	}
+	err := do(t, m, a, "PutItem", put, wire.Usage{WriteUnits: 1, Table: "t"})
+	if !apierr.Is(err, apierr.ProvisionedThroughputExceeded) {
+		t.Fatalf("write in debt: err = %v, want ProvisionedThroughputExceeded", err)
+	}
+	if !strings.Contains(err.Error(), "The level of configured provisioned throughput for the table was exceeded") {
+		t.Fatalf("message = %q", err)
+	}
+	// Reads have their own bucket; another tenant is untouched.
+	if err := do(t, m, a, "GetItem", &wire.GetItemInput{TableName: "t"}, wire.Usage{ReadUnits: 1}); err != nil {
+		t.Fatalf("read while writes are throttled: %v", err)
+	}
+	if err := do(t, m, b, "PutItem", put, wire.Usage{WriteUnits: 4}); err != nil {
+		t.Fatalf("other tenant: %v", err)
+	}
+	// 0.2 s repays the debt of 2 units but leaves 0: still throttled.
+	c.add(200 * time.Millisecond)
+	if err := do(t, m, a, "PutItem", put, wire.Usage{}); err == nil {
+		t.Fatal("bucket at zero admitted a write")
+	}
+	c.add(100 * time.Millisecond)
+	if err := do(t, m, a, "PutItem", put, wire.Usage{WriteUnits: 1}); err != nil {
+		t.Fatalf("after refill: %v", err)
+	}
+	q, err := m.GetQuota(ctx, a, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q.Available == nil || q.Available.WriteUnits != 0 || q.WriteUnits != 10 || q.ReadUnits != DefaultReadUnits || !q.Set {
+		t.Fatalf("quota = %+v (available %+v)", q, q.Available)
+	}
+}
+
+func TestTableQuota(t *testing.T) {
+	c := &clock{t: t0}
+	m := newManager(t, Options{DB: memDB(t), Now: c.now})
+	a := tid(1)
+	ctx := context.Background()
+	if _, err := m.SetQuota(ctx, a, "hot", Update{ReadUnits: f64(2), BurstSeconds: f64(1)}); err != nil {
+		t.Fatal(err)
+	}
+	get := func(table string) error {
+		return do(t, m, a, "GetItem", &wire.GetItemInput{TableName: table}, wire.Usage{ReadUnits: 2, Table: table})
+	}
+	if err := get("hot"); err != nil {
+		t.Fatal(err)
+	}
+	if err := get("hot"); !apierr.Is(err, apierr.ProvisionedThroughputExceeded) {
+		t.Fatalf("second read of the limited table: %v", err)
+	}
+	if err := get("cold"); err != nil {
+		t.Fatalf("other table of the tenant: %v", err)
+	}
+	// A batch touching the limited table is throttled too.
+	batch := &wire.BatchGetItemInput{RequestItems: map[string]wire.KeysAndAttributes{"cold": {}, "hot": {}}}
+	if err := do(t, m, a, "BatchGetItem", batch, wire.Usage{}); !apierr.Is(err, apierr.ProvisionedThroughputExceeded) {
+		t.Fatalf("batch over the limited table: %v", err)
+	}
+	q, err := m.GetQuota(ctx, a, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(q.Tables) != 1 || q.Tables[0].Table != "hot" || q.Tables[0].ReadUnits != 2 || q.Tables[0].WriteUnits != 0 {
+		t.Fatalf("table quotas = %+v", q.Tables)
+	}
+	// Removing the table's only value deletes the record.
+	if _, err := m.SetQuota(ctx, a, "hot", Update{ReadUnits: f64(0), BurstSeconds: f64(0)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := get("hot"); err != nil {
+		t.Fatalf("after removing the table quota: %v", err)
+	}
+	if q, _ := m.GetQuota(ctx, a, ""); len(q.Tables) != 0 {
+		t.Fatalf("table quotas after removal = %+v", q.Tables)
+	}
+}
+
+func TestControlPlaneThrottling(t *testing.T) {
+	c := &clock{t: t0}
+	m := newManager(t, Options{DB: memDB(t), Now: c.now, ControlRate: 1, ControlBurst: 2})
+	a := tid(1)
+	in := &wire.DescribeTableInput{TableName: "t"}
+	for i := 0; i < 2; i++ {
+		if err := do(t, m, a, "DescribeTable", in, wire.Usage{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err := do(t, m, a, "DescribeTable", in, wire.Usage{})
+	if !apierr.Is(err, apierr.Throttling) || !strings.Contains(err.Error(), "Rate of requests exceeds the allowed throughput") {
+		t.Fatalf("err = %v, want ThrottlingException", err)
+	}
+	if err := do(t, m, a, "PutItem", &wire.PutItemInput{}, wire.Usage{WriteUnits: 1}); err != nil {
+		t.Fatalf("data plane throttled by the control plane: %v", err)
+	}
+	c.add(time.Second)
+	if err := do(t, m, a, "DescribeTable", in, wire.Usage{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestOperatorIsNotMeteredOrThrottled(t *testing.T) {
+	m := newManager(t, Options{DB: memDB(t), ControlRate: 1, ControlBurst: 1})
+	for i := 0; i < 5; i++ {
+		if err := do(t, m, tenancy.TenantID{}, "CreateTable", &wire.CreateTableInput{}, wire.Usage{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestDisabled(t *testing.T) {
+	m := newManager(t, Options{DB: memDB(t), Disabled: true, Default: Limits{WriteUnits: 1, BurstSeconds: 1}})
+	for i := 0; i < 10; i++ {
+		if err := do(t, m, tid(1), "PutItem", &wire.PutItemInput{}, wire.Usage{WriteUnits: 5}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r, err := m.Usage(context.Background(), tid(1), time.Time{}, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.ConsumedWriteUnits != 50 || r.Requests != 10 {
+		t.Fatalf("metering with admission control off: %+v", r.OpUsage)
+	}
+}
+
+func TestValidation(t *testing.T) {
+	m := newManager(t, Options{DB: memDB(t)})
+	ctx := context.Background()
+	for _, u := range []Update{
+		{ReadUnits: f64(-1)},
+		{WriteUnits: f64(1e13)},
+		{BurstSeconds: f64(4000)},
+		{Weight: f64(0.001)},
+	} {
+		if _, err := m.SetQuota(ctx, tid(1), "", u); !apierr.Is(err, apierr.Validation) {
+			t.Errorf("SetQuota(%+v): err = %v, want ValidationException", u, err)
+		}
+	}
+	if _, err := m.SetQuota(ctx, tid(1), "t", Update{Weight: f64(2)}); !apierr.Is(err, apierr.Validation) {
+		t.Errorf("table weight: err = %v, want ValidationException", err)
+	}
+}
+
+// TestQuotasSurviveRestart stores quotas, closes the store, reopens it and
+// checks they apply to the first request after the restart.
+func TestQuotasSurviveRestart(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "db")
+	ctx := context.Background()
+	open := func() (*storage.DB, *Manager) {
+		db, err := storage.Open(dir, storage.Options{NoSync: true, Logger: quiet})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := New(Options{DB: db})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return db, m
+	}
+	db, m := open()
+	if _, err := m.SetQuota(ctx, tid(1), "", Update{ReadUnits: f64(7), WriteUnits: f64(3), Weight: f64(2)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.SetQuota(ctx, tid(1), "orders", Update{WriteUnits: f64(1), BurstSeconds: f64(1)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := do(t, m, tid(1), "PutItem", &wire.PutItemInput{TableName: "orders"}, wire.Usage{WriteUnits: 2, Table: "orders"}); err != nil {
+		t.Fatal(err)
+	}
+	m.Close()
+	db.Close()
+
+	db, m = open()
+	defer db.Close()
+	defer m.Close()
+	q, err := m.GetQuota(ctx, tid(1), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q.ReadUnits != 7 || q.WriteUnits != 3 || q.Weight != 2 || !q.Set || len(q.Tables) != 1 || q.Tables[0].WriteUnits != 1 {
+		t.Fatalf("after restart quota = %+v tables %+v", q, q.Tables)
+	}
+	// The table quota applies: one write of 2 units empties its 1-unit bucket.
+	put := &wire.PutItemInput{TableName: "orders"}
+	if err := do(t, m, tid(1), "PutItem", put, wire.Usage{WriteUnits: 2, Table: "orders"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := do(t, m, tid(1), "PutItem", put, wire.Usage{WriteUnits: 2, Table: "orders"}); !apierr.Is(err, apierr.ProvisionedThroughputExceeded) {
+		t.Fatalf("after restart the table quota did not apply: %v", err)
+	}
+	// And metering from before the restart is there.
+	r, err := m.Usage(ctx, tid(1), time.Time{}, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Requests != 3 || r.ThrottledRequests != 1 || r.ConsumedWriteUnits != 4 {
+		t.Fatalf("usage after restart = %+v", r.OpUsage)
+	}
+}
+
+func TestUsageReport(t *testing.T) {
+	c := &clock{t: t0.Add(30 * time.Minute)}
+	m := newManager(t, Options{DB: memDB(t), Now: c.now, Default: Limits{ReadUnits: 1, BurstSeconds: 1}})
+	a := tid(1)
+	ctx := context.Background()
+	must := func(op string, in any, u wire.Usage) {
+		t.Helper()
+		if err := do(t, m, a, op, in, u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	must("PutItem", &wire.PutItemInput{TableName: "t"}, wire.Usage{WriteUnits: 1, Table: "t"})
+	must("GetItem", &wire.GetItemInput{TableName: "t"}, wire.Usage{ReadUnits: 0.5, Table: "t"})
+	must("GetItem", &wire.GetItemInput{TableName: "t"}, wire.Usage{ReadUnits: 1, Table: "t"})
+	// The read bucket (1 unit) is now at -0.5: throttled.
+	if err := do(t, m, a, "GetItem", &wire.GetItemInput{TableName: "t"}, wire.Usage{}); err == nil {
+		t.Fatal("expected a throttle")
+	}
+	if err := m.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	c.add(time.Hour) // next hour; this one stays pending (not flushed)
+	must("Query", &wire.QueryInput{TableName: "u"}, wire.Usage{ReadUnits: 0.5, Table: "u"})
+
+	// A failed conditional write is charged one unit.
+	tk, err := m.Admit(ctx, scope(t, a, "UpdateItem"), &wire.UpdateItemInput{TableName: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk.Done(nil, apierr.New(apierr.ConditionalCheckFailed, "The conditional request failed"))
+
+	r, err := m.Usage(ctx, a, t0, t0.Add(2*time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Requests != 6 || r.ThrottledRequests != 1 || r.ConsumedReadUnits != 2 || r.ConsumedWriteUnits != 2 {
+		t.Fatalf("totals = %+v", r.OpUsage)
+	}
+	if g := r.ByOperation["GetItem"]; g.Requests != 3 || g.ThrottledRequests != 1 || g.ConsumedReadUnits != 1.5 {
+		t.Fatalf("GetItem = %+v", g)
+	}
+	if len(r.Hours) != 2 || !r.Hours[0].Hour.Equal(t0) || r.Hours[0].Requests != 4 || r.Hours[1].Requests != 2 {
+		t.Fatalf("hours = %+v", r.Hours)
+	}
+	if r.ByTable["t"].ConsumedReadUnits != 1.5 || r.ByTable["u"].ConsumedReadUnits != 0.5 {
+		t.Fatalf("by table = %+v", r.ByTable)
+	}
+	// The default window is the last hour: both buckets overlap it.
+	r, err = m.Usage(ctx, a, time.Time{}, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Requests != 6 {
+		t.Fatalf("default window requests = %d, want 6", r.Requests)
+	}
+	// Only the first hour.
+	r, err = m.Usage(ctx, a, t0, t0.Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Requests != 4 {
+		t.Fatalf("first hour requests = %d, want 4", r.Requests)
+	}
+	if _, err := m.Usage(ctx, a, t0.Add(time.Hour), t0); !apierr.Is(err, apierr.Validation) {
+		t.Fatalf("inverted window: %v", err)
+	}
+	// Other tenants see nothing of it.
+	r, err = m.Usage(ctx, tid(2), t0, t0.Add(2*time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Requests != 0 || len(r.Hours) != 0 {
+		t.Fatalf("other tenant's usage = %+v", r)
+	}
+}
+
+func TestMetricLabelCap(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := newManager(t, Options{DB: memDB(t), Registerer: reg, MetricTenants: 2})
+	traffic := func(tenant byte, n int) {
+		for i := 0; i < n; i++ {
+			if err := do(t, m, tid(tenant), "PutItem", &wire.PutItemInput{}, wire.Usage{WriteUnits: 1}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	labels := func() map[string]float64 {
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]float64{}
+		for _, mf := range mfs {
+			if mf.GetName() != "tenantdb_tenant_requests_total" {
+				continue
+			}
+			for _, mt := range mf.GetMetric() {
+				out[mt.GetLabel()[0].GetValue()] = mt.GetCounter().GetValue()
+			}
+		}
+		return out
+	}
+	for i := byte(1); i <= 10; i++ {
+		traffic(i, int(i))
+	}
+	if l := labels(); len(l) != 1 || l[otherLabel] != 55 {
+		t.Fatalf("before rebalance: %v, want everything under other", l)
+	}
+	m.housekeep()
+	traffic(10, 3)
+	traffic(9, 1)
+	traffic(1, 1)
+	l := labels()
+	if len(l) != 3 || l[tid(10).String()] != 3 || l[tid(9).String()] != 1 || l[otherLabel] != 56 {
+		t.Fatalf("after rebalance: %v, want the two busiest tenants and other", l)
+	}
+	// A tenant at least twice as busy as the least busy labelled one takes
+	// its label; the loser's series is gone.
+	traffic(3, 5)
+	m.housekeep()
+	l = labels()
+	if len(l) != 3 || l[tid(3).String()] != 0 || l[tid(10).String()] != 3 || l[otherLabel] != 61 {
+		t.Fatalf("after second rebalance: %v", l)
+	}
+}
+
+// BenchmarkAdmit is the cost admission control and metering add to one
+// request that is admitted at once (Admit + Done), one goroutine; see
+// BenchmarkAdmitParallel for contention.
+func BenchmarkAdmit(b *testing.B) { benchmarkAdmit(b, false) }
+
+func BenchmarkAdmitParallel(b *testing.B) { benchmarkAdmit(b, true) }
+
+func benchmarkAdmit(b *testing.B, parallel bool) {
+	db, err := storage.Open("mem", storage.Options{InMemory: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	m, err := New(Options{DB: db, Default: Limits{ReadUnits: 1e9, WriteUnits: 1e9}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer m.Close()
+	s, _ := (&tenancy.Guard{}).Admit(tenancy.Principal{Tenant: tid(1), Env: "live", Role: tenancy.RoleApp, KeyID: "k"}, "PutItem")
+	in := &wire.PutItemInput{TableName: "t"}
+	out := &wire.PutItemOutput{Metered: wire.Metered{U: wire.Usage{WriteUnits: 1, Table: "t"}}}
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.ResetTimer()
+	if !parallel {
+		for i := 0; i < b.N; i++ {
+			tk, err := m.Admit(ctx, s, in)
+			if err != nil {
+				b.Fatal(err)
+			}
+			tk.Done(out, nil)
+		}
+		return
+	}
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			tk, err := m.Admit(ctx, s, in)
+			if err != nil {
+				b.Fatal(err)
+			}
+			tk.Done(out, nil)
+		}
+	})
+}
