@@ -20,6 +20,9 @@ type Params struct {
 
 	usedNames  map[string]bool
 	usedValues map[string]bool
+
+	validated   bool  // Validate has run
+	validateErr error // and returned this
 }
 
 // NewParams returns Params for one request.

@@ -53,10 +53,19 @@ func (p *Params) value(key string) (attr.Value, bool) {
 }
 
 // Validate checks the placeholder maps themselves: present maps must not
-// be empty, and keys must look like #name and :value. Every expression
-// method calls it first, so callers need not; it is exported for requests
-// that carry the maps but whose expressions are checked elsewhere.
+// be empty, keys must look like #name and :value, and values must be valid.
+// Every expression method calls it first, so callers need not; it is
+// exported for requests that carry the maps but whose expressions are
+// checked elsewhere. The result is remembered: change Names or Values
+// after the first call and it is not checked again.
 func (p *Params) Validate() error {
+	if !p.validated {
+		p.validated, p.validateErr = true, p.validate()
+	}
+	return p.validateErr
+}
+
+func (p *Params) validate() error {
 	if p.Names != nil && len(p.Names) == 0 {
 		return apierr.Validationf("ExpressionAttributeNames must not be empty")
 	}
