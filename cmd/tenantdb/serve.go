@@ -63,6 +63,8 @@ type Config struct {
 	// UnsafeNoSync acknowledges writes before the WAL is synced. For
 	// benchmarks only: acknowledged writes can be lost in a machine crash.
 	UnsafeNoSync bool
+	// Platform configures platform users' OIDC sign-in (platform.go).
+	Platform PlatformConfig
 	// ShutdownTimeout bounds the wait for in-flight requests on SIGTERM.
 	ShutdownTimeout time.Duration
 }
@@ -93,6 +95,7 @@ func (c *Config) applyEnv(getenv func(string) string) error {
 	str("TENANTDB_LOG_LEVEL", &c.LogLevel)
 	str("TENANTDB_LOG_FORMAT", &c.LogFormat)
 	str(auth.OperatorKeyEnv, &c.OperatorKey)
+	c.Platform.applyEnv(getenv)
 	for name, dst := range map[string]*bool{"TENANTDB_DEFAULT_TENANT": &c.DefaultTenant, "TENANTDB_FAIRNESS": &c.Fairness} {
 		if v := getenv(name); v != "" {
 			b, err := strconv.ParseBool(v)
@@ -160,6 +163,7 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	fs.BoolVar(&cfg.DefaultTenant, "default-tenant", cfg.DefaultTenant, "on a fresh data directory, create tenant \"default\" with an admin key in <data-dir>/default-credentials (env TENANTDB_DEFAULT_TENANT)")
 	fs.BoolVar(&cfg.Fairness, "fairness", cfg.Fairness, "per-tenant capacity quotas, fair queueing and load shedding (env TENANTDB_FAIRNESS)")
 	fs.BoolVar(&cfg.UnsafeNoSync, "unsafe-no-sync", cfg.UnsafeNoSync, "acknowledge writes before the WAL is synced (benchmarks only)")
+	cfg.Platform.addFlags(fs)
 	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", cfg.ShutdownTimeout, "how long to wait for in-flight requests on shutdown")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
@@ -271,6 +275,9 @@ func serve(ctx context.Context, cfg Config, out io.Writer) (err error) {
 		}
 	}()
 	adminOpts := admin.Options{Catalog: cat, Auth: authn, Audit: auditLog, Logger: log}
+	if adminOpts.JWT, adminOpts.JWKS, err = cfg.Platform.open(ctx, log); err != nil {
+		return err
+	}
 	if d, ok := any(eng).(admin.TenantDropper); ok {
 		adminOpts.Dropper = d
 	}
