@@ -31,7 +31,7 @@ type StorageSource interface {
 }
 
 // Names of the engine's statistics counters under keyspace.Counter (see
-// internal/engine/catalog.go; TestStorageMatchesDescribeTable keeps them
+// internal/engine/catalog.go; cmd/tenantdb TestUsageEqualsConsumedCapacity keeps them
 // in step).
 const (
 	engineCounterItems = "n"
