@@ -2,11 +2,14 @@ package engine
 
 import (
 	"fmt"
+	"math/rand"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/tenantdb/tenantdb/internal/apierr"
+	"github.com/tenantdb/tenantdb/internal/attr"
 	"github.com/tenantdb/tenantdb/internal/keyspace"
 	"github.com/tenantdb/tenantdb/internal/tenancy"
 	"github.com/tenantdb/tenantdb/internal/wire"
@@ -426,4 +429,85 @@ func TestUpdateTableValidation(t *testing.T) {
 	ten := env.tenant(tenancy.RoleAdmin)
 	_, err = env.e.UpdateTable(wtCtx, ten.scope("UpdateTable"), &wire.UpdateTableInput{TableName: "Tbl", DeletionProtectionEnabled: wtBool(true)})
 	wtWantErr(t, err, apierr.AccessDenied, "not authorized")
+}
+
+// TestBackfillUnderConcurrentWrites checks the invariant "index entries and
+// counters match the items" after a GSI is backfilled while writers change
+// the items it covers.
+func TestBackfillUnderConcurrentWrites(t *testing.T) {
+	env := wtOpen(t)
+	op := env.operator()
+	op.create(wtTable("Busy", false))
+	a := env.tenant(tenancy.RoleApp)
+	const keys = 400
+	for i := 0; i < keys; i++ {
+		a.put("Busy", wtJ(t, fmt.Sprintf(`{"pk":{"S":"k%d"},"g":{"S":"v%d"}}`, i, i%5)))
+	}
+	var wg sync.WaitGroup
+	for w := 0; w < 4; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			r := rand.New(rand.NewSource(int64(w)))
+			for i := 0; i < 150; i++ {
+				k := fmt.Sprintf("k%d", r.Intn(keys))
+				var err error
+				switch r.Intn(3) {
+				case 0:
+					_, err = env.e.PutItem(wtCtx, a.scope("PutItem"), &wire.PutItemInput{TableName: "Busy", Item: wtJ(t, fmt.Sprintf(`{"pk":{"S":"%s"},"g":{"S":"w%d"}}`, k, r.Intn(5)))})
+				case 1:
+					_, err = env.e.PutItem(wtCtx, a.scope("PutItem"), &wire.PutItemInput{TableName: "Busy", Item: wtJ(t, fmt.Sprintf(`{"pk":{"S":"%s"}}`, k))})
+				case 2:
+					_, err = env.e.DeleteItem(wtCtx, a.scope("DeleteItem"), &wire.DeleteItemInput{TableName: "Busy", Key: wtJ(t, fmt.Sprintf(`{"pk":{"S":"%s"}}`, k))})
+				}
+				if err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}(w)
+	}
+	// Create the index while the writers run.
+	_, err := env.e.UpdateTable(wtCtx, op.scope("UpdateTable"), &wire.UpdateTableInput{
+		TableName:            "Busy",
+		AttributeDefinitions: []wire.AttributeDefinition{{AttributeName: "g", AttributeType: "S"}},
+		GlobalSecondaryIndexUpdates: []wire.GlobalSecondaryIndexUpdate{{Create: &wire.CreateGlobalSecondaryIndexAction{
+			IndexName: "byG", KeySchema: []wire.KeySchemaElement{{AttributeName: "g", KeyType: "HASH"}}, Projection: &wire.Projection{ProjectionType: "KEYS_ONLY"},
+		}}},
+	})
+	wtNoErr(t, err)
+	wg.Wait()
+	deadline := time.Now().Add(20 * time.Second)
+	for op.describe("Busy").GlobalSecondaryIndexes[0].IndexStatus != "ACTIVE" {
+		if time.Now().After(deadline) {
+			t.Fatal("backfill did not finish")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	// Count the items that carry g, straight from storage.
+	h, err := env.e.open(a.scope("GetItem"), "Busy")
+	wtNoErr(t, err)
+	p := keyspace.Items(h.ns, h.t.ID)
+	it := env.db.NewIter(p, keyspace.PrefixEnd(p))
+	withG := map[string]string{}
+	for ok := it.First(); ok; ok = it.Next() {
+		item, err := attr.DecodeItem(it.Value())
+		wtNoErr(t, err)
+		if g, ok := item["g"]; ok {
+			withG[item["pk"].S] = g.S
+		}
+	}
+	it.Close()
+	entries := a.indexEntries("Busy", 1)
+	if len(entries) != len(withG) {
+		t.Fatalf("%d index entries for %d items with g", len(entries), len(withG))
+	}
+	for _, e := range entries {
+		if withG[e["pk"].S] != e["g"].S {
+			t.Fatalf("entry %s does not match item g=%q", wtJSON(e), withG[e["pk"].S])
+		}
+	}
+	if n, _ := a.counters("Busy", 1); n != int64(len(withG)) {
+		t.Fatalf("index counter %d, want %d", n, len(withG))
+	}
 }
