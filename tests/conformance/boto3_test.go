@@ -1,0 +1,26 @@
+package conformance
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/tenantdb/tenantdb/tests/harness"
+)
+
+// TestBoto3 runs testdata/boto3_smoke.py (resource and client APIs,
+// batch writer, Decimal numbers, sets, binary, paging, conditional and
+// transactional errors) against the server.
+func TestBoto3(t *testing.T) {
+	if err := exec.Command("python3", "-c", "import boto3").Run(); err != nil {
+		t.Skip("python3 with boto3 is not installed")
+	}
+	t.Parallel()
+	srv := harness.Start(t)
+	cmd := exec.Command("python3", "testdata/boto3_smoke.py")
+	cmd.Env = srv.Env(srv.Default)
+	out, err := cmd.CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != "OK" {
+		t.Fatalf("boto3_smoke.py: %v\n%s", err, out)
+	}
+}
