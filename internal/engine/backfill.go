@@ -83,8 +83,8 @@ func (e *Engine) backfill(id uint64, no uint16) error {
 			return err
 		}
 		p := keyspace.Items(ns, id)
-		err = e.scanChunks(db, p, keyspace.PrefixEnd(p), func(keys, _ [][]byte) error {
-			return e.backfillChunk(db, ns, id, no, keys)
+		_, err = e.scanChunks(db, p, keyspace.PrefixEnd(p), func(keys, _ [][]byte) (bool, error) {
+			return true, e.backfillChunk(db, ns, id, no, keys)
 		})
 		if err != nil {
 			return err

@@ -58,9 +58,11 @@ const chunkSize = 128
 
 // scanChunks calls fn with successive chunks of the keys and values in
 // [lo, hi), reopening the iterator between chunks so that background work
-// neither pins old data nor holds locks while iterating. It stops early,
-// without error, when the engine is closing.
-func (e *Engine) scanChunks(db *storage.DB, lo, hi []byte, fn func(keys, vals [][]byte) error) error {
+// neither pins old data nor holds locks while iterating. fn returns false
+// to stop. scanChunks returns the key to resume from, or nil when the range
+// is exhausted; it also stops (returning a resume key) when the engine is
+// closing.
+func (e *Engine) scanChunks(db *storage.DB, lo, hi []byte, fn func(keys, vals [][]byte) (bool, error)) ([]byte, error) {
 	start := bytes.Clone(lo)
 	for !e.stopping() {
 		it := db.NewIter(start, hi)
@@ -70,20 +72,24 @@ func (e *Engine) scanChunks(db *storage.DB, lo, hi []byte, fn func(keys, vals []
 			vals = append(vals, it.Value())
 		}
 		if err := it.Close(); err != nil {
-			return apierr.Wrap(apierr.Internal, err, "scanning")
+			return nil, apierr.Wrap(apierr.Internal, err, "scanning")
 		}
 		if len(keys) == 0 {
-			return nil
+			return nil, nil
 		}
-		if err := fn(keys, vals); err != nil {
-			return err
+		more, err := fn(keys, vals)
+		if err != nil {
+			return nil, err
 		}
 		if len(keys) < chunkSize {
-			return nil
+			return nil, nil
 		}
 		start = append(bytes.Clone(keys[len(keys)-1]), 0)
+		if !more {
+			return start, nil
+		}
 	}
-	return nil
+	return start, nil
 }
 
 // registryPairs returns every (table id, namespace) of the registry.
@@ -97,7 +103,7 @@ func (e *Engine) registryPairs() ([]regPair, error) {
 		if len(k) < 8 {
 			continue
 		}
-		out = append(out, regPair{id: beUint64(k[:8]), ns: bytes.Clone(k[8:])})
+		out = append(out, regPair{key: it.Key(), id: beUint64(k[:8]), ns: bytes.Clone(k[8:])})
 	}
 	if err := it.Error(); err != nil {
 		return nil, apierr.Wrap(apierr.Internal, err, "reading table registry")
@@ -106,8 +112,9 @@ func (e *Engine) registryPairs() ([]regPair, error) {
 }
 
 type regPair struct {
-	id uint64
-	ns []byte
+	key []byte // the registry key
+	id  uint64
+	ns  []byte
 }
 
 func beUint64(b []byte) uint64 {

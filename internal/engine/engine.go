@@ -65,6 +65,8 @@ type Engine struct {
 	registered sync.Map
 	// backfills holds the indexes being backfilled (tableID<<16 | index no).
 	backfills sync.Map
+	// ttl is where the next TTL sweep pass resumes.
+	ttl ttlCursor
 }
 
 // Open returns an Engine over db and starts its background work (TTL).

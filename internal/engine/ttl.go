@@ -1,8 +1,11 @@
 package engine
 
 import (
+	"bytes"
 	"context"
+	"sort"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/tenantdb/tenantdb/internal/apierr"
@@ -77,21 +80,51 @@ func (e *Engine) DescribeTimeToLive(ctx context.Context, s tenancy.Scope, in *wi
 	return &wire.DescribeTimeToLiveOutput{TimeToLiveDescription: d}, nil
 }
 
-// sweep runs one pass of background maintenance: it deletes the expired
-// items of every TTL-enabled table in every namespace that holds its data,
-// and forgets expired transaction tokens.
+// ttlScanBudget bounds how many items one sweep pass reads, so expiry is
+// a steady background trickle rather than a full scan of every table each
+// interval; a pass resumes where the previous one stopped. (DynamoDB, too,
+// deletes expired items "within a few days", not at once.)
+const ttlScanBudget = 50_000
+
+// ttlCursor is where the next sweep pass resumes: a registry entry
+// (table, namespace) and an item key within it.
+type ttlCursor struct {
+	mu     sync.Mutex // one pass at a time
+	pair   []byte
+	item   []byte
+	budget int // items per pass; 0 means ttlScanBudget (tests lower it)
+}
+
+// sweep runs one pass of background maintenance: it deletes expired items
+// of TTL-enabled tables, namespace by namespace, reading at most
+// ttlScanBudget items, and forgets expired transaction tokens.
 func (e *Engine) sweep() error {
+	e.ttl.mu.Lock()
+	defer e.ttl.mu.Unlock()
 	pairs, err := e.registryPairs()
 	if err != nil {
 		return err
 	}
+	if len(pairs) == 0 {
+		return nil
+	}
 	now := e.opts.Now()
+	first := sort.Search(len(pairs), func(i int) bool { return bytes.Compare(pairs[i].key, e.ttl.pair) >= 0 })
+	budget := ttlScanBudget
+	if e.ttl.budget > 0 {
+		budget = e.ttl.budget
+	}
 	nss := map[string]bool{}
-	for _, p := range pairs {
+	for n := 0; n < len(pairs); n++ {
+		p := pairs[(first+n)%len(pairs)]
 		if e.stopping() {
 			return nil
 		}
 		nss[string(p.ns)] = true
+		from := []byte(nil)
+		if bytes.Equal(p.key, e.ttl.pair) {
+			from = e.ttl.item
+		}
 		t, err := e.tableByID(p.id, p.ns)
 		if err != nil {
 			return err
@@ -99,9 +132,15 @@ func (e *Engine) sweep() error {
 		if t == nil || !t.TTLEnabled {
 			continue
 		}
-		if err := e.expire(t, p.ns, now); err != nil {
+		resume, err := e.expire(t, p.ns, now, from, &budget)
+		if err != nil {
 			return err
 		}
+		if resume != nil {
+			e.ttl.pair, e.ttl.item = p.key, resume
+			break
+		}
+		e.ttl.pair, e.ttl.item = nil, nil
 	}
 	for ns := range nss {
 		if err := e.sweepTokens([]byte(ns)); err != nil {
@@ -122,47 +161,56 @@ func expired(item attr.Item, name string, now, horizon attr.Number) bool {
 }
 
 // expire deletes the items of table t in namespace ns that are expired at
-// now, with their index entries and counters, reading only ns's range.
-func (e *Engine) expire(t *Table, ns []byte, now time.Time) error {
+// now, with their index entries and counters, reading only ns's range,
+// from item key from (nil: the start) while *budget lasts. It returns the
+// key to resume from, or nil when it reached the end of the range.
+func (e *Engine) expire(t *Table, ns []byte, now time.Time, from []byte, budget *int) ([]byte, error) {
 	nowN, err := attr.ParseNumber(strconv.FormatInt(now.Unix(), 10))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	horizonN, err := attr.ParseNumber(strconv.FormatInt(now.Add(-ttlHorizon).Unix(), 10))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	db, err := e.storeForTenant(tenantOfNS(ns), t)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	h := &handle{t: t, ns: ns, db: db}
 	p := keyspace.Items(ns, t.ID)
-	return e.scanChunks(db, p, keyspace.PrefixEnd(p), func(keys, vals [][]byte) error {
+	lo, hi := p, keyspace.PrefixEnd(p)
+	if from != nil && bytes.Compare(from, lo) > 0 {
+		lo = from
+	}
+	return e.scanChunks(db, lo, hi, func(keys, vals [][]byte) (bool, error) {
+		*budget -= len(keys)
 		var ws []*itemWrite
 		for _, v := range vals {
 			item, err := attr.DecodeItem(v)
 			if err != nil {
-				return apierr.Wrap(apierr.Internal, err, "decoding item")
+				return false, apierr.Wrap(apierr.Internal, err, "decoding item")
 			}
 			if expired(item, t.TTLAttribute, nowN, horizonN) {
 				ws = append(ws, newWrite(h, t.keyOf(item)))
 			}
 		}
-		if len(ws) == 0 {
-			return nil
-		}
-		err := e.locked(ws, nil, func() error {
-			for _, w := range ws {
-				// NB: re-checked under the lock: the item may have been
-				// rewritten since it was scanned.
-				w.del = w.old != nil && w.h.t.TTLEnabled && expired(w.old, w.h.t.TTLAttribute, nowN, horizonN)
+		if len(ws) > 0 {
+			err := e.locked(ws, nil, func() error {
+				for _, w := range ws {
+					// NB: re-checked under the lock: the item may have been
+					// rewritten since it was scanned.
+					w.del = w.old != nil && w.h.t.TTLEnabled && expired(w.old, w.h.t.TTLAttribute, nowN, horizonN)
+				}
+				return e.commit(ws, nil)
+			})
+			if apierr.Is(err, apierr.ResourceNotFound) {
+				return false, nil // the table was dropped meanwhile
 			}
-			return e.commit(ws, nil)
-		})
-		if apierr.Is(err, apierr.ResourceNotFound) {
-			return nil // the table was dropped meanwhile
+			if err != nil {
+				return false, err
+			}
 		}
-		return err
+		return *budget > 0, nil
 	})
 }

@@ -167,3 +167,41 @@ func TestLimitsAndEndpoints(t *testing.T) {
 		t.Fatalf("zero scope: %v", err)
 	}
 }
+
+func TestTTLSweepResumes(t *testing.T) {
+	env := wtOpen(t)
+	op := env.operator()
+	for _, name := range []string{"TTL1", "TTL2"} {
+		op.create(wtTable(name, false))
+		_, err := env.e.UpdateTimeToLive(wtCtx, op.scope("UpdateTimeToLive"), &wire.UpdateTimeToLiveInput{TableName: name, TimeToLiveSpecification: wire.TimeToLiveSpecification{Enabled: true, AttributeName: "exp"}})
+		wtNoErr(t, err)
+	}
+	a := env.tenant(tenancy.RoleApp)
+	exp := env.clock.Now().Unix() - 1
+	for i := 0; i < 300; i++ {
+		for _, name := range []string{"TTL1", "TTL2"} {
+			a.put(name, wtJ(t, fmt.Sprintf(`{"pk":{"S":"k%d"},"exp":{"N":"%d"}}`, i, exp)))
+		}
+	}
+	env.e.ttl.budget = chunkSize
+	left := func() int64 {
+		n1, _ := a.counters("TTL1", 0)
+		n2, _ := a.counters("TTL2", 0)
+		return n1 + n2
+	}
+	passes := 0
+	for left() > 0 {
+		before := left()
+		wtNoErr(t, env.e.sweep())
+		passes++
+		if got := before - left(); got > 2*chunkSize || got <= 0 { // the budget is checked per chunk
+			t.Fatalf("pass %d deleted %d items (budget %d)", passes, got, chunkSize)
+		}
+		if passes > 20 {
+			t.Fatal("sweeper does not make progress")
+		}
+	}
+	if passes < 600/(2*chunkSize) {
+		t.Fatalf("%d passes for 600 items with budget %d", passes, chunkSize)
+	}
+}
