@@ -103,7 +103,10 @@ func (e *Engine) publish(t *Table) {
 		return
 	}
 	ns := string(ownerNS(t))
-	cur := e.owned[ns]
+	cur, loaded := e.owned[ns]
+	if !loaded {
+		return // loaded from storage, with t, on first use
+	}
 	m := make(map[string]*Table, len(cur)+1)
 	for k, v := range cur {
 		m[k] = v
@@ -124,7 +127,10 @@ func (e *Engine) unpublish(t *Table) {
 		return
 	}
 	ns := string(ownerNS(t))
-	cur := e.owned[ns]
+	cur, loaded := e.owned[ns]
+	if !loaded {
+		return
+	}
 	m := make(map[string]*Table, len(cur))
 	for k, v := range cur {
 		if v.ID != t.ID {
