@@ -1,0 +1,187 @@
+// Package lint enforces tenantdb's structural rules in its tests: who may
+// import Pebble and net/http, what the vocabulary packages may import, that
+// the layers only import downwards, and that every package has exactly
+// one package comment.
+package lint
+
+import (
+	"bytes"
+	"encoding/json"
+	"go/parser"
+	"go/token"
+	"io"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/tenantdb/tenantdb"
+
+type pkg struct {
+	Dir          string
+	ImportPath   string
+	Name         string
+	GoFiles      []string
+	TestGoFiles  []string
+	XTestGoFiles []string
+	Imports      []string
+	TestImports  []string
+	XTestImports []string
+}
+
+// rel is the import path inside the module ("internal/wire").
+func (p pkg) rel() string { return strings.TrimPrefix(strings.TrimPrefix(p.ImportPath, module), "/") }
+
+func (p pkg) allImports() []string {
+	return slices.Concat(p.Imports, p.TestImports, p.XTestImports)
+}
+
+func packages(t *testing.T) []pkg {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-e", "-json", module+"/...")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, stderr.String())
+	}
+	var pkgs []pkg
+	d := json.NewDecoder(bytes.NewReader(out))
+	for {
+		var p pkg
+		if err := d.Decode(&p); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		pkgs = append(pkgs, p)
+	}
+	if len(pkgs) < 10 {
+		t.Fatalf("go list found only %d packages", len(pkgs))
+	}
+	return pkgs
+}
+
+// ours returns the module-internal imports among list, relative.
+func ours(list []string) []string {
+	var out []string
+	for _, imp := range list {
+		if strings.HasPrefix(imp, module+"/") {
+			out = append(out, strings.TrimPrefix(imp, module+"/"))
+		}
+	}
+	return out
+}
+
+func TestOnlyStorageImportsPebble(t *testing.T) {
+	for _, p := range packages(t) {
+		if p.rel() == "internal/storage" {
+			continue
+		}
+		for _, imp := range p.allImports() {
+			if strings.HasPrefix(imp, "github.com/cockroachdb/pebble") {
+				t.Errorf("%s imports %s; only internal/storage may import Pebble", p.rel(), imp)
+			}
+		}
+	}
+}
+
+func TestOnlyServerAndAdminImportNetHTTP(t *testing.T) {
+	allowed := map[string]bool{"internal/server": true, "internal/admin": true}
+	for _, p := range packages(t) {
+		if !strings.HasPrefix(p.rel(), "internal/") || allowed[p.rel()] {
+			continue // commands and black-box tests are clients and may use it
+		}
+		for _, imp := range p.Imports {
+			if imp == "net/http" || strings.HasPrefix(imp, "net/http/") {
+				t.Errorf("%s imports %s; only internal/server and internal/admin may", p.rel(), imp)
+			}
+		}
+	}
+}
+
+// TestImportDirections keeps the vocabulary packages free of our other
+// packages and the layers importing only downwards.
+func TestImportDirections(t *testing.T) {
+	// may lists everything of ours a package may import (non-test files).
+	may := map[string][]string{
+		"internal/apierr":  {},
+		"internal/attr":    {"internal/apierr"},
+		"internal/tenancy": {"internal/apierr"},
+		"internal/sigv4":   {"internal/apierr"},
+		"internal/wire":    {"internal/apierr", "internal/attr"},
+		"internal/storage": {},
+	}
+	// mustNot lists what a package may never import.
+	mustNot := map[string][]string{
+		"internal/engine": {"internal/server", "internal/admin", "internal/auth", "internal/catalog", "internal/quota", "internal/audit"},
+		"internal/server": {"internal/engine", "internal/storage", "internal/catalog", "internal/auth", "internal/quota", "internal/admin", "internal/keyspace"},
+		"internal/expr":   {"internal/engine", "internal/storage", "internal/server"},
+		"internal/quota":  {"internal/engine", "internal/server", "internal/admin"},
+		"internal/auth":   {"internal/engine", "internal/server", "internal/admin"},
+	}
+	for _, p := range packages(t) {
+		imps := ours(p.Imports)
+		if allowed, ok := may[p.rel()]; ok {
+			for _, imp := range imps {
+				if !slices.Contains(allowed, imp) {
+					t.Errorf("%s imports %s; it may import only %v of ours", p.rel(), imp, allowed)
+				}
+			}
+		}
+		for _, imp := range imps {
+			if slices.Contains(mustNot[p.rel()], imp) {
+				t.Errorf("%s imports %s, against the direction of the layers", p.rel(), imp)
+			}
+		}
+	}
+}
+
+// TestOnePackageComment: exactly one file of each package carries the
+// package comment ("Package x ..." or, for commands, "Command x ...").
+func TestOnePackageComment(t *testing.T) {
+	for _, p := range packages(t) {
+		files := p.GoFiles
+		if len(files) == 0 {
+			files = p.TestGoFiles // a package of tests only
+		}
+		if len(files) == 0 {
+			continue
+		}
+		var with []string
+		fset := token.NewFileSet()
+		for _, f := range files {
+			af, err := parser.ParseFile(fset, filepath.Join(p.Dir, f), nil, parser.PackageClauseOnly|parser.ParseComments)
+			if err != nil {
+				t.Errorf("%s: %v", p.rel(), err)
+				continue
+			}
+			if af.Doc == nil {
+				continue
+			}
+			with = append(with, f)
+			text := af.Doc.Text()
+			want := "Package " + p.Name + " "
+			if p.Name == "main" {
+				want = "Command " + filepath.Base(p.Dir) + " "
+			}
+			if !strings.HasPrefix(text, want) {
+				t.Errorf("%s/%s: package comment should start with %q, got %q", p.rel(), f, want, firstLine(text))
+			}
+		}
+		switch len(with) {
+		case 0:
+			t.Errorf("%s has no package comment", p.rel())
+		case 1:
+		default:
+			t.Errorf("%s has package comments in %d files (%v); keep one", p.rel(), len(with), with)
+		}
+	}
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}
