@@ -38,9 +38,6 @@ func (m *Manager) GetQuota(ctx context.Context, t tenancy.TenantID, table string
 		MaxInflight:  st.eff.MaxInflight,
 		Set:          st.record != nil,
 	}
-	if q.MaxInflight == 0 {
-		q.MaxInflight = m.opts.TenantInflight
-	}
 	if !m.opts.Disabled {
 		st.read.refill(now)
 		st.write.refill(now)

@@ -49,7 +49,7 @@ type tenantMetrics struct {
 	throttled [reasonCount]prometheus.Counter
 }
 
-func newMetrics(reg prometheus.Registerer, cap int, gauges func() (inflight, queued int)) (*metrics, error) {
+func newMetrics(reg prometheus.Registerer, cap int, gates []*gate) (*metrics, error) {
 	m := &metrics{
 		cap: cap,
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -75,15 +75,19 @@ func newMetrics(reg prometheus.Registerer, cap int, gauges func() (inflight, que
 		}),
 		labelled: map[*tenantState]struct{}{},
 	}
-	cs := []prometheus.Collector{m.requests, m.readUnits, m.writeUnit, m.throttled, m.queueWait,
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Namespace: "tenantdb", Subsystem: "admission", Name: "inflight",
-			Help: "Requests running under admission control.",
-		}, func() float64 { i, _ := gauges(); return float64(i) }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Namespace: "tenantdb", Subsystem: "admission", Name: "queued",
-			Help: "Requests waiting in the fair admission queue.",
-		}, func() float64 { _, q := gauges(); return float64(q) }),
+	cs := []prometheus.Collector{m.requests, m.readUnits, m.writeUnit, m.throttled, m.queueWait}
+	for c, g := range gates {
+		labels := prometheus.Labels{"class": [...]string{"read", "write"}[c]}
+		cs = append(cs,
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+				Namespace: "tenantdb", Subsystem: "admission", Name: "inflight", ConstLabels: labels,
+				Help: "Requests running under admission control, by class (read: reads and control plane; write: writes and DDL).",
+			}, func() float64 { i, _ := g.stats(); return float64(i) }),
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+				Namespace: "tenantdb", Subsystem: "admission", Name: "queued", ConstLabels: labels,
+				Help: "Requests waiting in the fair admission queue, by class.",
+			}, func() float64 { _, q := g.stats(); return float64(q) }),
+		)
 	}
 	for _, c := range cs {
 		if err := reg.Register(c); err != nil {

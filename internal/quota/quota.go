@@ -56,12 +56,15 @@ type Options struct {
 	// `tenantdb serve --fairness=false`, for benchmarks that show what
 	// happens without it.
 	Disabled bool
-	// MaxInflight is how many requests run at once, server-wide; 0 means
-	// DefaultInflightPerCPU x GOMAXPROCS.
-	MaxInflight int
-	// TenantInflight caps one tenant's running requests unless its quota
-	// says otherwise; 0 means three quarters of MaxInflight, so that a
-	// newly arriving tenant finds a free slot.
+	// MaxInflight is how many reads (and control-plane requests) run at
+	// once, server-wide; 0 means DefaultReadInflightPerCPU x GOMAXPROCS.
+	// MaxWriteInflight is the same for writes and DDL; 0 means
+	// DefaultWriteInflight. Writes spend most of their time waiting for the
+	// WAL sync, which they share (group commit), so they get more slots.
+	MaxInflight, MaxWriteInflight int
+	// TenantInflight caps one tenant's running requests of each class
+	// unless its quota says otherwise; 0 means all slots but one, so that a
+	// newly arriving tenant always finds a free slot.
 	TenantInflight int
 	// TenantQueue bounds the requests one tenant may have waiting; 0 means
 	// 1024. TotalQueue bounds all waiting requests; 0 means 8192.
@@ -80,9 +83,27 @@ type Options struct {
 	IdleAfter time.Duration
 }
 
-// DefaultInflightPerCPU sizes the default MaxInflight (see DESIGN.md for
-// the measurement behind it).
-const DefaultInflightPerCPU = 8
+// Defaults of the admission gates' sizes (see DESIGN.md and
+// bench/results/noisy.md for the measurements behind them).
+const (
+	DefaultReadInflightPerCPU = 4
+	DefaultWriteInflight      = 64
+)
+
+// Admission classes: each has its own gate.
+const (
+	classRead  = iota // reads and control-plane reads: CPU-bound
+	classWrite        // writes and DDL: mostly waiting for the WAL sync
+	classCount
+)
+
+// classOf returns the admission class of an operation.
+func classOf(c tenancy.ActionClass) int {
+	if c == tenancy.ClassWrite || c == tenancy.ClassDDL {
+		return classWrite
+	}
+	return classRead
+}
 
 // Manager is per-tenant admission control and metering. All methods are
 // safe for concurrent use.
@@ -93,10 +114,10 @@ type Manager struct {
 	store    store
 	storage  StorageSource
 	defaults Limits
-	gate     *gate
+	gates    [classCount]*gate
 	meter    meter
 	metrics  *metrics
-	opFlow   *flow // the operator's flow in the gate
+	opFlows  [classCount]*flow // the operator's flows in the gates
 
 	states sync.Map // tenancy.TenantID -> *tenantState
 
@@ -135,10 +156,10 @@ func New(o Options) (*Manager, error) {
 		return nil, fmt.Errorf("quota: default quota: %w", err)
 	}
 	if o.MaxInflight <= 0 {
-		o.MaxInflight = DefaultInflightPerCPU * runtime.GOMAXPROCS(0)
+		o.MaxInflight = DefaultReadInflightPerCPU * runtime.GOMAXPROCS(0)
 	}
-	if o.TenantInflight <= 0 {
-		o.TenantInflight = max(1, o.MaxInflight-o.MaxInflight/4)
+	if o.MaxWriteInflight <= 0 {
+		o.MaxWriteInflight = DefaultWriteInflight
 	}
 	if o.TenantQueue <= 0 {
 		o.TenantQueue = 1024
@@ -165,18 +186,24 @@ func New(o Options) (*Manager, error) {
 		store:    store{o.DB},
 		storage:  o.Storage,
 		defaults: o.Default,
-		gate:     newGate(o.MaxInflight, o.TenantInflight, o.TenantQueue, o.TotalQueue, o.QueueTimeout),
 		meter:    meter{db: o.DB, acc: map[hourKey]*pending{}},
-		opFlow:   &flow{},
+		opFlows:  [classCount]*flow{{}, {}},
 		closed:   make(chan struct{}),
 		done:     make(chan struct{}),
+	}
+	for c, limit := range [classCount]int{o.MaxInflight, o.MaxWriteInflight} {
+		tenantLimit := o.TenantInflight
+		if tenantLimit <= 0 {
+			tenantLimit = max(1, limit-1)
+		}
+		m.gates[c] = newGate(limit, tenantLimit, o.TenantQueue, o.TotalQueue, o.QueueTimeout)
 	}
 	reg := o.Registerer
 	if reg == nil {
 		reg = prometheus.NewRegistry()
 	}
 	var err error
-	if m.metrics, err = newMetrics(reg, o.MetricTenants, m.gate.stats); err != nil {
+	if m.metrics, err = newMetrics(reg, o.MetricTenants, m.gates[:]); err != nil {
 		return nil, fmt.Errorf("quota: registering metrics: %w", err)
 	}
 	go m.background()
@@ -227,7 +254,8 @@ func (m *Manager) housekeep() {
 			return true
 		}
 		st.mu.Lock()
-		idle := now.Sub(st.lastUsed) > m.opts.IdleAfter && st.full(now) && m.gate.idle(st.flow)
+		idle := now.Sub(st.lastUsed) > m.opts.IdleAfter && st.full(now) &&
+			m.gates[classRead].idle(st.flows[classRead]) && m.gates[classWrite].idle(st.flows[classWrite])
 		st.mu.Unlock()
 		if idle {
 			m.states.Delete(k)
@@ -241,7 +269,7 @@ func (m *Manager) housekeep() {
 // tenantState is one tenant's capacity and quota records, in memory.
 type tenantState struct {
 	tenant tenancy.TenantID
-	flow   *flow // in the gate; guarded by the gate's mutex
+	flows  [classCount]*flow // in the gates; guarded by the gates' mutexes
 
 	mu       sync.Mutex
 	loaded   bool
@@ -267,7 +295,7 @@ type tenantState struct {
 func (m *Manager) state(t tenancy.TenantID) (*tenantState, error) {
 	v, ok := m.states.Load(t)
 	if !ok {
-		v, _ = m.states.LoadOrStore(t, &tenantState{tenant: t, flow: &flow{tenant: t}})
+		v, _ = m.states.LoadOrStore(t, &tenantState{tenant: t, flows: [classCount]*flow{{tenant: t}, {tenant: t}}})
 	}
 	st := v.(*tenantState)
 	st.mu.Lock()
@@ -418,7 +446,8 @@ func (st *tenantState) debit(u wire.Usage, now time.Time) {
 type Ticket struct {
 	m      *Manager
 	st     *tenantState // nil for the operator
-	flow   *flow        // nil when admission control is off
+	gate   *gate        // nil when admission control is off
+	flow   *flow
 	op     string
 	queued bool
 }
@@ -454,20 +483,22 @@ func (m *Manager) Admit(ctx context.Context, s tenancy.Scope, in any) (*Ticket, 
 	op := s.Action()
 	tk := &Ticket{m: m, op: op}
 	t := s.Tenant()
-	f, weight, maxInflight := m.opFlow, float64(DefaultWeight), 0
+	ac := tenancy.ClassOf(op)
+	class := classOf(ac)
+	f, weight, maxInflight := m.opFlows[class], float64(DefaultWeight), 0
 	var now time.Time
 	if !t.IsZero() {
 		st, err := m.state(t)
 		if err != nil {
 			return nil, apierr.Wrap(apierr.Internal, err, "reading the tenant's quota")
 		}
-		tk.st, f = st, st.flow
+		tk.st, f = st, st.flows[class]
 		st.recent.Add(1)
 		if !m.opts.Disabled {
 			now = m.now()
 			st.mu.Lock()
 			st.lastUsed = now
-			reason := st.allow(tenancy.ClassOf(op), in, now)
+			reason := st.allow(ac, in, now)
 			weight, maxInflight = st.eff.Weight, st.eff.MaxInflight
 			st.mu.Unlock()
 			if reason >= 0 {
@@ -485,7 +516,8 @@ func (m *Manager) Admit(ctx context.Context, s tenancy.Scope, in any) (*Ticket, 
 	if now.IsZero() {
 		now = m.now() // the operator's request
 	}
-	waited, err := m.gate.acquire(ctx, f, weight, maxInflight)
+	g := m.gates[class]
+	waited, err := g.acquire(ctx, f, weight, maxInflight)
 	if waited {
 		m.metrics.queueWait.Observe(m.now().Sub(now).Seconds())
 	}
@@ -502,7 +534,7 @@ func (m *Manager) Admit(ctx context.Context, s tenancy.Scope, in any) (*Ticket, 
 		}
 		return nil, shedError(reason, err)
 	}
-	tk.flow = f
+	tk.gate, tk.flow = g, f
 	return tk, nil
 }
 
@@ -525,8 +557,8 @@ func (tk *Ticket) Done(out wire.Output, err error) {
 	case apierr.Is(err, apierr.ConditionalCheckFailed):
 		u.WriteUnits = 1
 	}
-	if tk.flow != nil {
-		m.gate.release(tk.flow, u.ReadUnits+u.WriteUnits)
+	if tk.gate != nil {
+		tk.gate.release(tk.flow, u.ReadUnits+u.WriteUnits)
 	}
 	st := tk.st
 	if st == nil {
