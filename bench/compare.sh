@@ -7,14 +7,19 @@
 #                    [--workloads put,get,query,batchwrite,transact,mixed] [--preload 20000]
 #                    [--targets noop,dynalite,tenantdb] [--out DIR]
 #                    [--tenantdb-cmd 'CMD'] [--tenantdb-credentials FILE|ID:SECRET]
+#                    [--tenantdb-units 1000000]
 #
 # tenantdb is started with --tenantdb-cmd (run by bash with $PORT and
 # $DATA_DIR set; `exec` is prepended so its pid is the server's) or, if
 # TENANTDB_BIN is set, as "$TENANTDB_BIN serve --addr 127.0.0.1:$PORT
-# --data-dir $DATA_DIR". Without --tenantdb-credentials the script creates a
-# tenant and an admin key with "$TENANTDB_BIN tenant create / key create"
-# and the operator credentials in the data dir; the table is then the
-# tenant's own. Without either, tenantdb is skipped.
+# --data-dir $DATA_DIR" on a fresh data dir. Without --tenantdb-credentials
+# (a file, in any form tdbload --tenants reads, or ID:SECRET) the script uses
+# the admin key serve writes to $DATA_DIR/default-credentials, or else
+# creates a tenant and an admin key with "$TENANTDB_BIN tenant create / key
+# create" and the operator credentials; the table is then the tenant's own.
+# Without --tenantdb-cmd or TENANTDB_BIN, tenantdb is skipped. This measures
+# throughput, not quotas: with TENANTDB_BIN the bench tenant's read and write
+# quota is raised to --tenantdb-units (0: keep the server's defaults).
 #
 # Output: DIR (default bench/results/<UTC time>) holds runs.jsonl (one
 # `tdbload --json` result per run), summary.md (the table), compare.log and
@@ -35,6 +40,7 @@ targets=""
 out=""
 tenantdb_cmd="${TENANTDB_CMD:-}"
 tenantdb_creds="${TENANTDB_BENCH_CREDENTIALS:-}"
+tenantdb_units=1000000
 port_noop="${PORT_NOOP:-18101}"
 port_dynalite="${PORT_DYNALITE:-18102}"
 port_tenantdb="${PORT_TENANTDB:-18103}"
@@ -51,6 +57,7 @@ while [ $# -gt 0 ]; do
 	--out) out="$2"; shift 2 ;;
 	--tenantdb-cmd) tenantdb_cmd="$2"; shift 2 ;;
 	--tenantdb-credentials) tenantdb_creds="$2"; shift 2 ;;
+	--tenantdb-units) tenantdb_units="$2"; shift 2 ;;
 	-h|--help) sed -n '2,25p' "$0"; exit 0 ;;
 	*) echo "compare.sh: unknown argument $1" >&2; exit 2 ;;
 	esac
@@ -116,16 +123,37 @@ for t in "${target_list[@]}"; do
 		p=$!; pids+=("$p")
 		wait_port "$port_tenantdb" "$p" || { tail -n 20 "$work/tenantdb.log" >&2; die "tenantdb did not start on port $port_tenantdb"; }
 		endpoint[tenantdb]="http://127.0.0.1:$port_tenantdb"; pid[tenantdb]=$p
+		for _ in $(seq 1 50); do
+			[ -n "$tenantdb_creds" ] || [ -f "$work/tenantdb-data/default-credentials" ] && break
+			sleep 0.1
+		done
+		if [ -z "$tenantdb_creds" ] && [ -f "$work/tenantdb-data/default-credentials" ]; then
+			# serve --default-tenant writes an admin key of tenant "default" there.
+			tenantdb_creds="$work/tenantdb-data/default-credentials"
+		fi
 		if [ -z "$tenantdb_creds" ]; then
 			[ -n "${TENANTDB_BIN:-}" ] || die "tenantdb: give --tenantdb-credentials, or TENANTDB_BIN to create a tenant"
 			opcreds="$work/tenantdb-data/operator-credentials"
-			tid="$("$TENANTDB_BIN" --endpoint "${endpoint[tenantdb]}" --credentials "$opcreds" tenant create bench --json | jq -r .id)" ||
+			export TENANTDB_ENDPOINT="${endpoint[tenantdb]}" TENANTDB_CREDENTIALS="$opcreds"
+			tid="$("$TENANTDB_BIN" tenant create --json bench | jq -r .id)" ||
 				die "tenantdb: 'tenant create' failed"
-			"$TENANTDB_BIN" --endpoint "${endpoint[tenantdb]}" --credentials "$opcreds" key create --tenant "$tid" --role admin --json >"$work/tenantdb-creds.json" ||
+			"$TENANTDB_BIN" key create --tenant "$tid" --role admin --json >"$work/tenantdb-creds.json" ||
 				die "tenantdb: 'key create' failed"
+			unset TENANTDB_ENDPOINT TENANTDB_CREDENTIALS
 			tenantdb_creds="$work/tenantdb-creds.json"
 		fi
 		if [ -f "$tenantdb_creds" ]; then cred_args[tenantdb]="--tenants $tenantdb_creds"; else cred_args[tenantdb]="--credentials $tenantdb_creds"; fi
+		tenantdb_quota="server default"
+		if [ -n "${TENANTDB_BIN:-}" ] && [ "$tenantdb_units" != 0 ]; then
+			# The tenant id is the 32 hex digits inside the key id sk_<env>_<id>_<random>.
+			tid="$( (cat "$tenantdb_creds" 2>/dev/null || echo "$tenantdb_creds") | grep -o 'sk_[a-z0-9]*_[0-9a-f]\{32\}_' | head -n 1 | cut -d_ -f3)"
+			if [ -n "$tid" ] && TENANTDB_ENDPOINT="${endpoint[tenantdb]}" TENANTDB_CREDENTIALS="$work/tenantdb-data/operator-credentials" \
+				"$TENANTDB_BIN" quota set --tenant "$tid" --read-units "$tenantdb_units" --write-units "$tenantdb_units" >>"$log" 2>&1; then
+				tenantdb_quota="$tenantdb_units RCU/WCU"
+			else
+				say "tenantdb: could not raise the bench tenant's quota; throttles will show in the errors column"
+			fi
+		fi
 		;;
 	*) die "unknown target $t (want noop, dynalite or tenantdb)" ;;
 	esac
@@ -139,7 +167,8 @@ done
 	echo "go: $(go version | cut -d' ' -f3)  node: $(node --version 2>/dev/null || echo none)"
 	echo "dynalite: $(node -p 'require(process.argv[1]).version' "$cache/dynalite/node_modules/dynalite/package.json" 2>/dev/null || echo none)"
 	echo "targets: $targets"
-	echo "tenantdb cmd: ${tenantdb_cmd:-none}"
+	echo "tenantdb cmd: ${tenantdb_cmd:-none}  bench tenant quota: ${tenantdb_quota:-n/a}"
+	[ -z "${TENANTDB_BIN:-}" ] || echo "tenantdb binary: sha256 $(sha256sum "$TENANTDB_BIN" | cut -c1-16), built $(date -u -r "$TENANTDB_BIN" +%FT%TZ)"
 	echo "workloads: $workloads  reps: $reps  duration: $duration  warmup: 1s  concurrency: $concurrency  item size: $item_size  preload: $preload"
 	echo "loadavg before: $(cat /proc/loadavg)"
 } >"$out/env.txt"

@@ -27,10 +27,13 @@ func ParseCredential(s string) (Credential, error) {
 	return Credential{AccessKeyID: id, SecretAccessKey: secret}, nil
 }
 
-// ParseCredentials reads credentials, either one per line as
-// "access-key-id:secret" (blank lines and lines starting with # skipped), or
-// a stream of JSON objects or arrays of objects with access_key_id and
-// secret_access_key (the output of `tenantdb key create --json`, appended).
+// ParseCredentials reads credentials in one of three forms: one per line as
+// "access-key-id:secret" (blank lines and lines starting with # skipped); a
+// stream of JSON objects or arrays of objects with access_key_id and
+// secret_access_key (the output of `tenantdb key create --json`, appended);
+// or an AWS shared-credentials file (every profile with
+// aws_access_key_id and aws_secret_access_key, in file order), such as the
+// credential files tenantdb writes into its data directory.
 // Errors never echo a secret.
 func ParseCredentials(r io.Reader) ([]Credential, error) {
 	data, err := io.ReadAll(r)
@@ -38,9 +41,13 @@ func ParseCredentials(r io.Reader) ([]Credential, error) {
 		return nil, fmt.Errorf("loadgen: credentials: %w", err)
 	}
 	var out []Credential
-	if t := bytes.TrimSpace(data); len(t) > 0 && (t[0] == '{' || t[0] == '[') {
+	t := bytes.TrimSpace(data)
+	switch {
+	case bytes.Contains(data, []byte("aws_access_key_id")) && !bytes.Contains(data, []byte(`"aws_access_key_id"`)):
+		out, err = parseSharedCredentials(data)
+	case len(t) > 0 && (t[0] == '{' || t[0] == '['):
 		out, err = parseJSONCredentials(t)
-	} else {
+	default:
 		out, err = parseLineCredentials(data)
 	}
 	if err != nil {
@@ -97,4 +104,47 @@ func parseJSONCredentials(data []byte) ([]Credential, error) {
 		}
 		out = append(out, cs...)
 	}
+}
+
+func parseSharedCredentials(data []byte) ([]Credential, error) {
+	var out []Credential
+	var cur Credential
+	profile := ""
+	flush := func() error {
+		switch {
+		case cur.AccessKeyID != "" && cur.SecretAccessKey != "":
+			out = append(out, cur)
+		case cur.AccessKeyID != "" || cur.SecretAccessKey != "":
+			return fmt.Errorf("loadgen: credentials: profile [%s] lacks aws_access_key_id or aws_secret_access_key", profile)
+		}
+		cur = Credential{}
+		return nil
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || line[0] == '#' || line[0] == ';' {
+			continue
+		}
+		if strings.HasPrefix(line, "[") && strings.HasSuffix(line, "]") {
+			if err := flush(); err != nil {
+				return nil, err
+			}
+			profile = strings.TrimSpace(line[1 : len(line)-1])
+			continue
+		}
+		k, v, ok := strings.Cut(line, "=")
+		if !ok {
+			continue
+		}
+		switch strings.TrimSpace(k) {
+		case "aws_access_key_id":
+			cur.AccessKeyID = strings.TrimSpace(v)
+		case "aws_secret_access_key":
+			cur.SecretAccessKey = strings.TrimSpace(v)
+		}
+	}
+	if err := flush(); err != nil {
+		return nil, err
+	}
+	return out, nil
 }

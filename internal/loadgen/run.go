@@ -151,9 +151,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		wg        sync.WaitGroup
 	)
 	halt := func() { stopOnce.Do(func() { close(stop) }) }
-	// Requests in flight at the end are drained, not canceled; ctx still
-	// cancels everything.
-	opCtx := ctx
+	// NB: requests in flight when the window ends are drained, not
+	// canceled, so the last ones are not reported as errors; ctx cancels all.
 	var interval time.Duration
 	if cfg.Rate > 0 {
 		interval = time.Duration(float64(time.Second) / cfg.Rate)
@@ -194,7 +193,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 				return
 			}
 			op := mix.Pick(r)
-			rctx, cancel := context.WithTimeout(opCtx, cfg.Timeout)
+			rctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 			start := time.Now()
 			unprocessed, err := runner.do(rctx, client, op, r)
 			end := time.Now()
