@@ -32,8 +32,8 @@ type exchange struct {
 
 func newRecorder(name string) *recorder {
 	return &recorder{
-		name: name,
-		base: &http.Transport{MaxIdleConns: 64, MaxIdleConnsPerHost: 64, IdleConnTimeout: 30 * time.Second},
+		name:     name,
+		base:     &http.Transport{MaxIdleConns: 64, MaxIdleConnsPerHost: 64, IdleConnTimeout: 30 * time.Second},
 		reported: map[int]bool{},
 	}
 }

@@ -70,14 +70,14 @@ type world struct {
 	Btest *tenant // B's test environment: same tenant, other data
 
 	mu      sync.Mutex
-	attacks int              // leaf attacks run
-	denials []denialRecord   // denied attempts and whether they were audited
-	notes   []string         // observations for the report (t.Log at the end)
-	recs    []*recorder      // every capturing client's recorder
-	never   string           // a table name that never existed
-	ctx     context.Context  // the test's context
-	admin   *admin.Client    // operator admin client
-	noted   map[string]bool  // dedup of notes
+	attacks int               // leaf attacks run
+	denials []denialRecord    // denied attempts and whether they were audited
+	notes   []string          // observations for the report (t.Log at the end)
+	recs    []*recorder       // every capturing client's recorder
+	never   string            // a table name that never existed
+	ctx     context.Context   // the test's context
+	admin   *admin.Client     // operator admin client
+	noted   map[string]bool   // dedup of notes
 	lekB    map[string]lekSet // B's real page tokens per table
 }
 
