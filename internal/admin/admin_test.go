@@ -578,3 +578,23 @@ func TestStatusTable(t *testing.T) {
 
 func apierrKindCount() int   { return apierr.KindCount }
 func kind(k int) apierr.Kind { return apierr.Kind(k) }
+
+func TestJWKSFromURL(t *testing.T) {
+	rsaKey, _ := rsa.GenerateKey(rand.Reader, 2048)
+	ecKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	data, _ := os.ReadFile(writeJWKS(t, rsaKey, ecKey))
+	idp := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write(data) }))
+	defer idp.Close()
+	v := auth.NewJWTVerifier(auth.JWTOptions{})
+	if _, err := LoadJWKS(context.Background(), idp.URL+"/.well-known/jwks.json", v, nil); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := v.Verify(makeJWT(t, "RS256", "rsa1", rsaKey, claims("u", time.Hour))); err != nil || c.Subject != "u" {
+		t.Fatalf("Verify: %+v %v", c, err)
+	}
+	bad := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { http.Error(w, "no", 500) }))
+	defer bad.Close()
+	if _, err := LoadJWKS(context.Background(), bad.URL, v, nil); err == nil {
+		t.Fatal("a failing JWKS URL was accepted")
+	}
+}
