@@ -52,7 +52,7 @@ type hourKey struct {
 // pending is the not yet flushed usage of one tenant in one hour.
 type pending struct {
 	ops    []opCounters // indexed like opNames
-	tables map[string][2]int64
+	tables map[string]*[2]int64
 }
 
 // meter aggregates usage in memory and flushes it to storage as merge
@@ -109,13 +109,16 @@ func (m *meter) record(t tenancy.TenantID, now time.Time, op string, u wire.Usag
 	c.read += r
 	c.write += w
 	if u.Table != "" && (r != 0 || w != 0) {
-		if p.tables == nil {
-			p.tables = map[string][2]int64{}
-		}
 		tc := p.tables[u.Table]
+		if tc == nil {
+			if p.tables == nil {
+				p.tables = map[string]*[2]int64{}
+			}
+			tc = new([2]int64)
+			p.tables[u.Table] = tc
+		}
 		tc[0] += r
 		tc[1] += w
-		p.tables[u.Table] = tc
 	}
 	m.mu.Unlock()
 }
@@ -179,12 +182,15 @@ func (m *meter) mergeLocked(k hourKey, p *pending) {
 	}
 	for t, c := range p.tables {
 		if cur.tables == nil {
-			cur.tables = map[string][2]int64{}
+			cur.tables = map[string]*[2]int64{}
 		}
 		tc := cur.tables[t]
+		if tc == nil {
+			tc = new([2]int64)
+			cur.tables[t] = tc
+		}
 		tc[0] += c[0]
 		tc[1] += c[1]
-		cur.tables[t] = tc
 	}
 }
 

@@ -9,7 +9,9 @@ import (
 	"github.com/tenantdb/tenantdb/internal/tenancy"
 )
 
-// OpUsage is what a tenant's requests of one kind consumed.
+// OpUsage is what a tenant's requests of one kind consumed. Requests
+// counts every request that reached admission control, the throttled ones
+// (ThrottledRequests: rejected for capacity or shed) included.
 type OpUsage struct {
 	Requests           int64   `json:"requests"`
 	ThrottledRequests  int64   `json:"throttled_requests"`
