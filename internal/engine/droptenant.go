@@ -1,0 +1,78 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/tenantdb/tenantdb/internal/apierr"
+	"github.com/tenantdb/tenantdb/internal/keyspace"
+	"github.com/tenantdb/tenantdb/internal/tenancy"
+)
+
+// DropTenant forgets everything the engine keeps about tenant t outside
+// the tenant's own key range: its entries in the table/namespace registry,
+// its cached tenant-owned tables, and its silo stores (closed and removed
+// from disk). The caller (tenant deletion in the catalog) deletes the
+// tenant's key range itself. It is idempotent.
+func (e *Engine) DropTenant(ctx context.Context, t tenancy.TenantID) error {
+	if t.IsZero() {
+		return apierr.New(apierr.Validation, "no tenant to drop")
+	}
+	prefix := keyspace.Tenant(t)
+
+	pairs, err := e.registryPairs()
+	if err != nil {
+		return err
+	}
+	b := e.db.NewBatch()
+	defer b.Close()
+	for _, p := range pairs {
+		if bytes.HasPrefix(p.ns, prefix) {
+			b.Delete(p.key)
+			e.registered.Delete(string(p.key))
+		}
+	}
+	if b.Len() > 0 {
+		if err := e.db.Apply(b); err != nil {
+			return apierr.Wrap(apierr.Internal, err, "dropping tenant registry entries")
+		}
+	}
+
+	e.mu.Lock()
+	for ns, tables := range e.owned {
+		if !strings.HasPrefix(ns, string(prefix)) {
+			continue
+		}
+		for _, tbl := range tables {
+			delete(e.byID, tbl.ID)
+		}
+		delete(e.owned, ns)
+	}
+	var silos []string
+	for key := range e.silos {
+		if strings.HasPrefix(key, t.String()+"/") {
+			silos = append(silos, key)
+		}
+	}
+	closing := make(map[string]func() error, len(silos))
+	for _, key := range silos {
+		closing[key] = e.silos[key].Close
+		delete(e.silos, key)
+	}
+	e.mu.Unlock()
+
+	for key, closeFn := range closing {
+		if err := closeFn(); err != nil {
+			e.log.Warn("engine: closing silo store of dropped tenant", "silo", key, "err", err)
+		}
+	}
+	if e.opts.SiloDir != "" && !e.opts.InMemory {
+		if err := os.RemoveAll(filepath.Join(e.opts.SiloDir, t.String())); err != nil {
+			return apierr.Wrap(apierr.Internal, err, "removing silo stores of dropped tenant")
+		}
+	}
+	return ctx.Err()
+}

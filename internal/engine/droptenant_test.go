@@ -1,0 +1,82 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/tenantdb/tenantdb/internal/attr"
+	"github.com/tenantdb/tenantdb/internal/keyspace"
+	"github.com/tenantdb/tenantdb/internal/storage"
+	"github.com/tenantdb/tenantdb/internal/tenancy"
+	"github.com/tenantdb/tenantdb/internal/wire"
+)
+
+func TestDropTenantRemovesSilosAndRegistry(t *testing.T) {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	db, err := storage.Open("mem", storage.Options{InMemory: true, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	siloDir := t.TempDir()
+	e, err := Open(db, Options{Logger: log, TTLInterval: -1, SiloDir: siloDir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close(); db.Close() })
+
+	qtCreate(t, e, "silo_t", "pk:S", "", nil, wire.Tag{Key: tenancy.TagIsolation, Value: "silo"})
+	qtCreate(t, e, "pool_t", "pk:S", "", nil)
+	a, b := qtTenant(t), qtTenant(t)
+	for _, tn := range []tenancy.TenantID{a, b} {
+		for _, tbl := range []string{"silo_t", "pool_t"} {
+			qtPut(t, e, qtScope(t, tn, "PutItem"), tbl, attr.Item{"pk": qtS("k1"), "v": qtS(tn.String())})
+		}
+	}
+	for _, tn := range []tenancy.TenantID{a, b} {
+		if _, err := os.Stat(filepath.Join(siloDir, tn.String())); err != nil {
+			t.Fatalf("silo dir of %s missing before drop: %v", tn, err)
+		}
+	}
+
+	if err := e.DropTenant(context.Background(), a); err != nil {
+		t.Fatalf("DropTenant: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(siloDir, a.String())); !os.IsNotExist(err) {
+		t.Errorf("silo dir of dropped tenant still there (stat err %v)", err)
+	}
+	pairs, err := e.registryPairs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sawB := false
+	for _, p := range pairs {
+		if bytes.HasPrefix(p.ns, keyspace.Tenant(a)) {
+			t.Errorf("registry still lists dropped tenant's namespace for table %d", p.id)
+		}
+		if bytes.HasPrefix(p.ns, keyspace.Tenant(b)) {
+			sawB = true
+		}
+	}
+	if !sawB {
+		t.Error("registry lost the other tenant's entries")
+	}
+	// The other tenant is untouched.
+	for _, tbl := range []string{"silo_t", "pool_t"} {
+		out, err := e.GetItem(context.Background(), qtScope(t, b, "GetItem"), &wire.GetItemInput{TableName: tbl, Key: attr.Item{"pk": qtS("k1")}})
+		if err != nil {
+			t.Fatalf("GetItem %s as other tenant: %v", tbl, err)
+		}
+		if got := out.Item["v"].S; got != b.String() {
+			t.Errorf("%s: other tenant's item = %q, want %q", tbl, got, b.String())
+		}
+	}
+	// Idempotent.
+	if err := e.DropTenant(context.Background(), a); err != nil {
+		t.Errorf("second DropTenant: %v", err)
+	}
+}
