@@ -102,10 +102,35 @@ func AppendItemJSON(dst []byte, it Item) []byte {
 
 const hexDigits = "0123456789abcdef"
 
+// Masks for testing eight bytes at once (bit hacks for "has a byte less
+// than n" and "has a zero byte"; neither misses a byte, and a false
+// positive only sends a word to the byte loop).
+const (
+	ones  = 0x0101010101010101
+	highs = 0x8080808080808080
+)
+
+// plainWord reports whether the 8 bytes at s[i:] are all printable ASCII
+// other than '"' and '\\', which appendString copies unchanged.
+func plainWord(s string, i int) bool {
+	_ = s[i+7]
+	w := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+		uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+	quote, bslash := w^(ones*'"'), w^(ones*'\\')
+	special := (w - ones*0x20) | (quote-ones)&^quote | (bslash-ones)&^bslash | w
+	return special&highs == 0
+}
+
 func appendString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
+		for i+8 <= len(s) && plainWord(s, i) {
+			i += 8
+		}
+		if i >= len(s) {
+			break
+		}
 		c := s[i]
 		if c < utf8.RuneSelf {
 			if c >= 0x20 && c != '"' && c != '\\' {
