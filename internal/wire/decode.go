@@ -31,7 +31,15 @@ func Decode(op string, body []byte) (any, error) {
 	if err := checkObject(body); err != nil {
 		return nil, err
 	}
-	in := newIn()
+	if in, ok := fastDecode(op, body); ok {
+		return in, nil
+	}
+	return decodeJSON(newIn(), body)
+}
+
+// decodeJSON decodes body into in with encoding/json, the reference that
+// the fast decoders must agree with.
+func decodeJSON(in any, body []byte) (any, error) {
 	if err := json.Unmarshal(body, in); err != nil {
 		return nil, decodeError(err)
 	}
