@@ -132,3 +132,35 @@ func (r *recorder) check(t *testing.T, from int) {
 }
 
 var _ http.RoundTripper = (*recorder)(nil)
+
+// summary counts the captured exchanges by status class and error type.
+func (r *recorder) summary() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	counts := map[string]int{}
+	for _, x := range r.exchanges {
+		st, _, _ := strings.Cut(string(x.resp), "\n")
+		key := st
+		if i := bytes.Index(x.resp, []byte(`"__type":"`)); i >= 0 {
+			rest := x.resp[i+len(`"__type":"`):]
+			if j := bytes.IndexByte(rest, '"'); j >= 0 {
+				typ := string(rest[:j])
+				if k := strings.LastIndexByte(typ, '#'); k >= 0 {
+					typ = typ[k+1:]
+				}
+				key = st + " " + typ
+			}
+		}
+		counts[key]++
+	}
+	keys := make([]string, 0, len(counts))
+	for k := range counts {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s: %d", k, counts[k]))
+	}
+	return fmt.Sprintf("%s received %d responses (%s)", r.name, len(r.exchanges), strings.Join(parts, ", "))
+}

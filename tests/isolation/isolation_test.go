@@ -11,4 +11,12 @@ func TestIsolation(t *testing.T) {
 		t.Run(table, func(t *testing.T) { w.dataAttacks(t, table) })
 	}
 	t.Run(tblLK, w.leadingKeysAttacks)
+	t.Run("tables", w.tableAttacks)
+	t.Run("environments", w.envAttacks)
+	t.Run("credentials", w.credentialAttacks)
+	t.Run("admin", w.adminAttacks)
+	t.Run("bytes", func(t *testing.T) {
+		w.byteSweep(t, w.A, w.B, w.Btest)
+		w.byteSweep(t, w.Btest, w.B)
+	})
 }

@@ -425,6 +425,9 @@ func (w *world) report(t *testing.T) {
 	defer w.mu.Unlock()
 	var b strings.Builder
 	fmt.Fprintf(&b, "isolation: %d attacks, %d captured exchanges\n", w.attacks, w.exchanges())
+	for _, r := range w.recs {
+		fmt.Fprintf(&b, "  %s\n", r.summary())
+	}
 	audited := 0
 	for _, d := range w.denials {
 		if d.audited {
