@@ -63,6 +63,11 @@ type Config struct {
 	// UnsafeNoSync acknowledges writes before the WAL is synced. For
 	// benchmarks only: acknowledged writes can be lost in a machine crash.
 	UnsafeNoSync bool
+	// BenchBypassTenancy skips signature verification after a
+	// credential's first request and the guard's checks, to measure what
+	// they cost (benchbypass.go). For benchmarks only: it lets anyone who
+	// knows an access key id use it.
+	BenchBypassTenancy bool
 	// Platform configures platform users' OIDC sign-in (platform.go).
 	Platform PlatformConfig
 	// ShutdownTimeout bounds the wait for in-flight requests on SIGTERM.
@@ -163,6 +168,7 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	fs.BoolVar(&cfg.DefaultTenant, "default-tenant", cfg.DefaultTenant, "on a fresh data directory, create tenant \"default\" with an admin key in <data-dir>/default-credentials (env TENANTDB_DEFAULT_TENANT)")
 	fs.BoolVar(&cfg.Fairness, "fairness", cfg.Fairness, "per-tenant capacity quotas, fair queueing and load shedding (env TENANTDB_FAIRNESS)")
 	fs.BoolVar(&cfg.UnsafeNoSync, "unsafe-no-sync", cfg.UnsafeNoSync, "acknowledge writes before the WAL is synced (benchmarks only)")
+	fs.BoolVar(&cfg.BenchBypassTenancy, "bench-bypass-tenancy", cfg.BenchBypassTenancy, "INSECURE, benchmarks only: trust access key ids after their first signed request and skip the guard's checks, to measure their cost")
 	cfg.Platform.addFlags(fs)
 	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", cfg.ShutdownTimeout, "how long to wait for in-flight requests on shutdown")
 	if err := fs.Parse(args); err != nil {
@@ -286,10 +292,16 @@ func serve(ctx context.Context, cfg Config, out io.Writer) (err error) {
 		return err
 	}
 	addQuotaRoutes(adm, quotas, auditLog) // quota.go
+	var dataAuth server.Authenticator = authn
+	guard := &tenancy.Guard{}
+	if cfg.BenchBypassTenancy {
+		log.Warn("--bench-bypass-tenancy: signatures are not verified after a key's first request and tenancy checks are off; benchmarks only")
+		dataAuth, guard.BypassChecks = &bypassAuth{next: authn}, true
+	}
 	srv, err := server.New(server.Options{
 		Backend:  quotas.Wrap(eng),
-		Auth:     authn,
-		Guard:    &tenancy.Guard{},
+		Auth:     dataAuth,
+		Guard:    guard,
 		Admin:    adm,
 		Denied:   auditLog.Denied,
 		Registry: reg,
