@@ -168,6 +168,9 @@ func (e *Engine) commit(ws []*itemWrite, extra func(b *storage.Batch) error) err
 			e.registered.Store(r, struct{}{})
 		}
 	}
+	for _, w := range ws {
+		checkIndexEntries(w)
+	}
 	return nil
 }
 
@@ -196,6 +199,7 @@ func (e *Engine) stage(b *storage.Batch, w *itemWrite) error {
 	if old == nil && nu == nil {
 		return nil // deleting an absent item changes nothing but costs a unit
 	}
+	checkInNamespace(ns, w.pk)
 	if nu != nil {
 		b.Set(w.pk, attr.EncodeItem(nu))
 	} else {
@@ -224,6 +228,7 @@ func (e *Engine) stage(b *storage.Batch, w *itemWrite) error {
 		if ok == nil && nk == nil {
 			continue
 		}
+		checkInNamespace(ns, ok, nk)
 		var oe, ne attr.Item
 		oes, nes := 0, 0
 		if ok != nil {

@@ -1,0 +1,6 @@
+//go:build invariants
+
+package engine
+
+// invariants enables expensive self-checks (CI builds with -tags invariants).
+const invariants = true
