@@ -6,6 +6,7 @@ import "testing"
 // environment, the operator, narrowed and refused credentials) against
 // one server holding the data of all of them.
 func TestIsolation(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	for _, table := range dataTables {
 		t.Run(table, func(t *testing.T) { w.dataAttacks(t, table) })
