@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/signal"
 	"sort"
+	"strings"
 	"syscall"
 )
 
@@ -49,6 +50,7 @@ func main() {
 
 // run dispatches to a subcommand and returns the process exit code.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	args = hoistGlobalFlags(args)
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		usage(stdout)
 		if len(args) == 0 {
@@ -70,6 +72,31 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// valueFlags are the global client flags that take a value.
+var valueFlags = map[string]bool{"endpoint": true, "credentials": true, "profile": true, "key": true}
+
+// hoistGlobalFlags lets global flags precede the subcommand
+// ("tenantdb --endpoint URL tenant list") by moving them after it, where
+// every subcommand parses flags.
+func hoistGlobalFlags(args []string) []string {
+	var lead []string
+	i := 0
+	for i < len(args) && strings.HasPrefix(args[i], "-") && args[i] != "-h" && args[i] != "--help" {
+		name := strings.TrimLeft(args[i], "-")
+		lead = append(lead, args[i])
+		i++
+		if !strings.Contains(name, "=") && valueFlags[name] && i < len(args) {
+			lead = append(lead, args[i])
+			i++
+		}
+	}
+	if len(lead) == 0 || i == len(args) {
+		return args
+	}
+	out := append([]string{}, args[i:]...)
+	return append(out, lead...)
 }
 
 func usage(w io.Writer) {
