@@ -51,3 +51,23 @@ func BenchmarkAppendString1K(b *testing.B) {
 		buf = appendString(buf[:0], s)
 	}
 }
+
+func benchItem() Item {
+	return Item{
+		"pk":   Str("p00000042"),
+		"sk":   Str("s07"),
+		"data": Str(strings.Repeat("x", 1000)),
+		"n":    Num(MustNumber("12345.678")),
+	}
+}
+
+func BenchmarkDecodeItem1K(b *testing.B) {
+	enc := EncodeItem(benchItem())
+	b.SetBytes(int64(len(enc)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := DecodeItem(enc); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
