@@ -1,156 +1,85 @@
 #!/usr/bin/env bash
-# noisy.sh: issue 4's noisy-neighbour benchmark. For each fairness setting
-# (on, then off) it starts tenantdb on a fresh data directory, creates a
-# victim and an aggressor tenant, and runs `tdbload noisy`:
+# noisy.sh: issue 4's noisy-neighbour benchmark against a fresh tenantdb,
+# with fairness on and off, using `tdbload noisy`.
 #
-#   phase 1  the victim alone (steady get/put at --victim-rate)
-#   phase 2  + the aggressor at --overload x its quota, --aggressor-concurrency connections
-#   phase 3  + the aggressor within its quota (raised to --phase3-quota) but unbounded
+#   TENANTDB_BIN=/tmp/tenantdb bench/noisy.sh [--fairness both|true|false]
+#       [--phase-duration 10s] [--victim-rate 200] [--aggressor-quota 100] [--out DIR]
 #
-# The phase hook sets the aggressor's quota with `tenantdb quota set` before
-# each phase: phase 2 --aggressor-quota write/read units with a 1 s burst (so
-# that burst credit earned while idle does not hide the overload), phase 3
-# --phase3-quota units.
-#
-#   bench/noisy.sh [--reps 3] [--phase-duration 10s] [--fairness "true false"]
-#                  [--aggressor-quota 100] [--overload 10] [--aggressor-concurrency 128]
-#                  [--victim-rate 200] [--victim-concurrency 8] [--phase3-quota 1000000]
-#                  [--phase3-workload get] [--out DIR] [-- extra tenantdb serve flags]
-#
-# Writes DIR/{fairness-<on|off>-<rep>.txt,.json}, DIR/env.txt and prints the
-# tables. DIR defaults to bench/results/noisy-<time>.
+# The victim is the tenant "default" that `serve` creates (admin key in
+# <data-dir>/default-credentials) running get/put at a steady rate; the
+# aggressor is a second tenant with an admin key (each tenant creates its own table). Before phase 2 the
+# aggressor's quota is set to --aggressor-quota WCU/RCU with 1 s of burst,
+# and it sends 10x that (1 KB puts: 1 WCU each) on 128 connections; before
+# phase 3 its quota is raised out of reach and it sends as fast as it can.
+# Output: DIR (default bench/results/noisy-<UTC time>) with one text and one
+# JSON file per fairness setting.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-root="$(dirname "$here")"
-reps=3
-phase_dur=10s
-fairness="true false"
-aquota=100
-overload=10
-aconc=128
-vrate=200
-vconc=8
-p3quota=1000000
-p3workload=get
+root="$(cd "$here/.." && pwd)"
+fairness=both
+phase_duration=10s
+victim_rate=200
+quota=100
 out=""
-extra=()
+port="${PORT_TENANTDB:-18104}"
 while [ $# -gt 0 ]; do
 	case "$1" in
-	--reps) reps="$2"; shift 2 ;;
-	--phase-duration) phase_dur="$2"; shift 2 ;;
 	--fairness) fairness="$2"; shift 2 ;;
-	--aggressor-quota) aquota="$2"; shift 2 ;;
-	--overload) overload="$2"; shift 2 ;;
-	--aggressor-concurrency) aconc="$2"; shift 2 ;;
-	--victim-rate) vrate="$2"; shift 2 ;;
-	--victim-concurrency) vconc="$2"; shift 2 ;;
-	--phase3-quota) p3quota="$2"; shift 2 ;;
-	--phase3-workload) p3workload="$2"; shift 2 ;;
+	--phase-duration) phase_duration="$2"; shift 2 ;;
+	--victim-rate) victim_rate="$2"; shift 2 ;;
+	--aggressor-quota) quota="$2"; shift 2 ;;
 	--out) out="$2"; shift 2 ;;
-	--) shift; extra=("$@"); break ;;
-	-h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+	-h|--help) sed -n '2,17p' "$0"; exit 0 ;;
 	*) echo "noisy.sh: unknown argument $1" >&2; exit 2 ;;
 	esac
 done
-[ -n "$out" ] || out="$root/bench/results/noisy-$(date -u +%Y%m%dT%H%M%SZ)"
-mkdir -p "$out"
-work="$(mktemp -d)"
-pid=""
+[ -n "${TENANTDB_BIN:-}" ] || { echo "noisy.sh: set TENANTDB_BIN to a tenantdb binary" >&2; exit 2; }
+[ "$fairness" = both ] && fairness="true false"
+[ -n "$out" ] || out="$here/results/noisy-$(date -u +%Y%m%dT%H%M%SZ)"
+mkdir -p "$out" "$here/.cache/bin"
+(cd "$root" && go build -o "$here/.cache/bin/tdbload" ./cmd/tdbload)
+tdbload="$here/.cache/bin/tdbload"
+
+work="$(mktemp -d "${TMPDIR:-/tmp}/tdbnoisy.XXXXXX")"
+srv=""
 cleanup() {
-	if [ -n "$pid" ]; then kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; fi
+	[ -z "$srv" ] || { kill "$srv" 2>/dev/null || true; wait "$srv" 2>/dev/null || true; }
 	rm -rf "$work"
 }
 trap cleanup EXIT
+trap 'exit 130' INT TERM
 
-# summary.py prints one run's phases, or with several files the medians per
-# fairness setting and phase, as a markdown table.
-cat >"$work/summary.py" <<'PY'
-import json, os, re, statistics, sys
-rows = {}
-for path in sys.argv[1:]:
-    name = os.path.basename(path)
-    fair = "on" if "-on-" in name else "off"
-    phases = json.load(open(path))
-    base = next((p["victim"] for p in phases if p["phase"] == 1), None)
-    for p in phases:
-        v, a = p["victim"], p.get("aggressor") or {}
-        r = {
-            "ops": v["ops_per_sec"], "p50": v["latency"]["p50_us"], "p99": v["latency"]["p99_us"],
-            "sp99": (v.get("sched_latency") or {}).get("p99_us", 0),
-            "vthr": v["throttled"], "verr": v["errors"] - v["throttled"],
-            "aops": a.get("ops_per_sec", 0), "athr": a.get("throttled", 0), "aerr": a.get("errors", 0) - a.get("throttled", 0),
-            "cores": (v.get("server_cpu") or {}).get("cores", 0), "other": max(0, v.get("machine_busy_cores", 0) - v["client_cpu"]["cores"] - (v.get("server_cpu") or {}).get("cores", 0) - (a.get("client_cpu") or {}).get("cores", 0)),
-            "tr": v["ops_per_sec"] / base["ops_per_sec"] if base else 0,
-            "lr": v["latency"]["p99_us"] / base["latency"]["p99_us"] if base else 0,
-        }
-        rows.setdefault((fair, p["phase"], p["name"]), []).append(r)
-med = lambda k, rs: statistics.median(x[k] for x in rs)
-print("| fairness | phase | victim ops/s | vs solo | victim p50 ms | victim p99 ms | p99 vs solo | victim p99 from schedule ms | victim throttled/errors | aggressor ops/s | aggressor throttled | server cores | other load cores | verdict |")
-print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-for (fair, ph, nm), rs in sorted(rows.items(), key=lambda kv: (kv[0][0] != "on", kv[0][1])):
-    tr, lr = med("tr", rs), med("lr", rs)
-    verdict = "-"
-    if ph != 1:
-        miss = [m for m, bad in (("throughput", tr < 0.9), ("p99", lr > 1.5), ("victim throttled", med("vthr", rs) > 0)) if bad]
-        verdict = "MISS " + "+".join(miss) if miss else "ok"
-    print(f"| {fair} | {ph}: {nm} | {med('ops', rs):.1f} | {tr:.2f} | {med('p50', rs)/1000:.2f} | {med('p99', rs)/1000:.2f} | {lr:.2f}x | {med('sp99', rs)/1000:.2f} | {med('vthr', rs):g}/{med('verr', rs):g} | {med('aops', rs):.0f} | {med('athr', rs):g} | {med('cores', rs):.2f} | {med('other', rs):.2f} | {verdict} |")
-if len(sys.argv) > 2:
-    print(f"\nmedians of {max(len(r) for r in rows.values())} runs per row")
-PY
-
-echo "noisy.sh: building" >&2
-(cd "$root" && go build -o "$work/tenantdb" ./cmd/tenantdb && go build -o "$work/tdbload" ./cmd/tdbload)
-
-{
-	echo "date: $(date -u +%FT%TZ)"
-	echo "commit: $(cd "$root" && git rev-parse --short HEAD)"
-	echo "cpus: $(nproc)  load before: $(cut -d' ' -f1-3 /proc/loadavg)"
-	echo "go: $(go version)"
-	echo "args: reps=$reps phase_duration=$phase_dur aggressor_quota=$aquota overload=$overload aggressor_concurrency=$aconc victim_rate=$vrate victim_concurrency=$vconc phase3_quota=$p3quota phase3_workload=$p3workload extra=${extra[*]:-}"
-} >"$out/env.txt"
-
-port=$((20000 + RANDOM % 20000))
-for rep in $(seq 1 "$reps"); do
-	for fair in $fairness; do
-		name="fairness-$([ "$fair" = true ] && echo on || echo off)-$rep"
-		data="$work/data-$name"
-		endpoint="http://127.0.0.1:$port"
-		"$work/tenantdb" serve --addr "127.0.0.1:$port" --data-dir "$data" --log-level error \
-			--default-tenant=false --fairness="$fair" "${extra[@]}" >"$work/serve.log" 2>&1 &
-		pid=$!
-		for _ in $(seq 1 300); do
-			grep -q "listening on" "$work/serve.log" && break
-			sleep 0.1
-		done
-		grep -q "listening on" "$work/serve.log" || { cat "$work/serve.log" >&2; exit 1; }
-		export TENANTDB_ENDPOINT="$endpoint" TENANTDB_CREDENTIALS="$data/operator-credentials"
-		v=$("$work/tenantdb" tenant create victim --json | sed -n 's/.*"id": *"\([0-9a-f]*\)".*/\1/p')
-		a=$("$work/tenantdb" tenant create aggressor --json | sed -n 's/.*"id": *"\([0-9a-f]*\)".*/\1/p')
-		creds="$work/creds-$name.txt"
-		for t in "$v" "$a"; do
-			"$work/tenantdb" key create --tenant "$t" --role admin --json >>"$creds"
-			echo >>"$creds"
-		done
-		hook="case \$TDBLOAD_PHASE in
-			2) '$work/tenantdb' quota set --tenant $a --read-units $aquota --write-units $aquota --burst-seconds 1 >/dev/null ;;
-			3) '$work/tenantdb' quota set --tenant $a --read-units $p3quota --write-units $p3quota --burst-seconds 1 >/dev/null ;;
-			esac"
-		echo "noisy.sh: $name (server pid $pid)" >&2
-		"$work/tdbload" noisy --endpoint "$endpoint" --tenants "$creds" --create-table \
-			--victim-rate "$vrate" --victim-concurrency "$vconc" \
-			--aggressor-concurrency "$aconc" --aggressor-quota "$aquota" --overload "$overload" \
-			--phase3-rate -1 --phase3-workload "$p3workload" \
-			--phase-duration "$phase_dur" --phase-hook "$hook" --server-pid "$pid" --json \
-			>"$out/$name.json" 2>"$work/tdbload.log" || { cat "$work/tdbload.log" >&2; exit 1; }
-		kill "$pid"
-		wait "$pid" 2>/dev/null || true
-		pid=""
-		python3 "$work/summary.py" "$out/$name.json" >"$out/$name.txt"
-		echo "== $name" && cat "$out/$name.txt"
+for f in $fairness; do
+	data="$work/data-$f"
+	"$TENANTDB_BIN" serve --addr "127.0.0.1:$port" --data-dir "$data" --fairness="$f" >"$out/server-fairness-$f.log" 2>&1 &
+	srv=$!
+	for _ in $(seq 1 100); do
+		[ -f "$data/default-credentials" ] && (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
+		kill -0 "$srv" 2>/dev/null || { tail "$out/server-fairness-$f.log" >&2; exit 1; }
+		sleep 0.1
 	done
+	export TENANTDB_ENDPOINT="http://127.0.0.1:$port" TENANTDB_CREDENTIALS="$data/operator-credentials"
+	victim_id="$(grep -o 'sk_[a-z0-9]*_[0-9a-f]\{32\}_' "$data/default-credentials" | head -n 1 | cut -d_ -f3)"
+	agg_id="$("$TENANTDB_BIN" tenant create --json noisy-aggressor | jq -r .id)"
+	"$TENANTDB_BIN" key create --tenant "$agg_id" --role admin --json >"$work/aggressor.json"
+	"$TENANTDB_BIN" quota set --tenant "$victim_id" --read-units 1000000 --write-units 1000000 >/dev/null
+	cat >"$work/hook.sh" <<HOOK
+case "\$TDBLOAD_PHASE" in
+2) "$TENANTDB_BIN" quota set --tenant "$agg_id" --read-units "$quota" --write-units "$quota" --burst-seconds 1 >/dev/null ;;
+3) "$TENANTDB_BIN" quota set --tenant "$agg_id" --read-units 1000000 --write-units 1000000 >/dev/null ;;
+esac
+HOOK
+	common=(--endpoint "$TENANTDB_ENDPOINT" --victim "@$data/default-credentials" --aggressor "@$work/aggressor.json"
+		--create-table --preload 2000 --victim-rate "$victim_rate" --aggressor-quota "$quota" --phase3-rate -1
+		--phase-duration "$phase_duration" --phase-hook "sh $work/hook.sh" --server-pid "$srv")
+	echo "noisy.sh: fairness=$f" >&2
+	{
+		echo "fairness=$f  victim: get/put 50/50 at $victim_rate/s on 8 conns; aggressor: 1 KB puts on 128 conns, quota $quota/s"
+		"$tdbload" noisy "${common[@]}" --json-out "$out/fairness-$f.json"
+	} >"$out/fairness-$f.txt"
+	kill "$srv"; wait "$srv" 2>/dev/null || true; srv=""
+	unset TENANTDB_ENDPOINT TENANTDB_CREDENTIALS
 done
-echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$out/env.txt"
-python3 "$work/summary.py" "$out"/fairness-*.json >"$out/summary.md"
-cat "$out/summary.md"
+cat "$out"/fairness-*.txt
 echo "noisy.sh: results in $out" >&2

@@ -17,6 +17,16 @@ import (
 	"github.com/tenantdb/tenantdb/internal/loadgen"
 )
 
+// TestMain lets the test binary act as tdbload itself, for the aggressor
+// child process that `tdbload noisy` starts from os.Executable().
+func TestMain(m *testing.M) {
+	if os.Getenv("TDBLOAD_TEST_AS_MAIN") == "1" {
+		main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
 // startNoop serves the no-op server on 127.0.0.1:0 for the test's lifetime.
 func startNoop(t *testing.T) string {
 	t.Helper()
@@ -98,6 +108,7 @@ func TestLoadAgainstNoop(t *testing.T) {
 
 func TestNoisyAgainstNoop(t *testing.T) {
 	endpoint := startNoop(t)
+	t.Setenv("TDBLOAD_TEST_AS_MAIN", "1") // the aggressor runs in a child process
 	out := runTdbload(t, "noisy", "--endpoint", endpoint, "--preload", "40", "--victim-rate", "200", "--victim-concurrency", "2",
 		"--aggressor-concurrency", "4", "--aggressor-quota", "50", "--phase-duration", "200ms", "--warmup", "0", "--pause", "10ms",
 		"--victim", "v:secret", "--aggressor", "a:secret", "--json")
@@ -118,6 +129,17 @@ func TestNoisyAgainstNoop(t *testing.T) {
 	}
 	if got, want := phases[1].AggressorRate, 500.0; got != want {
 		t.Errorf("phase 2 aggressor rate = %v, want 10 x quota = %v", got, want)
+	}
+	if a := phases[1].Aggressor; a.OK == 0 || a.Rate != 500 || a.Concurrency != 4 {
+		t.Errorf("phase 2 aggressor (child process): ok %d rate %v concurrency %d, want requests at 500/s on 4 workers", a.OK, a.Rate, a.Concurrency)
+	}
+
+	// In-process aggressor.
+	out = runTdbload(t, "noisy", "--endpoint", endpoint, "--preloaded", "40", "--preload", "0", "--victim-rate", "100",
+		"--victim-concurrency", "2", "--aggressor-concurrency", "2", "--phase-duration", "100ms", "--warmup", "0",
+		"--pause", "0s", "--phases", "2", "--aggressor-process=false")
+	if !strings.Contains(out, "aggressor at 10x quota") {
+		t.Errorf("noisy text output lacks phase 2:\n%s", out)
 	}
 }
 

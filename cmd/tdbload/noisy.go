@@ -8,8 +8,10 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -28,8 +30,8 @@ func runNoisy(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	preloaded := fs.Int("preloaded", -1, "items already seeded per tenant (default: --preload)")
 	itemSize := fs.Int("item-size", 1024, "DynamoDB size of written items in bytes")
 	tenants := fs.String("tenants", "", "credentials file: first line the victim, second the aggressor")
-	victim := fs.String("victim", "", "victim credential access-key-id:secret")
-	aggressor := fs.String("aggressor", "", "aggressor credential access-key-id:secret")
+	victim := fs.String("victim", "", "victim credential access-key-id:secret, or @FILE (its first credential)")
+	aggressor := fs.String("aggressor", "", "aggressor credential access-key-id:secret, or @FILE (its first credential)")
 	vWorkload := fs.String("victim-workload", "mixed", "victim workload")
 	vMix := fs.String("victim-mix", "get=50,put=50", "victim mix (mixed workload)")
 	vRate := fs.Float64("victim-rate", 200, "victim's steady rate, requests/s")
@@ -47,7 +49,10 @@ func runNoisy(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	phases := fs.String("phases", "1,2,3", "phases to run")
 	hook := fs.String("phase-hook", "", "shell command run before each phase with TDBLOAD_PHASE=N (e.g. to set quotas)")
 	serverPID := fs.Int("server-pid", 0, "server process whose CPU use is reported per phase")
+	aggProc := fs.Bool("aggressor-process", true, "run the aggressor's client in a separate process")
+	aggNice := fs.Int("aggressor-nice", 10, "nice value of the aggressor's process, so its client does not starve the victim's (0: unchanged)")
 	asJSON := fs.Bool("json", false, "print the phase results as one line of JSON")
+	jsonOut := fs.String("json-out", "", "also write the phase results as JSON to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -70,7 +75,14 @@ func runNoisy(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		creds = cs[:2]
 	}
 	for i, s := range []string{*victim, *aggressor} {
-		if s != "" {
+		switch {
+		case strings.HasPrefix(s, "@"):
+			cs, err := loadCredentials(s[1:], "")
+			if err != nil {
+				return err
+			}
+			creds[i] = cs[0]
+		case s != "":
 			c, err := loadgen.ParseCredential(s)
 			if err != nil {
 				return err
@@ -118,6 +130,28 @@ func runNoisy(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Phase3Rate: *p3Rate, Phase3Workload: *p3Workload,
 		Phases: phaseList, Pause: *pause,
 	}
+	if *aggProc {
+		dir, err := os.MkdirTemp("", "tdbload-noisy")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		credFile := filepath.Join(dir, "aggressor-credentials")
+		line := creds[1].AccessKeyID + ":" + creds[1].SecretAccessKey + "\n"
+		if err := os.WriteFile(credFile, []byte(line), 0o600); err != nil {
+			return err
+		}
+		ncfg.RunAggressor = func(ctx context.Context, c loadgen.Config) (*loadgen.Result, error) {
+			return runChild(ctx, stderr, *aggNice, []string{
+				"run", "--endpoint", cf.endpoint, "--region", cf.region, "--retries", strconv.Itoa(cf.retries),
+				"--timeout", cf.timeout.String(), "--tenants", credFile, "--table", c.Table,
+				"--workload", c.Workload, "--mix", c.Mix, "--concurrency", strconv.Itoa(c.Concurrency),
+				"--duration", c.Duration.String(), "--warmup", c.Warmup.String(),
+				"--rate", strconv.FormatFloat(c.Rate, 'g', -1, 64), "--item-size", strconv.Itoa(c.ItemSize),
+				"--preloaded", strconv.Itoa(c.Preloaded), "--label", c.Label, "--json",
+			})
+		}
+	}
 	ncfg.Hook = func(ctx context.Context, phase int) error {
 		fmt.Fprintf(stderr, "tdbload: phase %d\n", phase)
 		if *hook == "" {
@@ -132,13 +166,51 @@ func runNoisy(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	if *asJSON {
-		b, err := json.Marshal(res)
-		if err != nil {
+	b, err := json.Marshal(res)
+	if err != nil {
+		return err
+	}
+	if *jsonOut != "" {
+		if err := os.WriteFile(*jsonOut, append(b, '\n'), 0o644); err != nil {
 			return err
 		}
+	}
+	if *asJSON {
 		_, err = fmt.Fprintf(stdout, "%s\n", b)
 		return err
 	}
 	return loadgen.WriteNoisyText(stdout, res)
+}
+
+// runChild runs this binary with args in a child process, lowered in
+// priority by nice, and decodes the Result it prints with --json.
+func runChild(ctx context.Context, stderr io.Writer, nice int, args []string) (*loadgen.Result, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.CommandContext(ctx, exe, args...)
+	cmd.Stderr = stderr
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	cmd.WaitDelay = 30 * time.Second
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	if nice != 0 {
+		// Best effort: a failure leaves the child at our priority.
+		_ = syscall.Setpriority(syscall.PRIO_PROCESS, cmd.Process.Pid, nice)
+	}
+	var res loadgen.Result
+	decErr := json.NewDecoder(out).Decode(&res)
+	if err := cmd.Wait(); err != nil {
+		return nil, fmt.Errorf("aggressor process: %w", err)
+	}
+	if decErr != nil {
+		return nil, fmt.Errorf("aggressor process output: %w", decErr)
+	}
+	return &res, nil
 }

@@ -46,6 +46,10 @@ type NoisyConfig struct {
 	Pause time.Duration
 	// Hook, if set, runs before each phase.
 	Hook func(ctx context.Context, phase int) error
+	// RunAggressor, if set, runs the aggressor's load instead of Run, e.g.
+	// in a separate, lower-priority process so that on a small machine the
+	// aggressor's client does not take the victim client's CPU.
+	RunAggressor func(ctx context.Context, cfg Config) (*Result, error)
 }
 
 // PhaseResult is what one phase measured.
@@ -124,10 +128,14 @@ func RunNoisy(ctx context.Context, cfg NoisyConfig) ([]PhaseResult, error) {
 			aggErr error
 		)
 		if phase != 1 {
+			runAgg := Run
+			if cfg.RunAggressor != nil {
+				runAgg = cfg.RunAggressor
+			}
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				pr.Aggressor, aggErr = Run(ctx, agg)
+				pr.Aggressor, aggErr = runAgg(ctx, agg)
 			}()
 		}
 		var err error

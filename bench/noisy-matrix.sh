@@ -1,0 +1,225 @@
+#!/usr/bin/env bash
+# noisy-matrix.sh: issue 4's noisy-neighbour benchmark, repeated: for each
+# repetition and fairness setting (on, then off) it starts tenantdb on a fresh data directory, creates a
+# victim and an aggressor tenant, and runs `tdbload noisy`:
+#
+#   phase 1  the victim alone (steady get/put at --victim-rate)
+#   phase 2  + the aggressor at --overload x its quota, --aggressor-concurrency connections
+#   phase 3  + the aggressor within its quota (raised to --phase3-quota) but unbounded
+#
+# The phase hook sets the aggressor's quota with `tenantdb quota set` before
+# each phase: phase 2 --aggressor-quota write/read units with a 1 s burst (so
+# that burst credit earned while idle does not hide the overload), phase 3
+# --phase3-quota units.
+#
+# With --split the victim and the aggressor run as two tdbload processes, the
+# aggressor's at nice 19: on this 2-core machine the clients use more CPU
+# than the server, and in one process the aggressor's 128 client goroutines
+# delay the victim's client itself. --split approximates an aggressor whose
+# client runs on other machines (its requests still reach the server as fast
+# as the CPU it gets allows). bench/noisy.sh is the single run of tdbload noisy.
+#
+#   bench/noisy-matrix.sh [--split] [--reps 3] [--phase-duration 10s] [--fairness "true false"]
+#                  [--aggressor-quota 100] [--overload 10] [--aggressor-concurrency 128]
+#                  [--victim-rate 200] [--victim-concurrency 8] [--phase3-quota 1000000]
+#                  [--phase3-workload get] [--out DIR] [-- extra tenantdb serve flags]
+#
+# Writes DIR/{fairness-<on|off>-<rep>.txt,.json}, DIR/summary.md (medians)
+# and DIR/env.txt, and prints the tables. DIR defaults to
+# bench/results/noisy-matrix-<time>.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(dirname "$here")"
+reps=3
+phase_dur=10s
+fairness="true false"
+aquota=100
+overload=10
+aconc=128
+vrate=200
+vconc=8
+p3quota=1000000
+p3workload=get
+out=""
+split=false
+extra=()
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--reps) reps="$2"; shift 2 ;;
+	--split) split=true; shift ;;
+	--phase-duration) phase_dur="$2"; shift 2 ;;
+	--fairness) fairness="$2"; shift 2 ;;
+	--aggressor-quota) aquota="$2"; shift 2 ;;
+	--overload) overload="$2"; shift 2 ;;
+	--aggressor-concurrency) aconc="$2"; shift 2 ;;
+	--victim-rate) vrate="$2"; shift 2 ;;
+	--victim-concurrency) vconc="$2"; shift 2 ;;
+	--phase3-quota) p3quota="$2"; shift 2 ;;
+	--phase3-workload) p3workload="$2"; shift 2 ;;
+	--out) out="$2"; shift 2 ;;
+	--) shift; extra=("$@"); break ;;
+	-h|--help) sed -n '2,30p' "$0"; exit 0 ;;
+	*) echo "noisy-matrix.sh: unknown argument $1" >&2; exit 2 ;;
+	esac
+done
+[ -n "$out" ] || out="$root/bench/results/noisy-matrix-$(date -u +%Y%m%dT%H%M%SZ)"
+mkdir -p "$out"
+work="$(mktemp -d)"
+pid=""
+cleanup() {
+	if [ -n "$pid" ]; then kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; fi
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+# summary.py prints one run's phases, or with several files the medians per
+# fairness setting and phase, as a markdown table.
+cat >"$work/summary.py" <<'PY'
+import json, os, re, statistics, sys
+rows = {}
+for path in sys.argv[1:]:
+    name = os.path.basename(path)
+    fair = "on" if "-on-" in name else "off"
+    phases = json.load(open(path))
+    base = next((p["victim"] for p in phases if p["phase"] == 1), None)
+    for p in phases:
+        v, a = p["victim"], p.get("aggressor") or {}
+        r = {
+            "ops": v["ops_per_sec"], "p50": v["latency"]["p50_us"], "p99": v["latency"]["p99_us"],
+            "sp99": (v.get("sched_latency") or {}).get("p99_us", 0),
+            "vthr": v["throttled"], "verr": v["errors"] - v["throttled"],
+            "aops": a.get("ops_per_sec", 0), "athr": a.get("throttled", 0), "aerr": a.get("errors", 0) - a.get("throttled", 0),
+            "cores": (v.get("server_cpu") or {}).get("cores", 0), "other": max(0, v.get("machine_busy_cores", 0) - v["client_cpu"]["cores"] - (v.get("server_cpu") or {}).get("cores", 0) - (a.get("client_cpu") or {}).get("cores", 0)),
+            "tr": v["ops_per_sec"] / base["ops_per_sec"] if base else 0,
+            "lr": v["latency"]["p99_us"] / base["latency"]["p99_us"] if base else 0,
+        }
+        rows.setdefault((fair, p["phase"], p["name"]), []).append(r)
+med = lambda k, rs: statistics.median(x[k] for x in rs)
+print("| fairness | phase | victim ops/s | vs solo | victim p50 ms | victim p99 ms | p99 vs solo | victim p99 from schedule ms | victim throttled/errors | aggressor ops/s | aggressor throttled | server cores | other load cores | verdict |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+for (fair, ph, nm), rs in sorted(rows.items(), key=lambda kv: (kv[0][0] != "on", kv[0][1])):
+    tr, lr = med("tr", rs), med("lr", rs)
+    verdict = "-"
+    if ph != 1:
+        miss = [m for m, bad in (("throughput", tr < 0.9), ("p99", lr > 1.5), ("victim throttled", med("vthr", rs) > 0)) if bad]
+        verdict = "MISS " + "+".join(miss) if miss else "ok"
+    print(f"| {fair} | {ph}: {nm} | {med('ops', rs):.1f} | {tr:.2f} | {med('p50', rs)/1000:.2f} | {med('p99', rs)/1000:.2f} | {lr:.2f}x | {med('sp99', rs)/1000:.2f} | {med('vthr', rs):g}/{med('verr', rs):g} | {med('aops', rs):.0f} | {med('athr', rs):g} | {med('cores', rs):.2f} | {med('other', rs):.2f} | {verdict} |")
+if len(sys.argv) > 2:
+    print(f"\nmedians of {max(len(r) for r in rows.values())} runs per row")
+PY
+
+echo "noisy-matrix.sh: building" >&2
+(cd "$root" && go build -o "$work/tenantdb" ./cmd/tenantdb && go build -o "$work/tdbload" ./cmd/tdbload)
+
+{
+	echo "date: $(date -u +%FT%TZ)"
+	echo "commit: $(cd "$root" && git rev-parse --short HEAD)"
+	echo "cpus: $(nproc)  load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+	echo "go: $(go version)"
+	echo "args: split=$split reps=$reps phase_duration=$phase_dur aggressor_quota=$aquota overload=$overload aggressor_concurrency=$aconc victim_rate=$vrate victim_concurrency=$vconc phase3_quota=$p3quota phase3_workload=$p3workload extra=${extra[*]:-}"
+} >"$out/env.txt"
+
+# run_split NAME ENDPOINT CREDS HOOK: the three phases with the victim and
+# the aggressor in separate tdbload processes (the aggressor's niced), the
+# results assembled into tdbload noisy's JSON shape.
+run_split() {
+	local name=$1 endpoint=$2 creds=$3 hook=$4 d="$work/split-$1"
+	mkdir -p "$d"
+	# key create --json prints one JSON object per key (possibly indented)
+	python3 - "$creds" "$d" <<'PY'
+import json, sys
+text = open(sys.argv[1]).read()
+dec, objs, i = json.JSONDecoder(), [], 0
+while i < len(text):
+    if text[i].isspace(): i += 1; continue
+    o, i = dec.raw_decode(text, i); objs.append(o)
+for n, o in zip(("victim", "aggressor"), objs):
+    open(f"{sys.argv[2]}/{n}.creds", "w").write(o["access_key_id"] + ":" + o["secret_access_key"] + "\n")
+PY
+	local common=(--endpoint "$endpoint" --preloaded 2000 --json)
+	for who in victim aggressor; do
+		"$work/tdbload" run --endpoint "$endpoint" --tenants "$d/$who.creds" --create-table --preload 2000 \
+			--workload get --requests 1 --warmup 0 >/dev/null 2>"$work/tdbload.log" || { cat "$work/tdbload.log" >&2; exit 1; }
+	done
+	local secs=${phase_dur%s}
+	for phase in 1 2 3; do
+		[ "$phase" = 1 ] || sleep 2
+		TDBLOAD_PHASE=$phase sh -c "$hook"
+		local apid=""
+		case $phase in
+		2) nice -n 19 "$work/tdbload" run "${common[@]}" --tenants "$d/aggressor.creds" --workload put \
+			--rate $((aquota * overload)) --concurrency "$aconc" --duration "$((secs + 3))s" --warmup 0 \
+			>"$d/aggressor-$phase.json" 2>/dev/null & apid=$! ;;
+		3) nice -n 19 "$work/tdbload" run "${common[@]}" --tenants "$d/aggressor.creds" --workload "$p3workload" \
+			--concurrency "$aconc" --duration "$((secs + 3))s" --warmup 0 \
+			>"$d/aggressor-$phase.json" 2>/dev/null & apid=$! ;;
+		esac
+		[ -z "$apid" ] || sleep 1
+		"$work/tdbload" run "${common[@]}" --tenants "$d/victim.creds" --workload mixed --mix get=50,put=50 \
+			--rate "$vrate" --concurrency "$vconc" --duration "$phase_dur" --warmup 1s --server-pid "$pid" \
+			>"$d/victim-$phase.json" 2>"$work/tdbload.log" || { cat "$work/tdbload.log" >&2; exit 1; }
+		[ -z "$apid" ] || wait "$apid"
+	done
+	python3 - "$d" "$aquota" "$overload" >"$out/$name.json" <<'PY'
+import json, os, sys
+d, q, o = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
+names = {1: "victim alone", 2: f"aggressor at {o:g}x quota", 3: "aggressor within quota, saturating"}
+out = []
+for ph in (1, 2, 3):
+    p = {"phase": ph, "name": names[ph], "victim": json.load(open(f"{d}/victim-{ph}.json"))}
+    if os.path.exists(f"{d}/aggressor-{ph}.json"):
+        p["aggressor"] = json.load(open(f"{d}/aggressor-{ph}.json"))
+    out.append(p)
+print(json.dumps(out))
+PY
+}
+
+port=$((20000 + RANDOM % 20000))
+for rep in $(seq 1 "$reps"); do
+	for fair in $fairness; do
+		name="fairness-$([ "$fair" = true ] && echo on || echo off)-$rep"
+		data="$work/data-$name"
+		endpoint="http://127.0.0.1:$port"
+		"$work/tenantdb" serve --addr "127.0.0.1:$port" --data-dir "$data" --log-level error \
+			--default-tenant=false --fairness="$fair" "${extra[@]}" >"$work/serve.log" 2>&1 &
+		pid=$!
+		for _ in $(seq 1 300); do
+			grep -q "listening on" "$work/serve.log" && break
+			sleep 0.1
+		done
+		grep -q "listening on" "$work/serve.log" || { cat "$work/serve.log" >&2; exit 1; }
+		export TENANTDB_ENDPOINT="$endpoint" TENANTDB_CREDENTIALS="$data/operator-credentials"
+		v=$("$work/tenantdb" tenant create victim --json | sed -n 's/.*"id": *"\([0-9a-f]*\)".*/\1/p')
+		a=$("$work/tenantdb" tenant create aggressor --json | sed -n 's/.*"id": *"\([0-9a-f]*\)".*/\1/p')
+		creds="$work/creds-$name.txt"
+		for t in "$v" "$a"; do
+			"$work/tenantdb" key create --tenant "$t" --role admin --json >>"$creds"
+			echo >>"$creds"
+		done
+		hook="case \$TDBLOAD_PHASE in
+			2) '$work/tenantdb' quota set --tenant $a --read-units $aquota --write-units $aquota --burst-seconds 1 >/dev/null ;;
+			3) '$work/tenantdb' quota set --tenant $a --read-units $p3quota --write-units $p3quota --burst-seconds 1 >/dev/null ;;
+			esac"
+		echo "noisy-matrix.sh: $name (server pid $pid)" >&2
+		if [ "$split" = true ]; then
+			run_split "$name" "$endpoint" "$creds" "$hook"
+		else
+			"$work/tdbload" noisy --endpoint "$endpoint" --tenants "$creds" --create-table \
+				--victim-rate "$vrate" --victim-concurrency "$vconc" \
+				--aggressor-concurrency "$aconc" --aggressor-quota "$aquota" --overload "$overload" \
+				--phase3-rate -1 --phase3-workload "$p3workload" \
+				--phase-duration "$phase_dur" --phase-hook "$hook" --server-pid "$pid" --json \
+				>"$out/$name.json" 2>"$work/tdbload.log" || { cat "$work/tdbload.log" >&2; exit 1; }
+		fi
+		kill "$pid"
+		wait "$pid" 2>/dev/null || true
+		pid=""
+		python3 "$work/summary.py" "$out/$name.json" >"$out/$name.txt"
+		echo "== $name" && cat "$out/$name.txt"
+	done
+done
+echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$out/env.txt"
+python3 "$work/summary.py" "$out"/fairness-*.json >"$out/summary.md"
+cat "$out/summary.md"
+echo "noisy-matrix.sh: results in $out" >&2
