@@ -1,0 +1,7 @@
+// Package seeds proves that what the project's seed documents do runs on
+// tenantdb unchanged: seed 002's CloudFormation table and its 17 access
+// patterns on a seeded data set, and seed 004's AWS CLI commands (run
+// verbatim) and the same flow through boto3, for one tenant and for two
+// tenants sharing a table. Black-box, through the network only (see
+// package harness; TENANTDB_BIN runs them against the built binary).
+package seeds
