@@ -29,10 +29,11 @@ const otherLabel = "other"
 // (later traffic counts under "other"); every series stays monotonic.
 type metrics struct {
 	cap       int
-	requests  *prometheus.CounterVec // tenant
-	readUnits *prometheus.CounterVec // tenant
-	writeUnit *prometheus.CounterVec // tenant
-	throttled *prometheus.CounterVec // tenant, reason
+	requests  *prometheus.CounterVec   // tenant
+	readUnits *prometheus.CounterVec   // tenant
+	writeUnit *prometheus.CounterVec   // tenant
+	throttled *prometheus.CounterVec   // tenant, reason
+	latency   *prometheus.HistogramVec // tenant
 	queueWait prometheus.Histogram
 	other     *tenantMetrics
 
@@ -46,6 +47,7 @@ type tenantMetrics struct {
 	requests  prometheus.Counter
 	readUnits prometheus.Counter
 	writeUnit prometheus.Counter
+	latency   prometheus.Observer
 	throttled [reasonCount]prometheus.Counter
 }
 
@@ -68,6 +70,11 @@ func newMetrics(reg prometheus.Registerer, cap int, gates []*gate) (*metrics, er
 			Namespace: "tenantdb", Subsystem: "tenant", Name: "throttled_requests_total",
 			Help: "Requests rejected by admission control, by tenant and reason (capacity, control_plane, queue_full, queue_timeout, overloaded).",
 		}, []string{"tenant", "reason"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: "tenantdb", Subsystem: "tenant", Name: "request_duration_seconds",
+			Help:    "Time from admission to the end of the operation (queue wait and the engine; not HTTP, authentication or encoding), by tenant (the busiest tenants by id, the rest as \"other\").",
+			Buckets: []float64{.00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, 1},
+		}, []string{"tenant"}),
 		queueWait: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Namespace: "tenantdb", Subsystem: "admission", Name: "queue_wait_seconds",
 			Help:    "Time requests waited in the fair admission queue (requests admitted at once are not observed).",
@@ -75,7 +82,7 @@ func newMetrics(reg prometheus.Registerer, cap int, gates []*gate) (*metrics, er
 		}),
 		labelled: map[*tenantState]struct{}{},
 	}
-	cs := []prometheus.Collector{m.requests, m.readUnits, m.writeUnit, m.throttled, m.queueWait}
+	cs := []prometheus.Collector{m.requests, m.readUnits, m.writeUnit, m.throttled, m.latency, m.queueWait}
 	for c, g := range gates {
 		labels := prometheus.Labels{"class": [...]string{"read", "write"}[c]}
 		cs = append(cs,
@@ -104,6 +111,7 @@ func (m *metrics) series(label string) *tenantMetrics {
 		requests:  m.requests.WithLabelValues(label),
 		readUnits: m.readUnits.WithLabelValues(label),
 		writeUnit: m.writeUnit.WithLabelValues(label),
+		latency:   m.latency.WithLabelValues(label),
 	}
 	for r := range tm.throttled {
 		tm.throttled[r] = m.throttled.WithLabelValues(label, reasonNames[r])
@@ -128,6 +136,7 @@ func (m *metrics) unlabel(st *tenantState) {
 	m.requests.DeleteLabelValues(tm.label)
 	m.readUnits.DeleteLabelValues(tm.label)
 	m.writeUnit.DeleteLabelValues(tm.label)
+	m.latency.DeleteLabelValues(tm.label)
 	for _, r := range reasonNames {
 		m.throttled.DeleteLabelValues(tm.label, r)
 	}

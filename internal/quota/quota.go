@@ -444,12 +444,12 @@ func (st *tenantState) debit(u wire.Usage, now time.Time) {
 
 // Ticket is an admitted request. Its Done must be called exactly once.
 type Ticket struct {
-	m      *Manager
-	st     *tenantState // nil for the operator
-	gate   *gate        // nil when admission control is off
-	flow   *flow
-	op     string
-	queued bool
+	m     *Manager
+	st    *tenantState // nil for the operator
+	gate  *gate        // nil when admission control is off
+	flow  *flow
+	op    string
+	start time.Time
 }
 
 // The client-visible errors of admission control.
@@ -488,6 +488,8 @@ func (m *Manager) Admit(ctx context.Context, s tenancy.Scope, in any) (*Ticket, 
 	f, weight, maxInflight := m.opFlows[class], float64(DefaultWeight), 0
 	var now time.Time
 	if !t.IsZero() {
+		now = m.now()
+		tk.start = now
 		st, err := m.state(t)
 		if err != nil {
 			return nil, apierr.Wrap(apierr.Internal, err, "reading the tenant's quota")
@@ -495,7 +497,6 @@ func (m *Manager) Admit(ctx context.Context, s tenancy.Scope, in any) (*Ticket, 
 		tk.st, f = st, st.flows[class]
 		st.recent.Add(1)
 		if !m.opts.Disabled {
-			now = m.now()
 			st.mu.Lock()
 			st.lastUsed = now
 			reason := st.allow(ac, in, now)
@@ -573,6 +574,7 @@ func (tk *Ticket) Done(out wire.Output, err error) {
 	m.meter.record(st.tenant, now, tk.op, u, false)
 	tm := m.metrics.of(st)
 	tm.requests.Inc()
+	tm.latency.Observe(now.Sub(tk.start).Seconds())
 	if u.ReadUnits != 0 {
 		tm.readUnits.Add(u.ReadUnits)
 	}
