@@ -287,6 +287,51 @@ func (w *world) tableAttacks(t *testing.T) {
 		}
 	})
 
+	w.attack(t, "GSI-backfill-per-tenant", func(t *testing.T) {
+		// The operator adds a GSI on the owner attribute to the shared
+		// tables; the backfill walks every tenant's items and must keep
+		// each tenant's index entries in that tenant's range.
+		for _, table := range []string{tblNS, tblSilo} {
+			_, err := w.Op.UpdateTable(ctx, &dynamodb.UpdateTableInput{TableName: aws.String(table),
+				AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("owner"), AttributeType: types.ScalarAttributeTypeS}},
+				GlobalSecondaryIndexUpdates: []types.GlobalSecondaryIndexUpdate{{Create: &types.CreateGlobalSecondaryIndexAction{
+					IndexName:  aws.String("by_owner"),
+					KeySchema:  []types.KeySchemaElement{{AttributeName: aws.String("owner"), KeyType: types.KeyTypeHash}},
+					Projection: &types.Projection{ProjectionType: types.ProjectionTypeAll}}}}})
+			if err != nil {
+				t.Fatalf("UpdateTable %s add GSI: %v", table, err)
+			}
+			w.waitActive(t, w.Op, table)
+			for _, tn := range []*tenant{A, B, w.Btest} {
+				for _, owner := range []string{"A", "B", "Btest"} {
+					out, err := tn.Read.Query(ctx, &dynamodb.QueryInput{TableName: aws.String(table), IndexName: aws.String("by_owner"),
+						KeyConditionExpression: aws.String("#o = :o"), ExpressionAttributeNames: map[string]string{"#o": "owner"},
+						ExpressionAttributeValues: map[string]types.AttributeValue{":o": S(owner)}})
+					if err != nil {
+						t.Fatal(err)
+					}
+					want := 0
+					if owner == tn.label {
+						want = len(tn.items[table])
+					}
+					if len(out.Items) != want || int(out.ScannedCount) != want {
+						t.Errorf("LEAK: %s's query of the backfilled GSI for owner %s in %s: %d items (scanned %d), want %d",
+							tn.label, owner, table, len(out.Items), out.ScannedCount, want)
+					}
+					onlyOwn(t, tn, "backfilled GSI", out.Items)
+				}
+				if st := w.stats(t, tn.Read, table); st.items["by_owner"] != int64(len(tn.items[table])) {
+					t.Errorf("LEAK: %s's backfilled GSI count in %s: %v, want %d", tn.label, table, st, len(tn.items[table]))
+				}
+			}
+			if _, err := w.Op.UpdateTable(ctx, &dynamodb.UpdateTableInput{TableName: aws.String(table),
+				GlobalSecondaryIndexUpdates: []types.GlobalSecondaryIndexUpdate{{Delete: &types.DeleteGlobalSecondaryIndexAction{IndexName: aws.String("by_owner")}}}}); err != nil {
+				t.Fatalf("UpdateTable %s drop GSI: %v", table, err)
+			}
+			w.waitActive(t, w.Op, table)
+		}
+	})
+
 	w.attack(t, "operator-shadows-tenant-table-name", func(t *testing.T) {
 		const name = "iso_shadow"
 		w.createTable(t, B.Admin, name, nil)
