@@ -73,6 +73,53 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# server_latency.py prints, per phase, the victim's and the aggressor's
+# latency inside the server (quota's per-tenant histogram: admission to the
+# end of the operation, without HTTP and decoding), from /metrics scraped at
+# the start of each phase and at the end.
+cat >"$work/server_latency.py" <<'PY'
+import re, sys
+base, victim, aggr = sys.argv[1], sys.argv[2], sys.argv[3]
+rx = re.compile(r'^tenantdb_tenant_request_duration_seconds_bucket\{([^}]*)\} (\S+)$')
+def load(ph):
+    h = {}
+    try:
+        for line in open(f"{base}.metrics-{ph}"):
+            m = rx.match(line.strip())
+            if m:
+                labels = dict(kv.split("=", 1) for kv in m.group(1).split(","))
+                h.setdefault(labels["tenant"].strip('"'), {})[labels["le"].strip('"')] = float(m.group(2))
+    except FileNotFoundError:
+        return None
+    return h
+def q(d, frac):
+    les = sorted(d, key=lambda le: float("inf") if le == "+Inf" else float(le))
+    total = d[les[-1]]
+    if total <= 0:
+        return "-"
+    for le in les:
+        if d[le] >= frac * total:
+            return "<= %s ms" % ("inf" if le == "+Inf" else "%g" % (float(le) * 1000))
+snaps = [load(p) for p in ("1", "2", "3", "end")]
+print("\nlatency inside the server (admission to end of operation; bucket upper bounds):")
+print("| phase | victim requests | victim p50 | victim p99 | aggressor requests | aggressor p99 |")
+print("|---|---|---|---|---|---|")
+for i, ph in enumerate(("1", "2", "3")):
+    a, b = snaps[i], snaps[i + 1]
+    if a is None or b is None:
+        continue
+    def delta(t):
+        d = {le: b.get(t, {}).get(le, 0) - a.get(t, {}).get(le, 0) for le in b.get(t, {})}
+        return d
+    v = delta(victim)
+    if ph == "1":  # before the first label rebalance the victim may count as "other"
+        o = delta("other")
+        v = {le: v.get(le, 0) + o.get(le, 0) for le in set(v) | set(o)}
+    ag = delta(aggr)
+    n = lambda d: int(d.get("+Inf", 0))
+    print(f"| {ph} | {n(v)} | {q(v, .5) if v else '-'} | {q(v, .99) if v else '-'} | {n(ag)} | {q(ag, .99) if ag else '-'} |")
+PY
+
 # summary.py prints one run's phases, or with several files the medians per
 # fairness setting and phase, as a markdown table.
 cat >"$work/summary.py" <<'PY'
@@ -197,7 +244,8 @@ for rep in $(seq 1 "$reps"); do
 			"$work/tenantdb" key create --tenant "$t" --role admin --json >>"$creds"
 			echo >>"$creds"
 		done
-		hook="case \$TDBLOAD_PHASE in
+		hook="curl -s $endpoint/metrics >'$out/$name.metrics-'\$TDBLOAD_PHASE
+			case \$TDBLOAD_PHASE in
 			2) '$work/tenantdb' quota set --tenant $a --read-units $aquota --write-units $aquota --burst-seconds 1 >/dev/null ;;
 			3) '$work/tenantdb' quota set --tenant $a --read-units $p3quota --write-units $p3quota --burst-seconds 1 >/dev/null ;;
 			esac"
@@ -212,10 +260,12 @@ for rep in $(seq 1 "$reps"); do
 				--phase-duration "$phase_dur" --phase-hook "$hook" --server-pid "$pid" --json \
 				>"$out/$name.json" 2>"$work/tdbload.log" || { cat "$work/tdbload.log" >&2; exit 1; }
 		fi
+		curl -s "$endpoint/metrics" >"$out/$name.metrics-end"
 		kill "$pid"
 		wait "$pid" 2>/dev/null || true
 		pid=""
 		python3 "$work/summary.py" "$out/$name.json" >"$out/$name.txt"
+		python3 "$work/server_latency.py" "$out/$name" "$v" "$a" >>"$out/$name.txt"
 		echo "== $name" && cat "$out/$name.txt"
 	done
 done
