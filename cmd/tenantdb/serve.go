@@ -60,6 +60,9 @@ type Config struct {
 	// fair queueing and load shedding (TENANTDB_FAIRNESS). Metering stays
 	// on without it. Off only to show, in benchmarks, what it prevents.
 	Fairness bool
+	// Pprof serves Go's profiler under /debug/pprof/ (no authentication;
+	// for benchmarking on a private listener).
+	Pprof bool
 	// UnsafeNoSync acknowledges writes before the WAL is synced. For
 	// benchmarks only: acknowledged writes can be lost in a machine crash.
 	UnsafeNoSync bool
@@ -167,6 +170,7 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	fs.StringVar(&cfg.Region, "region", cfg.Region, "region written into generated credential files")
 	fs.BoolVar(&cfg.DefaultTenant, "default-tenant", cfg.DefaultTenant, "on a fresh data directory, create tenant \"default\" with an admin key in <data-dir>/default-credentials (env TENANTDB_DEFAULT_TENANT)")
 	fs.BoolVar(&cfg.Fairness, "fairness", cfg.Fairness, "per-tenant capacity quotas, fair queueing and load shedding (env TENANTDB_FAIRNESS)")
+	fs.BoolVar(&cfg.Pprof, "pprof", cfg.Pprof, "serve Go's profiler under /debug/pprof/ (unauthenticated: private listeners only)")
 	fs.BoolVar(&cfg.UnsafeNoSync, "unsafe-no-sync", cfg.UnsafeNoSync, "acknowledge writes before the WAL is synced (benchmarks only)")
 	fs.BoolVar(&cfg.BenchBypassTenancy, "bench-bypass-tenancy", cfg.BenchBypassTenancy, "INSECURE, benchmarks only: trust access key ids after their first signed request and skip the guard's checks, to measure their cost")
 	cfg.Platform.addFlags(fs)
@@ -299,13 +303,14 @@ func serve(ctx context.Context, cfg Config, out io.Writer) (err error) {
 		dataAuth, guard.BypassChecks = &bypassAuth{next: authn}, true
 	}
 	srv, err := server.New(server.Options{
-		Backend:  quotas.Wrap(eng),
-		Auth:     dataAuth,
-		Guard:    guard,
-		Admin:    adm,
-		Denied:   auditLog.Denied,
-		Registry: reg,
-		Logger:   log,
+		Backend:   quotas.Wrap(eng),
+		Auth:      dataAuth,
+		Guard:     guard,
+		Admin:     adm,
+		Denied:    auditLog.Denied,
+		Registry:  reg,
+		Logger:    log,
+		Profiling: cfg.Pprof,
 	})
 	if err != nil {
 		return err

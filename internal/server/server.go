@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"strings"
 	"time"
 
@@ -60,6 +61,9 @@ type Options struct {
 	// Registry, if set, receives the server's metrics and is served at
 	// /metrics.
 	Registry *prometheus.Registry
+	// Profiling serves net/http/pprof under /debug/pprof/ (unauthenticated:
+	// enable it only where the listener is private).
+	Profiling bool
 	// Logger receives one line per request (Debug for successes, Info for
 	// client errors, Error for server errors); nil means slog.Default().
 	Logger *slog.Logger
@@ -82,6 +86,7 @@ type Server struct {
 	admin   http.Handler
 	denied  func(ctx context.Context, p tenancy.Principal, action, reason string)
 	metrics http.Handler
+	pprof   http.Handler
 	log     *slog.Logger
 	maxBody int64
 	m       *metrics
@@ -133,6 +138,15 @@ func New(o Options) (*Server, error) {
 	if o.Registry != nil {
 		s.metrics = promhttp.HandlerFor(o.Registry, promhttp.HandlerOpts{})
 	}
+	if o.Profiling {
+		mux := http.NewServeMux()
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+		s.pprof = mux
+	}
 	s.http = &http.Server{
 		Handler:           s,
 		ReadHeaderTimeout: o.ReadHeaderTimeout,
@@ -182,6 +196,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	case path == "/metrics" && s.metrics != nil && r.Method == http.MethodGet:
 		s.metrics.ServeHTTP(w, r)
+	case s.pprof != nil && strings.HasPrefix(path, "/debug/pprof/"):
+		s.pprof.ServeHTTP(w, r)
 	case path == "/" || path == "/healthz":
 		s.writePlainError(w, apierr.New(apierr.MethodNotAllowed, "Method %s is not allowed on %s", r.Method, path))
 	default:
