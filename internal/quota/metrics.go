@@ -73,7 +73,7 @@ func newMetrics(reg prometheus.Registerer, cap int, gates []*gate) (*metrics, er
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: "tenantdb", Subsystem: "tenant", Name: "request_duration_seconds",
 			Help:    "Time from admission to the end of the operation (queue wait and the engine; not HTTP, authentication or encoding), by tenant (the busiest tenants by id, the rest as \"other\").",
-			Buckets: []float64{.00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, 1},
+			Buckets: prometheus.ExponentialBuckets(.000125, 2, 14), // 125 µs .. 1 s
 		}, []string{"tenant"}),
 		queueWait: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Namespace: "tenantdb", Subsystem: "admission", Name: "queue_wait_seconds",
