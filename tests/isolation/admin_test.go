@@ -2,12 +2,16 @@ package isolation
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/tenantdb/tenantdb/internal/admin"
 )
 
 // adminCall is one request to the admin API; %s in path is the tenant.
@@ -155,6 +159,53 @@ func (w *world) adminAttacks(t *testing.T) {
 			}
 		}
 		w.bKeysIntact(t)
+	})
+
+	w.attack(t, "usage-per-tenant", func(t *testing.T) {
+		path := "/v1/tenants/" + A.id + "/usage"
+		if !w.routeExists(t, "GET", path) {
+			w.note("usage-per-tenant: GET /v1/tenants/{id}/usage is not served here; run with TENANTDB_BIN")
+			return
+		}
+		type usage struct {
+			StorageBytes int64 `json:"storage_bytes"`
+			Items        int64 `json:"items"`
+			Storage      []struct {
+				Table string `json:"table"`
+				Env   string `json:"env"`
+				Items int64  `json:"items"`
+			} `json:"storage"`
+		}
+		get := func() usage {
+			var u usage
+			if err := (&admin.Client{Endpoint: w.srv.Endpoint, Key: A.admin.Key, HTTP: &http.Client{Transport: A.rec}}).Do(w.ctx, "GET", path, nil, &u); err != nil {
+				t.Fatalf("A's usage: %v", err)
+			}
+			return u
+		}
+		before := get()
+		var reqs []types.WriteRequest
+		for i := 0; i < 10; i++ {
+			reqs = append(reqs, types.WriteRequest{PutRequest: &types.PutRequest{Item: makeItem(B, tblNS, 8, fmt.Sprintf("U%d", i), 2<<10)}})
+		}
+		if _, err := B.App.BatchWriteItem(w.ctx, &dynamodb.BatchWriteItemInput{RequestItems: map[string][]types.WriteRequest{tblNS: reqs}}); err != nil {
+			t.Fatal(err)
+		}
+		after := get()
+		if fmt.Sprint(before) != fmt.Sprint(after) {
+			t.Errorf("LEAK: A's usage moved when B wrote: %+v -> %+v", before, after)
+		}
+		for _, s := range after.Storage {
+			if s.Table == tblBOnly {
+				t.Errorf("LEAK: A's usage lists B's table %s", tblBOnly)
+			}
+		}
+		for i := range reqs {
+			reqs[i] = types.WriteRequest{DeleteRequest: &types.DeleteRequest{Key: keyOf(reqs[i].PutRequest.Item)}}
+		}
+		if _, err := B.App.BatchWriteItem(w.ctx, &dynamodb.BatchWriteItemInput{RequestItems: map[string][]types.WriteRequest{tblNS: reqs}}); err != nil {
+			t.Fatal(err)
+		}
 	})
 
 	w.attack(t, "operator-only-lists", func(t *testing.T) {

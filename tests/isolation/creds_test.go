@@ -255,6 +255,8 @@ func (w *world) credentialAttacks(t *testing.T) {
 	})
 
 	w.attack(t, "session-token-swapped", func(t *testing.T) {
+		since := w.auditTail(t, A.id)
+		defer func() { w.probeAudited(t, A.id, since, "", "swapped session tokens") }()
 		s1 := w.session(t, A, admin.SessionRequest{Role: "read"})
 		s2 := w.session(t, A, admin.SessionRequest{Role: "admin"})
 		sb := w.sessionAsOperator(t, B, admin.SessionRequest{Role: "admin"})
@@ -351,6 +353,11 @@ func (w *world) credentialAttacks(t *testing.T) {
 			{"tk_live_" + B.id + "_" + parts[3], "tk_live_" + nobody + "_" + parts[3]},
 			{"sk_op_" + B.id + "_" + parts[3], "sk_op_" + nobody + "_" + parts[3]},
 		}
+		sinceA, sinceB := w.auditTail(t, A.id), w.auditTail(t, B.id)
+		defer func() {
+			w.probeAudited(t, A.id, sinceA, "", "forged key ids, in A's log")
+			w.probeAudited(t, B.id, sinceB, "", "forged key ids naming B, in B's log")
+		}()
 		for _, cs := range cases {
 			var shapes [2]string
 			for i, akid := range cs {

@@ -2,6 +2,7 @@ package isolation
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -90,5 +91,29 @@ func (w *world) envAttacks(t *testing.T) {
 			t.Errorf("LEAK: the test environment's TTL change reached B's live %s: %+v", tblOwn, ttl.TimeToLiveDescription)
 		}
 		w.bTableIntact(t)
+	})
+
+	w.attack(t, "test-admin-on-tenant-level-admin-reads", func(t *testing.T) {
+		// Keys are per environment; the audit log, usage and quota are per
+		// tenant. Report what of the live environment a test admin key sees
+		// there (live key ids, live-only table names).
+		live := map[string]string{
+			"a live access key id": B.app.AccessKeyID, "a live admin key id": B.admin.AccessKeyID,
+			"the live-only table name " + tblBOnly: tblBOnly,
+		}
+		rec := newRecorder("Btest (tenant-level reads)")
+		rec.forbid(w.A.secret, B.secret, w.A.id)
+		for _, p := range []string{"/v1/tenants/" + B.id + "/audit?limit=1000", "/v1/tenants/" + B.id + "/usage", "/v1/tenants/" + B.id + "/quota"} {
+			st, body := w.raw(t, rec, "GET", p, T.admin.Key, "")
+			if st != 200 {
+				continue
+			}
+			for what, s := range live {
+				if strings.Contains(body, s) {
+					w.note("B's test-environment admin key sees %s in GET %s", what, strings.Replace(p, B.id, "{B}", 1))
+				}
+			}
+		}
+		rec.check(t, 0)
 	})
 }
