@@ -621,3 +621,19 @@ func TestSeed002CLI(t *testing.T) {
 	seed(t, c, ad)
 	checkPatterns(t, c, ad, false, allPatterns())
 }
+
+// TestSeed002Verbatim: testdata/seed002_app_data.yaml is the seed's
+// CloudFormation template, byte for byte.
+func TestSeed002Verbatim(t *testing.T) {
+	seed, err := os.ReadFile(filepath.Join(seedDir, "002_dc8721d4d42bc4fc.txt"))
+	if err != nil {
+		t.Skipf("seed documents not available: %v", err)
+	}
+	tmpl, err := os.ReadFile("testdata/seed002_app_data.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(seed), "```yaml\n"+string(tmpl)+"```") {
+		t.Fatal("testdata/seed002_app_data.yaml is not the seed's ```yaml block verbatim")
+	}
+}
