@@ -11,7 +11,8 @@
 //     memberships): the operator only; anyone else gets 403.
 //   - tenant routes (/v1/tenants/{tenant}/keys, sessions, audit, invites
 //     and GET /v1/tenants/{tenant}): the operator, or an admin key of that
-//     tenant, limited to its own environment for keys and sessions. An
+//     tenant, limited to its own environment for keys and sessions (a
+//     temporary credential narrowed by a policy is refused). An
 //     admin key naming another tenant gets exactly the 404 a tenant that
 //     does not exist gets, so nothing is revealed; app and read keys get
 //     403.
@@ -237,6 +238,12 @@ func (h *Handler) authorize(c *call, aud audience) error {
 		}
 		if p.Role != tenancy.RoleAdmin {
 			return h.deny(c, apierr.New(apierr.AccessDenied, "a %s key may not use the admin API; use an admin key", p.Role), "role "+p.Role.String())
+		}
+		if p.Policy != nil {
+			// NB: a policy narrows a temporary credential to some tables and
+			// DynamoDB actions; none of them is an admin action, and minting
+			// or rotating a key would escape the policy and the expiry.
+			return h.deny(c, apierr.New(apierr.AccessDenied, "a temporary credential narrowed to tables or actions may not use the admin API"), "narrowed session")
 		}
 		id, err := tenancy.ParseTenantID(c.r.PathValue("tenant"))
 		if err != nil || strings.Contains(c.r.PathValue("tenant"), "-") || id != p.Tenant {

@@ -30,8 +30,17 @@ func notFound(name string) error {
 
 // lookup finds the table named name visible to scope s: the tenant's own
 // table of that name, else the shared one. It returns a ResourceNotFound
-// error that does not reveal whether another tenant has such a table.
+// error that does not reveal whether another tenant has such a table, and
+// AccessDenied (whether or not the table exists) for a table outside a
+// narrowed credential's policy.
+//
+// NB: every by-name resolution (data plane, DDL, DescribeTable, TTL, tags)
+// goes through lookup, so the policy check lives here and cannot be
+// forgotten by one operation.
 func (e *Engine) lookup(s tenancy.Scope, name string) (*Table, error) {
+	if !s.AllowsTable(name) {
+		return nil, apierr.New(apierr.AccessDenied, "User: %s is not authorized to perform: dynamodb:%s on resource: table/%s", s.KeyID(), s.Action(), name)
+	}
 	if !s.Tenant().IsZero() {
 		own, err := e.ownedTables(s)
 		if err != nil {
