@@ -208,6 +208,25 @@ func (w *world) adminAttacks(t *testing.T) {
 		}
 	})
 
+	w.attack(t, "body-tricks", func(t *testing.T) {
+		// The tenant comes from the path and the credential only; extra
+		// members naming B are refused or ignored.
+		for _, c := range []adminCall{
+			{"POST", "/v1/tenants/" + A.id + "/keys", `{"role":"admin","tenant_id":"` + B.id + `"}`, ""},
+			{"POST", "/v1/tenants/" + A.id + "/keys", `{"role":"admin","env":"live","TenantID":"` + B.id + `"}`, ""},
+			{"POST", "/v1/tenants/" + A.id + "/sessions", `{"role":"admin","tenant_id":"` + B.id + `"}`, ""},
+			{"POST", "/v1/tenants/" + A.id + "/sessions", `{"role":"operator"}`, ""},
+			{"POST", "/v1/tenants/" + A.id + "/keys", `{"role":"operator"}`, ""},
+			{"POST", "/v1/tenants/" + A.id + "/keys", `{"role":"admin","env":"op"}`, ""},
+		} {
+			st, body := w.raw(t, A.rec, c.method, c.path, A.admin.Key, c.body)
+			if st < 300 && (strings.Contains(body, B.id) || strings.Contains(body, `"role":"operator"`) || !strings.Contains(body, A.id)) {
+				t.Errorf("LEAK: %s %s %s: %d %s", c.method, c.path, c.body, st, body)
+			}
+		}
+		w.bKeysIntact(t)
+	})
+
 	w.attack(t, "operator-only-lists", func(t *testing.T) {
 		for _, c := range []adminCall{
 			{"GET", "/v1/tenants", "", "GET /v1/tenants"},
