@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -139,17 +140,18 @@ func TestQuotaEndToEnd(t *testing.T) {
 	createTable(t, cc, "orders")
 
 	var q quota.Quota
-	out := qcli(t, s, s.Operator.Key, false, "quota", "set", "--tenant", noisy.TenantID, "--write-units", "5", "--burst-seconds", "1", "--json")
+	out := qcli(t, s, s.Operator.Key, false, "quota", "set", "--tenant", noisy.TenantID, "--write-units", "1", "--burst-seconds", "30", "--json")
 	if err := json.Unmarshal([]byte(out), &q); err != nil {
 		t.Fatalf("quota set --json printed %q: %v", out, err)
 	}
-	if q.WriteUnits != 5 || q.BurstSeconds != 1 || q.ReadUnits != quota.DefaultReadUnits || !q.Set {
+	if q.WriteUnits != 1 || q.BurstSeconds != 30 || q.ReadUnits != quota.DefaultReadUnits || !q.Set {
 		t.Fatalf("quota after set = %+v", q)
 	}
 
 	// The calm tenant writes concurrently the whole time.
 	calmErr := make(chan error, 1)
 	stopCalm := make(chan struct{})
+	var calmPuts atomic.Int64
 	go func() {
 		for i := 0; ; i++ {
 			select {
@@ -158,6 +160,7 @@ func TestQuotaEndToEnd(t *testing.T) {
 				return
 			default:
 			}
+			calmPuts.Add(1)
 			if _, err := cc.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("orders"), Item: item("calm", i, 100)}); err != nil {
 				calmErr <- fmt.Errorf("calm tenant's put %d: %w", i, err)
 				return
@@ -165,13 +168,16 @@ func TestQuotaEndToEnd(t *testing.T) {
 		}
 	}()
 
-	// 5 units of burst and 5 units/s: a tight loop of 1-unit puts is
-	// throttled within a few dozen requests.
+	// 30 units of burst and 1 unit/s, and 10 KB puts cost 10 units: after
+	// three puts the tenant is throttled unless each put took seconds.
 	rejected := -1
-	for i := 0; i < 2000 && rejected < 0; i++ {
-		_, err := nc.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("orders"), Item: item("noisy", i, 100)})
+	var consumed float64
+	for i := 0; i < 100 && rejected < 0; i++ {
+		o, err := nc.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("orders"), Item: item("noisy", i, 10000),
+			ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal})
 		switch code := errCode(err); {
 		case err == nil:
+			consumed += *o.ConsumedCapacity.CapacityUnits
 		case code == "ProvisionedThroughputExceededException":
 			rejected = i
 			if !strings.Contains(err.Error(), "The level of configured provisioned throughput for the table was exceeded") {
@@ -181,12 +187,16 @@ func TestQuotaEndToEnd(t *testing.T) {
 			t.Fatalf("put %d: %v", i, err)
 		}
 	}
+	if rejected < 0 {
+		t.Fatal("a tenant far over its write quota was never throttled")
+	}
+	// Let the calm tenant write while the noisy one is throttled.
+	for n := calmPuts.Load() + 20; calmPuts.Load() < n; {
+		time.Sleep(time.Millisecond)
+	}
 	close(stopCalm)
 	if err := <-calmErr; err != nil {
 		t.Fatal(err)
-	}
-	if rejected < 0 {
-		t.Fatal("a tenant 400x over its write quota was never throttled")
 	}
 	// Reads have their own capacity; the rejected write left nothing.
 	got, err := nc.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String("orders"), Key: key("noisy", rejected), ConsistentRead: aws.Bool(true)})
@@ -205,7 +215,7 @@ func TestQuotaEndToEnd(t *testing.T) {
 
 	// Tenant admins read their own quota, may not set it, and cannot see
 	// another tenant's.
-	if out := qcli(t, s, noisy.Key, false, "quota", "show", "--tenant", noisy.TenantID, "--json"); !strings.Contains(out, `"write_units": 5`) {
+	if out := qcli(t, s, noisy.Key, false, "quota", "show", "--tenant", noisy.TenantID, "--json"); !strings.Contains(out, `"write_units": 1,`) {
 		t.Fatalf("tenant admin's quota show: %s", out)
 	}
 	if msg := qcli(t, s, noisy.Key, true, "quota", "set", "--tenant", noisy.TenantID, "--write-units", "1000"); !strings.Contains(msg, "AccessDenied") {
@@ -238,7 +248,7 @@ func TestQuotaEndToEnd(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &q); err != nil {
 		t.Fatal(err)
 	}
-	if q.WriteUnits != 5 || q.BurstSeconds != 1 || !q.Set {
+	if q.WriteUnits != 1 || q.BurstSeconds != 30 || !q.Set {
 		t.Fatalf("quota after restart = %+v", q)
 	}
 	out = qcli(t, s, s.Operator.Key, false, "quota", "show", "--tenant", calm.TenantID, "--table", "orders", "--json")
@@ -250,8 +260,8 @@ func TestQuotaEndToEnd(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatal(err)
 	}
-	if put := r.ByOperation["PutItem"]; put.Requests != int64(rejected+1) || put.ThrottledRequests != 1 || put.ConsumedWriteUnits != float64(rejected) {
-		t.Fatalf("noisy tenant's PutItem usage after restart = %+v, want %d requests, 1 throttled, %d units", put, rejected+1, rejected)
+	if put := r.ByOperation["PutItem"]; put.Requests != int64(rejected+1) || put.ThrottledRequests != 1 || put.ConsumedWriteUnits != consumed {
+		t.Fatalf("noisy tenant's PutItem usage after restart = %+v, want %d requests, 1 throttled, %g units", put, rejected+1, consumed)
 	}
 	if r.Items != int64(rejected) {
 		t.Fatalf("noisy tenant's items = %d, want %d", r.Items, rejected)
