@@ -135,6 +135,8 @@ func TestMalformed(t *testing.T) {
 		{"scalar", "just text", nil, "a mapping with a Resources section"},
 		{"two documents", "Resources: {}\n---\nResources: {}\n", nil, "one YAML document"},
 		{"no resources", "Description: nothing\n", nil, "no Resources section"},
+		{"unknown section", "Resource: {}\n", nil, "line 1, column 1: invalid template section Resource"},
+		{"ssm parameter", "Parameters:\n  P: {Type: 'AWS::SSM::Parameter::Value<String>', Default: /x}\n" + table(keys+"      TableName: !Ref P\n"), nil, "cannot be resolved outside AWS"},
 		{"resources a list", "Resources: [a]\n", nil, "Resources: expected a mapping"},
 		{"duplicate resource", "Resources:\n  T: {Type: X}\n  T: {Type: Y}\n", nil, "line 3, column 3: Resources: duplicate key T"},
 		{"unknown tag", "Resources:\n  T:\n    Type: !Bogus x\n", nil, "line 3, column 11: unknown tag !Bogus"},
@@ -171,7 +173,7 @@ func TestMalformed(t *testing.T) {
 		{"join wrong arity", table(keys + "      TableName: !Join ['-']\n"), nil, "Fn::Join takes a list of 2 elements, got 1"},
 		{"sub unterminated", table(keys + "      TableName: !Sub 'a${b'\n"), nil, "unterminated ${"},
 		{"find in map missing", "Mappings:\n  M: {a: {b: c}}\n" + table(keys+"      TableName: !FindInMap [M, a, x]\n"), nil, "Mappings has no M.a.x"},
-		{"merge key", "x: &x {Type: AWS::DynamoDB::Table}\nResources:\n  T:\n    <<: *x\n", nil, "merge keys"},
+		{"merge key", "Metadata: {x: &x {Type: AWS::DynamoDB::Table}}\nResources:\n  T:\n    <<: *x\n", nil, "merge keys"},
 		{"table name no value", table(keys + "      TableName: !Sub '${AWS::NoValue}'\n"), nil, "${AWS::NoValue} has no value"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -291,5 +293,32 @@ func TestTagAndTTLChanges(t *testing.T) {
 		if steps, _ := ttlChanges(c.want, c.have); len(steps) != c.steps {
 			t.Errorf("ttlChanges(%v, %v) = %v, want %d steps", c.want, c.have, steps, c.steps)
 		}
+	}
+}
+
+// TestAliases: YAML anchors and aliases are followed.
+func TestAliases(t *testing.T) {
+	src := `Metadata:
+  Keys: &keys
+    - {AttributeName: id, KeyType: HASH}
+Resources:
+  A:
+    Type: AWS::DynamoDB::Table
+    Properties:
+      KeySchema: *keys
+      AttributeDefinitions: &defs [{AttributeName: id, AttributeType: S}]
+  B:
+    Type: AWS::DynamoDB::Table
+    Properties:
+      KeySchema: *keys
+      AttributeDefinitions: *defs
+`
+	tmpl, err := Parse([]byte(src), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []wire.KeySchemaElement{{AttributeName: "id", KeyType: "HASH"}}
+	if len(tmpl.Tables) != 2 || !reflect.DeepEqual(tmpl.Tables[1].CreateTable.KeySchema, want) || tmpl.Tables[1].CreateTable.AttributeDefinitions[0].AttributeName != "id" {
+		t.Fatalf("tables %+v", tmpl.Tables)
 	}
 }

@@ -330,6 +330,9 @@ func (ev *evaluator) param(name string, decl *yaml.Node) (*yaml.Node, error) {
 			return nil, err
 		}
 	}
+	if strings.HasPrefix(typ, "AWS::SSM::Parameter::") {
+		return nil, errAt(decl, path, "parameter %s is of type %s, which is read from AWS Systems Manager and cannot be resolved outside AWS", name, typ)
+	}
 	v, given := ev.opts.Parameters[name]
 	if !given {
 		def := d.get("Default")

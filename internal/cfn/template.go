@@ -18,6 +18,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -120,6 +121,11 @@ func Parse(data []byte, opts Options) (*Template, error) {
 	if err != nil {
 		return nil, err
 	}
+	for _, kv := range top.pairs {
+		if !slices.Contains(sections, kv.key) {
+			return nil, errAt(kv.keyNode, "", "invalid template section %s (expected %s)", kv.key, strings.Join(sections, ", "))
+		}
+	}
 	if err := checkTags(root, ""); err != nil {
 		return nil, err
 	}
@@ -178,7 +184,7 @@ func Parse(data []byte, opts Options) (*Template, error) {
 			return nil, err
 		}
 		if typ != TableType {
-			if strings.HasPrefix(typ, "AWS::DynamoDB::") {
+			if strings.HasPrefix(typ, "AWS::DynamoDB::") || typ == "AWS::Serverless::SimpleTable" {
 				t.Warnings = append(t.Warnings, fmt.Sprintf("%s: resource type %s is not read (only %s)", path, typ, TableType))
 			}
 			continue
@@ -205,6 +211,10 @@ func Parse(data []byte, opts Options) (*Template, error) {
 	}
 	return t, nil
 }
+
+// sections are the top-level sections of a template.
+var sections = []string{"AWSTemplateFormatVersion", "Description", "Metadata", "Parameters", "Rules",
+	"Mappings", "Conditions", "Transform", "Resources", "Outputs"}
 
 // pair is one entry of a mapping.
 type pair struct {
