@@ -15,7 +15,21 @@ import (
 // a data boundary, so a test admin key must not mint, list, revoke or
 // rotate live keys.
 
+// denySession refuses temporary credentials the minting of API keys: a
+// key outlives the session, so a 15-minute admin session could otherwise
+// leave a permanent admin key behind (sessions cannot mint sessions
+// either; see auth.IssueSession).
+func (h *Handler) denySession(c *call) error {
+	if _, session, err := auth.ParseAccessKeyID(c.p.KeyID); err == nil && !session {
+		return nil
+	}
+	return h.deny(c, apierr.New(apierr.AccessDenied, "temporary credentials cannot create or rotate API keys"), "session minting a key")
+}
+
 func (h *Handler) createKey(c *call) error {
+	if err := h.denySession(c); err != nil {
+		return err
+	}
 	var req CreateKeyRequest
 	if err := decode(c.r, &req); err != nil {
 		return err
@@ -125,6 +139,9 @@ func (h *Handler) revokeKey(c *call) error {
 }
 
 func (h *Handler) rotateKey(c *call) error {
+	if err := h.denySession(c); err != nil {
+		return err
+	}
 	var req RotateKeyRequest
 	if err := decode(c.r, &req); err != nil {
 		return err

@@ -172,3 +172,48 @@ func TestNarrowedSessionTablePolicyOnMetadataAndDDL(t *testing.T) {
 		t.Errorf("the narrowed session changed a table outside its policy")
 	}
 }
+
+// A temporary admin credential must not leave a permanent credential
+// behind: creating or rotating an API key with it is refused (it may still
+// list and revoke keys), as minting sessions with it is.
+func TestSessionCannotMintPermanentKeys(t *testing.T) {
+	srv := harness.Start(t)
+	ctx := context.Background()
+	adm := srv.NewTenant(t, "review-session-keys", "admin")
+	ac := &admin.Client{Endpoint: srv.Endpoint, Key: adm.Key}
+	s, err := ac.CreateSession(ctx, adm.TenantID, admin.SessionRequest{Role: "admin"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := "/v1/tenants/" + adm.TenantID + "/keys"
+	if got := signedAdmin(t, srv, s, "POST", keys, []byte(`{"role":"admin"}`)); got != http.StatusForbidden {
+		t.Errorf("admin session creating a key: status %d, want 403", got)
+	}
+	if got := signedAdmin(t, srv, s, "POST", keys+"/"+adm.AccessKeyID+"/rotate", []byte(`{}`)); got != http.StatusForbidden {
+		t.Errorf("admin session rotating a key: status %d, want 403", got)
+	}
+	if got := signedAdmin(t, srv, s, "GET", keys, nil); got != http.StatusOK {
+		t.Errorf("admin session listing keys: status %d, want 200", got)
+	}
+	list, err := ac.Keys(ctx, adm.TenantID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 1 {
+		t.Errorf("tenant has %d keys after the session's attempts, want 1", len(list))
+	}
+	// The refusals are audited on the tenant's log.
+	page, err := ac.Audit(ctx, adm.TenantID, admin.AuditQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	denied := 0
+	for _, r := range page.Records {
+		if r.Actor == s.AccessKeyID && r.Outcome == "denied" {
+			denied++
+		}
+	}
+	if denied < 2 {
+		t.Errorf("%d audited refusals of the session, want 2", denied)
+	}
+}
