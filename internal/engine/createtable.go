@@ -27,7 +27,9 @@ const (
 // tenantdb:isolation and tenantdb:leading-key-pattern choose the table's
 // isolation mode. Errors: ValidationException for an invalid definition,
 // ResourceInUseException if the name is taken (for a tenant, also by a
-// shared table), AccessDeniedException for other roles.
+// shared table), LimitExceededException when the tenant environment
+// already owns Options.MaxTenantTables tables, AccessDeniedException for
+// other roles.
 func (e *Engine) CreateTable(ctx context.Context, s tenancy.Scope, in *wire.CreateTableInput) (*wire.CreateTableOutput, error) {
 	if err := check(ctx, s); err != nil {
 		return nil, err
@@ -55,6 +57,15 @@ func (e *Engine) CreateTable(ctx context.Context, s tenancy.Scope, in *wire.Crea
 		return nil, apierr.New(apierr.ResourceInUse, "Table already exists: %s", t.Name)
 	} else if !apierr.Is(err, apierr.ResourceNotFound) {
 		return nil, err
+	}
+	if !t.Shared() {
+		own, err := e.ownedTables(s)
+		if err != nil {
+			return nil, err
+		}
+		if len(own) >= e.opts.MaxTenantTables {
+			return nil, apierr.New(apierr.LimitExceeded, "Subscriber limit exceeded: the number of tables exceeds the limit of %d tables", e.opts.MaxTenantTables)
+		}
 	}
 	if t.ID, err = e.nextTableID(); err != nil {
 		return nil, err

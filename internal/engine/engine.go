@@ -39,7 +39,16 @@ type Options struct {
 	// Endpoint is the address DescribeEndpoints reports; "" means
 	// "127.0.0.1:8000". The server sets it to its listen address.
 	Endpoint string
+	// MaxTenantTables bounds the tables one tenant environment may own;
+	// 0 means DefaultMaxTenantTables. Every tenant table costs catalog
+	// memory, a copy under the global DDL lock on each create, and (silo)
+	// an open store, so one tenant must not be able to create them
+	// without limit.
+	MaxTenantTables int
 }
+
+// DefaultMaxTenantTables is DynamoDB's default per-account table quota.
+const DefaultMaxTenantTables = 2500
 
 // Engine is the local DynamoDB implementation on one storage.DB.
 type Engine struct {
@@ -86,6 +95,9 @@ func Open(db *storage.DB, opts Options) (*Engine, error) {
 	}
 	if opts.Account == "" {
 		opts.Account = "000000000000"
+	}
+	if opts.MaxTenantTables <= 0 {
+		opts.MaxTenantTables = DefaultMaxTenantTables
 	}
 	e := &Engine{
 		db:     db,
