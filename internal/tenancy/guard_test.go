@@ -1,0 +1,112 @@
+package tenancy
+
+import (
+	"testing"
+
+	"github.com/tenantdb/tenantdb/internal/apierr"
+)
+
+func TestParseTenantID(t *testing.T) {
+	id := NewTenantID()
+	got, err := ParseTenantID(id.String())
+	if err != nil || got != id {
+		t.Fatalf("ParseTenantID(%s) = %v, %v", id, got, err)
+	}
+	dashed := id.String()[:8] + "-" + id.String()[8:12] + "-" + id.String()[12:16] + "-" + id.String()[16:20] + "-" + id.String()[20:]
+	if got, err := ParseTenantID(dashed); err != nil || got != id {
+		t.Errorf("dashed form: %v, %v", got, err)
+	}
+	for _, bad := range []string{"", "abc", id.String() + "0", "zz" + id.String()[2:]} {
+		if _, err := ParseTenantID(bad); err == nil {
+			t.Errorf("ParseTenantID(%q) succeeded", bad)
+		}
+	}
+}
+
+func TestGuardRoles(t *testing.T) {
+	tenant := NewTenantID()
+	var g Guard
+	for _, tc := range []struct {
+		role   Role
+		action string
+		ok     bool
+	}{
+		{RoleRead, "GetItem", true}, {RoleRead, "Query", true}, {RoleRead, "PutItem", false},
+		{RoleRead, "TransactWriteItems", false}, {RoleRead, "CreateTable", false}, {RoleRead, "DescribeTable", true},
+		{RoleApp, "PutItem", true}, {RoleApp, "BatchWriteItem", true}, {RoleApp, "CreateTable", false},
+		{RoleApp, "DeleteTable", false}, {RoleApp, "TagResource", false},
+		{RoleAdmin, "CreateTable", true}, {RoleAdmin, "PutItem", true},
+		{RoleOperator, "CreateTable", true}, {RoleOperator, "GetItem", false}, {RoleOperator, "Scan", false},
+		{RoleOperator, "PutItem", false}, {RoleOperator, "TransactGetItems", false}, {RoleOperator, "ListTables", true},
+	} {
+		p := Principal{Tenant: tenant, Env: "live", Role: tc.role, KeyID: "k"}
+		if tc.role == RoleOperator {
+			p.Tenant = TenantID{}
+		}
+		s, err := g.Admit(p, tc.action)
+		if tc.ok != (err == nil) {
+			t.Errorf("%s %s: err = %v, want ok=%v", tc.role, tc.action, err, tc.ok)
+			continue
+		}
+		if err != nil && apierr.KindOf(err) != apierr.AccessDenied {
+			t.Errorf("%s %s: kind %v, want AccessDenied", tc.role, tc.action, apierr.KindOf(err))
+		}
+		if err == nil && (!s.Valid() || s.Tenant() != p.Tenant || s.Action() != tc.action) {
+			t.Errorf("%s %s: scope %+v does not carry the principal", tc.role, tc.action, s)
+		}
+	}
+	if _, err := g.Admit(Principal{Tenant: tenant, Role: RoleApp}, "Frobnicate"); apierr.KindOf(err) != apierr.UnknownOperation {
+		t.Errorf("unknown action: %v", err)
+	}
+	if _, err := g.Admit(Principal{Role: RoleApp}, "GetItem"); err == nil {
+		t.Error("a tenant role without a tenant was admitted")
+	}
+	if (Scope{}).Valid() {
+		t.Error("the zero Scope is valid")
+	}
+}
+
+func TestPolicyNarrowing(t *testing.T) {
+	var g Guard
+	p := Principal{Tenant: NewTenantID(), Role: RoleApp, Policy: &Policy{Tables: []string{"orders"}, Actions: []string{"GetItem", "dynamodb:Query"}}}
+	if _, err := g.Admit(p, "PutItem"); err == nil {
+		t.Error("policy without PutItem admitted PutItem")
+	}
+	s, err := g.Admit(p, "Query")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !s.AllowsTable("orders") || s.AllowsTable("users") {
+		t.Error("table narrowing not applied")
+	}
+}
+
+func TestCheckLeadingKey(t *testing.T) {
+	var g Guard
+	a, b := NewTenantID(), NewTenantID()
+	s, err := g.Admit(Principal{Tenant: a, Role: RoleApp, KeyID: "k"}, "PutItem")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		pattern, pk string
+		ok          bool
+	}{
+		{"TENANT#{tenant}|*", "TENANT#" + a.String() + "|TICKET#1", true},
+		{"TENANT#{tenant}|*", "TENANT#" + b.String() + "|TICKET#1", false},
+		{"TENANT#{tenant}|*", "TENANT#" + a.String(), false},
+		{"TENANT#{tenant}|*", "TENANT#" + a.String() + "0|x", false},
+		{"{tenant}#*", a.String() + "#tour_456", true},
+		{"{tenant}-*", a.String() + "-3", true},
+		{"{tenant}", a.String(), true},
+		{"{tenant}", a.String() + "x", false},
+	} {
+		err := s.CheckLeadingKey(tc.pattern, tc.pk)
+		if tc.ok != (err == nil) {
+			t.Errorf("CheckLeadingKey(%q, %q) = %v, want ok=%v", tc.pattern, tc.pk, err, tc.ok)
+		}
+		if err != nil && apierr.KindOf(err) != apierr.AccessDenied {
+			t.Errorf("kind %v, want AccessDenied", apierr.KindOf(err))
+		}
+	}
+}
