@@ -174,6 +174,7 @@ func TestMalformed(t *testing.T) {
 		{"sub unterminated", table(keys + "      TableName: !Sub 'a${b'\n"), nil, "unterminated ${"},
 		{"find in map missing", "Mappings:\n  M: {a: {b: c}}\n" + table(keys+"      TableName: !FindInMap [M, a, x]\n"), nil, "Mappings has no M.a.x"},
 		{"merge key", "Metadata: {x: &x {Type: AWS::DynamoDB::Table}}\nResources:\n  T:\n    <<: *x\n", nil, "merge keys"},
+		{"alias bomb", laughs, nil, "the template expands to more than 1000000 values"},
 		{"table name no value", table(keys + "      TableName: !Sub '${AWS::NoValue}'\n"), nil, "${AWS::NoValue} has no value"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -191,6 +192,24 @@ func TestMalformed(t *testing.T) {
 		})
 	}
 }
+
+// laughs is a "billion laughs" template: aliases that expand to 10^8 tags.
+const laughs = `Metadata:
+  a: &a [x, x, x, x, x, x, x, x, x, x]
+  b: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]
+  c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]
+  d: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]
+  e: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d, *d]
+  f: &f [*e, *e, *e, *e, *e, *e, *e, *e, *e, *e]
+  g: &g [*f, *f, *f, *f, *f, *f, *f, *f, *f, *f]
+  h: &h [*g, *g, *g, *g, *g, *g, *g, *g, *g, *g]
+Resources:
+  T:
+    Type: AWS::DynamoDB::Table
+    Properties:
+      KeySchema: [{AttributeName: id, KeyType: HASH}]
+      Tags: *h
+`
 
 func asError(err error, target **Error) bool {
 	e, ok := err.(*Error)

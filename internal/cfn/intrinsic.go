@@ -21,10 +21,15 @@ type evaluator struct {
 	mappings   *mapNode
 	resources  *mapNode
 
+	work          int             // nodes evaluated, against maxWork
 	conds         map[string]bool // evaluated conditions
 	condBusy      map[string]bool // conditions being evaluated (cycles)
 	tableNameBusy map[string]bool // tables whose name is being evaluated (cycles)
 }
+
+// maxWork bounds the values Parse evaluates: YAML aliases can make a
+// small file expand exponentially ("billion laughs").
+const maxWork = 1_000_000
 
 func scalar(v string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: v} }
 
@@ -43,6 +48,9 @@ func (ev *evaluator) eval(n *yaml.Node, path string) (*yaml.Node, error) {
 	n = deref(n)
 	if n == nil {
 		return nil, errAt(nil, path, "missing value")
+	}
+	if ev.work++; ev.work > maxWork {
+		return nil, errAt(n, path, "the template expands to more than %d values (YAML aliases?)", maxWork)
 	}
 	if fn, arg, ok := intrinsic(n); ok {
 		return ev.call(n, fn, arg, path)
