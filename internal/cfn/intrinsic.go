@@ -29,7 +29,7 @@ type evaluator struct {
 
 // maxWork bounds the values Parse evaluates: YAML aliases can make a
 // small file expand exponentially ("billion laughs").
-const maxWork = 1_000_000
+const maxWork = 200_000
 
 func scalar(v string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: v} }
 
