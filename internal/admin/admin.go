@@ -51,6 +51,13 @@ type TenantDropper interface {
 	DropTenant(ctx context.Context, t tenancy.TenantID) error
 }
 
+// TenantReviver is implemented by a TenantDropper that refuses a dropped
+// tenant's late writes: ReviveTenant is called when a tenant is created
+// with an explicit id, which may be a deleted tenant's.
+type TenantReviver interface {
+	ReviveTenant(t tenancy.TenantID)
+}
+
 // Options configure a Handler. Catalog, Auth and Audit are required.
 type Options struct {
 	Catalog *catalog.Catalog

@@ -27,6 +27,9 @@ func (h *Handler) createTenant(c *call) error {
 	if err != nil {
 		return err
 	}
+	if r, ok := h.o.Dropper.(TenantReviver); ok && req.ID != "" {
+		r.ReviveTenant(t.ID)
+	}
 	h.record(c, t.ID, "tenant.create", t.ID.String())
 	h.record(c, keyspace.Platform, "tenant.create", t.ID.String())
 	if req.OwnerSub != "" {

@@ -15,13 +15,22 @@ import (
 // DropTenant forgets everything the engine keeps about tenant t outside
 // the tenant's own key range: its entries in the table/namespace registry,
 // its cached tenant-owned tables, and its silo stores (closed and removed
-// from disk). The caller (tenant deletion in the catalog) deletes the
-// tenant's key range itself. It is idempotent.
+// from disk). Afterwards no write of the tenant commits, even of a request
+// admitted before the deletion began. The caller (tenant deletion in the
+// catalog) deletes the tenant's key range itself. It is idempotent.
 func (e *Engine) DropTenant(ctx context.Context, t tenancy.TenantID) error {
 	if t.IsZero() {
 		return apierr.New(apierr.Validation, "no tenant to drop")
 	}
 	prefix := keyspace.Tenant(t)
+
+	// Requests admitted before the tenant's deletion may still be running:
+	// mark the tenant, then wait out every write that holds stripes. Later
+	// writes find the mark under their stripes and fail (see locked), so
+	// nothing lands in the tenant's range after DropTenant returns.
+	e.dropped.Store(t, struct{}{})
+	e.anyDropped.Store(true)
+	e.locks.barrier()
 
 	pairs, err := e.registryPairs()
 	if err != nil {
@@ -76,3 +85,8 @@ func (e *Engine) DropTenant(ctx context.Context, t tenancy.TenantID) error {
 	}
 	return ctx.Err()
 }
+
+// ReviveTenant undoes DropTenant's refusal of writes for tenant t. The
+// admin API calls it when a tenant is created again with a deleted
+// tenant's id (the seeding path), after the deletion has completed.
+func (e *Engine) ReviveTenant(t tenancy.TenantID) { e.dropped.Delete(t) }

@@ -12,6 +12,7 @@ import (
 	"context"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tenantdb/tenantdb/internal/apierr"
@@ -76,6 +77,22 @@ type Engine struct {
 	backfills sync.Map
 	// ttl is where the next TTL sweep pass resumes.
 	ttl ttlCursor
+	// dropped holds the tenants DropTenant was called for (until a tenant
+	// is created again with the same id: ReviveTenant); anyDropped says
+	// whether it ever held any. Writers check it
+	// with their stripes held (see locked), so no request admitted before a
+	// tenant's deletion can write into its range after DropTenant.
+	dropped    sync.Map // tenancy.TenantID -> struct{}
+	anyDropped atomic.Bool
+}
+
+// isDropped reports whether DropTenant was called for tenant t.
+func (e *Engine) isDropped(t tenancy.TenantID) bool {
+	if !e.anyDropped.Load() {
+		return false
+	}
+	_, ok := e.dropped.Load(t)
+	return ok
 }
 
 // Open returns an Engine over db and starts its background work (TTL).

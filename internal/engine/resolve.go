@@ -115,6 +115,11 @@ func (e *Engine) storeForTenant(tenant tenancy.TenantID, t *Table) (*storage.DB,
 	if db, ok := e.silos[key]; ok {
 		return db, nil
 	}
+	if e.isDropped(tenant) {
+		// NB: DropTenant marks the tenant before it closes and removes the
+		// silo stores under e.mu, so a straggler cannot re-create them.
+		return nil, notFound(t.Name)
+	}
 	dir := e.siloDir(tenant, t.ID)
 	db, err := storage.Open(dir, storage.Options{InMemory: dir == "", Logger: e.log})
 	if err != nil {

@@ -76,6 +76,12 @@ func (e *Engine) locked(ws []*itemWrite, extra [][]byte, fn func() error) error 
 	unlock := e.locks.lock(keys...)
 	defer unlock()
 	for _, w := range ws {
+		if e.isDropped(tenantOfNS(w.h.ns)) {
+			// NB: checked with the stripes held; DropTenant passes the
+			// barrier after marking the tenant, so it waits for writes that
+			// got here first.
+			return notFound(w.h.t.Name)
+		}
 		t, err := e.current(w.h.t)
 		if err != nil {
 			return err
