@@ -210,6 +210,16 @@ func checkCapacity(t *testing.T, what string, cc any, units float64, atLeast boo
 	}
 }
 
+// checkCount: a query read no more items than it returned (key
+// conditions, no filters) and says so in Count and ScannedCount.
+func checkCount(t *testing.T, what string, out map[string]any) {
+	t.Helper()
+	n := float64(len(items(out)))
+	if out["Count"] != n || out["ScannedCount"] != n {
+		t.Errorf("%s: Count %v, ScannedCount %v, want %v", what, out["Count"], out["ScannedCount"], n)
+	}
+}
+
 // setStatus records in the model that ticket n's summary has status st.
 func (tt *ticketTenant) setStatus(n, st string) {
 	it := tt.byKey[[2]string{tt.prefix + "|TICKET#" + n, "SUMMARY"}]
@@ -239,18 +249,22 @@ func runSeed004(t *testing.T, e *awsEnv, cmds map[string]string, tt *ticketTenan
 	out := e.mustShell(t, tt.profile, tt.cmd(cmds, "ticket"))
 	tt.checkItems(t, "ticket", items(out), ex["ticket"], false)
 	checkCapacity(t, "ticket", out["ConsumedCapacity"], 0.5, false)
+	checkCount(t, "ticket", out)
 	// "view a single ticket summary"
 	out = e.mustShell(t, tt.profile, tt.cmd(cmds, "summary"))
 	tt.checkItems(t, "summary", items(out), ex["summary"], false)
 	checkCapacity(t, "summary", out["ConsumedCapacity"], 0.5, false)
+	checkCount(t, "summary", out)
 	// "get all open tickets"
 	out = e.mustShell(t, tt.profile, tt.cmd(cmds, "open"))
 	tt.checkItems(t, "open", items(out), ex["open"], true)
 	checkCapacity(t, "open", out["ConsumedCapacity"], 0.5, false)
+	checkCount(t, "open", out)
 	// "view all open tickets for a given resolver"
 	out = e.mustShell(t, tt.profile, tt.cmd(cmds, "open-resolver"))
 	tt.checkItems(t, "open-resolver", items(out), ex["open-resolver"], true)
 	checkCapacity(t, "open-resolver", out["ConsumedCapacity"], 0.5, false)
+	checkCount(t, "open-resolver", out)
 
 	// "change the status of multiple tickets atomically"
 	transact := tt.cmd(cmds, "transact")
@@ -294,6 +308,7 @@ func runSeed004(t *testing.T, e *awsEnv, cmds map[string]string, tt *ticketTenan
 	out = e.mustShell(t, tt.profile, tt.cmd(cmds, "aggregate"))
 	tt.checkItems(t, "aggregate", items(out), ex["aggregate"], false)
 	checkCapacity(t, "aggregate", out["ConsumedCapacity"], 0.5, false)
+	checkCount(t, "aggregate", out)
 
 	// Whatever else is in the table, the tenant's whole view is its own.
 	var its []map[string]any
