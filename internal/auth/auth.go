@@ -233,7 +233,7 @@ func (a *Authenticator) denied(ctx context.Context, p tenancy.Principal, action,
 func (a *Authenticator) lookup(ctx context.Context, akid, token string) (*entry, error) {
 	if v, ok := a.cache.Load(akid); ok {
 		e := v.(*entry)
-		if e.token == token {
+		if subtle.ConstantTimeCompare([]byte(e.token), []byte(token)) == 1 {
 			return e, nil
 		}
 		// A different token under the same id: fall through and validate
