@@ -65,7 +65,7 @@ while [ $# -gt 0 ]; do
 done
 [ -n "$out" ] || out="$root/bench/results/noisy-matrix-$(date -u +%Y%m%dT%H%M%SZ)"
 mkdir -p "$out"
-work="$(mktemp -d)"
+work="$(mktemp -d "${TMPDIR:-/tmp}/tdbnoisymatrix.XXXXXX")"
 pid=""
 cleanup() {
 	if [ -n "$pid" ]; then kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; fi
@@ -222,10 +222,10 @@ print(json.dumps(out))
 PY
 }
 
-port=$((20000 + RANDOM % 20000))
 for rep in $(seq 1 "$reps"); do
 	for fair in $fairness; do
 		name="fairness-$([ "$fair" = true ] && echo on || echo off)-$rep"
+		port=$((20000 + RANDOM % 20000))
 		data="$work/data-$name"
 		endpoint="http://127.0.0.1:$port"
 		"$work/tenantdb" serve --addr "127.0.0.1:$port" --data-dir "$data" --log-level error \
@@ -235,7 +235,8 @@ for rep in $(seq 1 "$reps"); do
 			grep -q "listening on" "$work/serve.log" && break
 			sleep 0.1
 		done
-		grep -q "listening on" "$work/serve.log" || { cat "$work/serve.log" >&2; exit 1; }
+		grep -q "listening on" "$work/serve.log" && [ -f "$data/operator-credentials" ] ||
+			{ cat "$work/serve.log" >&2; exit 1; }
 		export TENANTDB_ENDPOINT="$endpoint" TENANTDB_CREDENTIALS="$data/operator-credentials"
 		v=$("$work/tenantdb" tenant create victim --json | sed -n 's/.*"id": *"\([0-9a-f]*\)".*/\1/p')
 		a=$("$work/tenantdb" tenant create aggressor --json | sed -n 's/.*"id": *"\([0-9a-f]*\)".*/\1/p')
