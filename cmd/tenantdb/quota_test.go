@@ -230,7 +230,9 @@ func TestQuotaEndToEnd(t *testing.T) {
 	}
 
 	// Metrics show the tenants' throttles.
-	resp, err := http.Get(s.Endpoint + "/metrics")
+	mreq, _ := http.NewRequest("GET", s.Endpoint+"/metrics", nil)
+	mreq.Header.Set("Authorization", "Bearer "+s.Operator.Key)
+	resp, err := http.DefaultClient.Do(mreq)
 	if err != nil {
 		t.Fatal(err)
 	}

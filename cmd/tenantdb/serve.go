@@ -323,6 +323,7 @@ func serve(ctx context.Context, cfg Config, out io.Writer) (err error) {
 		Registry:  reg,
 		Logger:    log,
 		Profiling: cfg.Pprof,
+		OpsAuth:   authn.AuthenticateOperator,
 	})
 	if err != nil {
 		return err

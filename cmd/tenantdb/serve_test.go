@@ -132,7 +132,7 @@ func TestServeStartsAndStops(t *testing.T) {
 	if !strings.Contains(out.String(), "default-credentials") {
 		t.Errorf("progress output does not name the default credentials:\n%s", out)
 	}
-	for path, want := range map[string]int{"/": 200, "/metrics": 200, "/v1/tenants": 401} {
+	for path, want := range map[string]int{"/": 200, "/metrics": 401, "/v1/tenants": 401} {
 		resp, err := http.Get(endpoint + path)
 		if err != nil {
 			t.Fatal(err)

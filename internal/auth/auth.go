@@ -397,3 +397,17 @@ func sealAAD(t tenancy.TenantID, id string) []byte {
 	b = append(b, t[:]...)
 	return append(b, id...)
 }
+
+// AuthenticateOperator checks that bearer is the operator's key; it guards
+// the operational endpoints (/metrics, /debug/pprof/). Tenant keys get
+// AccessDenied.
+func (a *Authenticator) AuthenticateOperator(ctx context.Context, bearer string) error {
+	p, err := a.AuthenticateBearer(ctx, bearer)
+	if err != nil {
+		return err
+	}
+	if !p.IsOperator() {
+		return apierr.New(apierr.AccessDenied, "Only the operator may read this endpoint")
+	}
+	return nil
+}

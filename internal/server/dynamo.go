@@ -41,6 +41,10 @@ var buffers = sync.Pool{New: func() any { return &buffer{b: make([]byte, 0, 8<<1
 // 16 MB batch) are left to the garbage collector.
 const maxPooled = 1 << 20
 
+// maxPrealloc bounds the buffer allocated from Content-Length before any
+// body byte has arrived; larger bodies grow as their bytes arrive.
+const maxPrealloc = 64 << 10
+
 func getBuffer() *buffer { return buffers.Get().(*buffer) }
 
 func putBuffer(b *buffer) {
@@ -164,7 +168,10 @@ func (s *Server) readBody(r *http.Request, buf *buffer) ([]byte, error) {
 		return nil, s.errTooLarge()
 	}
 	b := buf.b[:0]
-	if n := int(r.ContentLength); n > cap(b) && n <= maxPooled {
+	// NB: never trust Content-Length for more than a small up-front
+	// allocation: a client announcing large bodies and sending nothing
+	// would otherwise pin memory per connection before authentication.
+	if n := int(r.ContentLength); n > cap(b) && n <= maxPrealloc {
 		b = make([]byte, 0, n+1) // +1: room to see EOF without growing
 	}
 	for {

@@ -59,11 +59,16 @@ type Options struct {
 	// (audit.Source).
 	Denied func(ctx context.Context, p tenancy.Principal, action, reason string)
 	// Registry, if set, receives the server's metrics and is served at
-	// /metrics.
+	// /metrics to callers that OpsAuth accepts.
 	Registry *prometheus.Registry
-	// Profiling serves net/http/pprof under /debug/pprof/ (unauthenticated:
-	// enable it only where the listener is private).
+	// Profiling serves net/http/pprof under /debug/pprof/ to callers that
+	// OpsAuth accepts.
 	Profiling bool
+	// OpsAuth guards /metrics and /debug/pprof/: it gets the request's
+	// bearer token ("" if none) and returns nil only for the operator.
+	// NB: metrics carry per-tenant series, so they are never served
+	// without it; nil OpsAuth answers every such request with 401.
+	OpsAuth func(ctx context.Context, bearer string) error
 	// Logger receives one line per request (Debug for successes, Info for
 	// client errors, Error for server errors); nil means slog.Default().
 	Logger *slog.Logger
@@ -85,6 +90,7 @@ type Server struct {
 	guard   *tenancy.Guard
 	admin   http.Handler
 	denied  func(ctx context.Context, p tenancy.Principal, action, reason string)
+	opsAuth func(ctx context.Context, bearer string) error
 	metrics http.Handler
 	pprof   http.Handler
 	log     *slog.Logger
@@ -130,6 +136,7 @@ func New(o Options) (*Server, error) {
 		guard:   o.Guard,
 		admin:   o.Admin,
 		denied:  o.Denied,
+		opsAuth: o.OpsAuth,
 		log:     o.Logger,
 		maxBody: o.MaxBodyBytes,
 		m:       m,
@@ -141,7 +148,6 @@ func New(o Options) (*Server, error) {
 	if o.Profiling {
 		mux := http.NewServeMux()
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
-		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
 		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
@@ -195,14 +201,32 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			_, _ = w.Write([]byte("healthy: tenantdb\n"))
 		}
 	case path == "/metrics" && s.metrics != nil && r.Method == http.MethodGet:
-		s.metrics.ServeHTTP(w, r)
+		if s.authorizeOps(w, r) {
+			s.metrics.ServeHTTP(w, r)
+		}
 	case s.pprof != nil && strings.HasPrefix(path, "/debug/pprof/"):
-		s.pprof.ServeHTTP(w, r)
+		if s.authorizeOps(w, r) {
+			s.pprof.ServeHTTP(w, r)
+		}
 	case path == "/" || path == "/healthz":
 		s.writePlainError(w, apierr.New(apierr.MethodNotAllowed, "Method %s is not allowed on %s", r.Method, path))
 	default:
 		s.writePlainError(w, apierr.New(apierr.NotFound, "No such resource: %s", clip(path)))
 	}
+}
+
+// authorizeOps admits only the operator (a bearer key) to the operational
+// endpoints, and answers everyone else with 401.
+func (s *Server) authorizeOps(w http.ResponseWriter, r *http.Request) bool {
+	tok, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if s.opsAuth != nil && tok != "" {
+		if err := s.opsAuth(r.Context(), strings.TrimSpace(tok)); err == nil {
+			return true
+		}
+	}
+	w.Header().Set("WWW-Authenticate", `Bearer realm="tenantdb"`)
+	s.writePlainError(w, apierr.New(apierr.Unauthorized, "This endpoint requires the operator key as a bearer token"))
+	return false
 }
 
 // writePlainError answers a non-DynamoDB request with the wire error shape.

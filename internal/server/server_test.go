@@ -425,9 +425,22 @@ func TestRoutes(t *testing.T) {
 	admin := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "admin %s %s", r.Method, r.URL.Path)
 	})
-	ts := startServer(t, func(o *Options) { o.Admin = admin })
+	ts := startServer(t, func(o *Options) {
+		o.Admin = admin
+		o.OpsAuth = func(_ context.Context, tok string) error {
+			if tok != "ops-secret" {
+				return apierr.New(apierr.AccessDenied, "not the operator")
+			}
+			return nil
+		}
+	})
+	bearer := ""
 	get := func(path string) (int, string) {
-		resp, err := http.Get(ts.endpoint + path)
+		req, _ := http.NewRequest("GET", ts.endpoint+path, nil)
+		if bearer != "" {
+			req.Header.Set("Authorization", "Bearer "+bearer)
+		}
+		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -446,6 +459,13 @@ func TestRoutes(t *testing.T) {
 	}
 	ts.do(t, "POST", "DynamoDB_20120810.GetItem", []byte(`{"TableName":"t","Key":{}}`), testSecret)
 	ts.do(t, "POST", "DynamoDB_20120810.Nope", []byte(`{}`), testSecret)
+	for _, tok := range []string{"", "wrong"} {
+		bearer = tok
+		if status, body := get("/metrics"); status != 401 || strings.Contains(body, "tenantdb_requests_total") {
+			t.Errorf("GET /metrics with bearer %q = %d, want 401 without metrics", tok, status)
+		}
+	}
+	bearer = "ops-secret"
 	status, body := get("/metrics")
 	for _, want := range []string{
 		`tenantdb_requests_total{code="OK",op="GetItem"} 1`,

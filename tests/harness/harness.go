@@ -144,7 +144,7 @@ func startInProcess(t testing.TB, o Options) *Server {
 	}
 	srv, err := server.New(server.Options{
 		Backend: quotas.Wrap(eng), Auth: authn, Guard: &tenancy.Guard{}, Admin: adm,
-		Denied: auditLog.Denied, Registry: reg, Logger: log,
+		Denied: auditLog.Denied, Registry: reg, Logger: log, OpsAuth: authn.AuthenticateOperator,
 	})
 	if err != nil {
 		t.Fatal(err)
