@@ -45,6 +45,10 @@ const maxPooled = 1 << 20
 // body byte has arrived; larger bodies grow as their bytes arrive.
 const maxPrealloc = 64 << 10
 
+// largeBody is the size from which a request counts against the server's
+// budget for large requests in flight (Server.bigBodies).
+const largeBody = 64 << 10
+
 func getBuffer() *buffer { return buffers.Get().(*buffer) }
 
 func putBuffer(b *buffer) {
@@ -134,6 +138,17 @@ func (s *Server) handle(r *http.Request, x *exchange, in *buffer) (wire.Output, 
 	if err != nil {
 		s.reportDenied(ctx, p, op, err)
 		return nil, err
+	}
+	// NB: a decoded request can take tens of times its wire size in
+	// memory; large bodies therefore share a server-wide budget while they
+	// are decoded and executed, so a few huge requests cannot exhaust
+	// memory. Small bodies (the hot path) skip it.
+	if n := int64(len(body)); n >= largeBody {
+		n = min(n, s.maxBody)
+		if err := s.bigBodies.Acquire(ctx, n); err != nil {
+			return nil, apierr.Wrap(apierr.Throttling, err, "The server is busy with large requests; retry")
+		}
+		defer s.bigBodies.Release(n)
 	}
 	req, err := wire.Decode(op, body)
 	if err != nil {

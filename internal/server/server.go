@@ -21,6 +21,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/tenantdb/tenantdb/internal/apierr"
 	"github.com/tenantdb/tenantdb/internal/sigv4"
@@ -95,9 +96,11 @@ type Server struct {
 	pprof   http.Handler
 	log     *slog.Logger
 	maxBody int64
-	m       *metrics
-	ids     idGen
-	http    *http.Server
+	// bigBodies bounds the bytes of large requests being decoded and run.
+	bigBodies *semaphore.Weighted
+	m         *metrics
+	ids       idGen
+	http      *http.Server
 }
 
 // New returns a Server. It fails if a required option is missing or the
@@ -139,7 +142,10 @@ func New(o Options) (*Server, error) {
 		opsAuth: o.OpsAuth,
 		log:     o.Logger,
 		maxBody: o.MaxBodyBytes,
-		m:       m,
+		// NB: at least one maximal request fits; four maximal requests (or
+		// many mid-sized ones) may be in flight at once.
+		bigBodies: semaphore.NewWeighted(4 * o.MaxBodyBytes),
+		m:         m,
 	}
 	s.ids.init()
 	if o.Registry != nil {
