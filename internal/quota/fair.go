@@ -11,12 +11,15 @@ import (
 )
 
 // gate is the fair admission scheduler. At most limit requests run at once
-// (server-wide), and at most a flow's maxInflight of them belong to one
-// tenant. A request that cannot start waits in its tenant's FIFO queue;
-// whenever a slot frees, deficit round robin across the tenants with
-// waiters picks the next one, so every waiting tenant gets slots in
-// proportion to its weight however many requests it has queued: a tenant
-// with 256 connections gets the same share as a tenant with 4.
+// (server-wide). A tenant alone may use all of them (soloCap); while other
+// tenants are active it may use at most sharedCap, so that it cannot keep
+// every core busy with its own requests (see DESIGN.md: a Go process whose
+// Ps all run one tenant's goroutines delays every other goroutine by up to
+// a scheduler time slice). A request that cannot start waits in its
+// tenant's FIFO queue; whenever a slot frees, deficit round robin across
+// the tenants with waiters picks the next one, so every waiting tenant gets
+// slots in proportion to its weight however many requests it has queued: a
+// tenant with 256 connections gets the same share as a tenant with 4.
 //
 // Each grant costs a flow one unit of deficit; when the request finishes,
 // its cost beyond one unit (its consumed capacity) is charged as well, so
@@ -27,12 +30,17 @@ import (
 // request that cannot be queued, or waits too long, is shed with an error
 // instead of piling up.
 type gate struct {
-	mu          sync.Mutex
-	limit       int           // requests running at once, server-wide
-	tenantLimit int           // default per-tenant cap on running requests
-	queueLimit  int           // waiting requests per tenant
-	totalQueue  int           // waiting requests in total
-	timeout     time.Duration // longest wait in a queue
+	mu         sync.Mutex
+	limit      int           // requests running at once, server-wide
+	soloCap    int           // a tenant's cap while no other tenant is active
+	sharedCap  int           // a tenant's cap while others are active
+	queueLimit int           // waiting requests per tenant
+	totalQueue int           // waiting requests in total
+	timeout    time.Duration // longest wait in a queue
+
+	// Tenants seen in the current and the previous contention window.
+	window            int64
+	seenCur, seenPrev int
 
 	inflight int
 	queued   int
@@ -49,8 +57,9 @@ type gate struct {
 type flow struct {
 	tenant   tenancy.TenantID
 	weight   float64
-	max      int // cap on running requests
+	max      int // the tenant's own cap on running requests; 0: the gate's
 	inflight int
+	window   int64 // the last contention window the flow was seen in
 	deficit  float64
 	waiters  list.List // of *waiter, FIFO
 	elem     *list.Element
@@ -70,26 +79,55 @@ var (
 	errQueueTimeout    = errors.New("quota: queue wait timed out")
 )
 
-func newGate(limit, tenantLimit, queueLimit, totalQueue int, timeout time.Duration) *gate {
-	return &gate{limit: limit, tenantLimit: tenantLimit, queueLimit: queueLimit, totalQueue: totalQueue, timeout: timeout}
+// contentionWindow is how long a tenant counts as active after a request.
+const contentionWindow = time.Second
+
+func newGate(limit, soloCap, sharedCap, queueLimit, totalQueue int, timeout time.Duration) *gate {
+	return &gate{limit: limit, soloCap: soloCap, sharedCap: sharedCap, queueLimit: queueLimit, totalQueue: totalQueue, timeout: timeout}
+}
+
+// see notes that f makes a request at now. REQUIRES: g.mu.
+func (g *gate) see(f *flow, now time.Time) {
+	w := now.UnixNano() / int64(contentionWindow)
+	if w != g.window {
+		g.seenPrev = 0
+		if w == g.window+1 {
+			g.seenPrev = g.seenCur
+		}
+		g.seenCur, g.window = 0, w
+	}
+	if f.window != w {
+		f.window = w
+		g.seenCur++
+	}
+}
+
+// capOf returns how many requests f may run now. REQUIRES: g.mu.
+func (g *gate) capOf(f *flow) int {
+	c := g.soloCap
+	if max(g.seenCur, g.seenPrev) > 1 {
+		c = g.sharedCap
+	}
+	if f.max > 0 {
+		c = f.max
+	}
+	return min(c, g.limit)
 }
 
 // acquire waits for a slot for flow f; the caller passes f to release when
 // the request is done. weight and max (0: defaults) come from the tenant's
-// quota. It reports whether the request had to wait. Errors:
-// errTenantQueueFull, errOverloaded, errQueueTimeout, or ctx's error.
-func (g *gate) acquire(ctx context.Context, f *flow, weight float64, max int) (waited bool, err error) {
+// quota; now is the time of the request. It reports whether the request
+// had to wait. Errors: errTenantQueueFull, errOverloaded, errQueueTimeout,
+// or ctx's error.
+func (g *gate) acquire(ctx context.Context, f *flow, weight float64, max int, now time.Time) (waited bool, err error) {
 	g.mu.Lock()
 	f.weight = weight
 	if f.weight <= 0 {
 		f.weight = DefaultWeight
 	}
 	f.max = max
-	if f.max <= 0 {
-		f.max = g.tenantLimit
-	}
-	f.max = min(f.max, g.limit)
-	if f.waiters.Len() == 0 && g.inflight < g.limit && f.inflight < f.max {
+	g.see(f, now)
+	if f.waiters.Len() == 0 && g.inflight < g.limit && f.inflight < g.capOf(f) {
 		// NB: a slot is free and this tenant has nobody queued; any other
 		// tenant still queued is held back by its own cap (dispatch runs
 		// on every release), so taking the slot is fair.
@@ -200,7 +238,7 @@ func (g *gate) dispatch() {
 			g.cursor = g.ring.Front()
 		}
 		f := g.cursor.Value.(*flow)
-		if f.inflight >= f.max {
+		if f.inflight >= g.capOf(f) {
 			blocked++
 			g.cursor = g.cursor.Next()
 			continue

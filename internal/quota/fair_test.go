@@ -38,7 +38,7 @@ func flowOf(g *gate, t tenancy.TenantID) *flow {
 // acq acquires a slot of g for tenant t.
 func acq(ctx context.Context, g *gate, t tenancy.TenantID, weight float64) (*flow, error) {
 	f := flowOf(g, t)
-	if _, err := g.acquire(ctx, f, weight, 0); err != nil {
+	if _, err := g.acquire(ctx, f, weight, 0, t0); err != nil {
 		return nil, err
 	}
 	return f, nil
@@ -72,7 +72,7 @@ func queueUp(t *testing.T, g *gate, tenant tenancy.TenantID, n int, weight float
 // 50 queued requests and a tenant with 3 alternate; the few are all
 // served within the first rounds, not after the many.
 func TestFairQueueManyWaitersCannotStarveFew(t *testing.T) {
-	g := newGate(1, 1, 1000, 1000, 0)
+	g := newGate(1, 1, 1, 1000, 1000, 0)
 	var order []string
 	g.onGrant = func(id tenancy.TenantID) {
 		order = append(order, map[byte]string{1: "A", 2: "B"}[id[0]])
@@ -99,7 +99,7 @@ func TestFairQueueManyWaitersCannotStarveFew(t *testing.T) {
 // TestFairQueueWeights: weight 3 gets three grants per round to weight 1's
 // one.
 func TestFairQueueWeights(t *testing.T) {
-	g := newGate(1, 1, 1000, 1000, 0)
+	g := newGate(1, 1, 1, 1000, 1000, 0)
 	var order []string
 	g.onGrant = func(id tenancy.TenantID) { order = append(order, map[byte]string{1: "A", 2: "B"}[id[0]]) }
 	hold, _ := acq(context.Background(), g, tid(9), 1)
@@ -118,7 +118,7 @@ func TestFairQueueWeights(t *testing.T) {
 // TestFairQueueCostCharging: a tenant whose requests cost 4 units each gets
 // one request per four of a tenant of 1-unit requests.
 func TestFairQueueCostCharging(t *testing.T) {
-	g := newGate(1, 1, 1000, 1000, 0)
+	g := newGate(1, 1, 1, 1000, 1000, 0)
 	var order []string
 	g.onGrant = func(id tenancy.TenantID) { order = append(order, map[byte]string{1: "H", 2: "L"}[id[0]]) }
 	hold, _ := acq(context.Background(), g, tid(9), 1)
@@ -145,7 +145,7 @@ func TestFairQueueCostCharging(t *testing.T) {
 // waits even though server slots are free, and another tenant runs at
 // once.
 func TestTenantCapLeavesRoomForOthers(t *testing.T) {
-	g := newGate(4, 3, 100, 100, 0)
+	g := newGate(4, 3, 3, 100, 100, 0)
 	var held []*flow
 	for i := 0; i < 3; i++ {
 		f, err := acq(context.Background(), g, tid(1), 1)
@@ -180,7 +180,7 @@ func TestTenantCapLeavesRoomForOthers(t *testing.T) {
 }
 
 func TestGateShedding(t *testing.T) {
-	g := newGate(1, 1, 2, 3, 0)
+	g := newGate(1, 1, 1, 2, 3, 0)
 	hold, _ := acq(context.Background(), g, tid(9), 1)
 	got := make(chan *flow, 10)
 	queueUp(t, g, tid(1), 2, 1, got)
@@ -192,7 +192,7 @@ func TestGateShedding(t *testing.T) {
 		t.Fatalf("waiter past the total bound: err = %v, want errOverloaded", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	g2 := newGate(1, 1, 10, 10, 0)
+	g2 := newGate(1, 1, 1, 10, 10, 0)
 	h2, _ := acq(ctx, g2, tid(1), 1)
 	errc := make(chan error)
 	go func() { _, err := acq(ctx, g2, tid(2), 1); errc <- err }()
@@ -214,7 +214,7 @@ func TestGateShedding(t *testing.T) {
 }
 
 func TestGateQueueTimeout(t *testing.T) {
-	g := newGate(1, 1, 10, 10, time.Millisecond)
+	g := newGate(1, 1, 1, 10, 10, time.Millisecond)
 	hold, _ := acq(context.Background(), g, tid(1), 1)
 	if _, err := acq(context.Background(), g, tid(2), 1); !errors.Is(err, errQueueTimeout) {
 		t.Fatalf("err = %v, want errQueueTimeout", err)
@@ -228,7 +228,7 @@ func TestGateQueueTimeout(t *testing.T) {
 // TestGateConcurrent hammers the gate and checks that the bound holds and
 // every slot is returned.
 func TestGateConcurrent(t *testing.T) {
-	g := newGate(3, 2, 1000, 1000, 0)
+	g := newGate(3, 2, 2, 1000, 1000, 0)
 	var mu sync.Mutex
 	running, peak := 0, 0
 	var wg sync.WaitGroup
@@ -259,5 +259,59 @@ func TestGateConcurrent(t *testing.T) {
 	}
 	if in, q := g.stats(); in != 0 || q != 0 || g.ring.Len() != 0 {
 		t.Fatalf("leftovers: inflight=%d queued=%d ring=%d", in, q, g.ring.Len())
+	}
+}
+
+// TestSharedCapWhileOthersActive: a tenant alone may fill every slot; once
+// another tenant has made a request it is held to the shared cap, and two
+// windows after the other tenant's last request it is alone again.
+func TestSharedCapWhileOthersActive(t *testing.T) {
+	g := newGate(4, 4, 1, 100, 100, 0)
+	a, b := &flow{tenant: tid(1)}, &flow{tenant: tid(2)}
+	ctx := context.Background()
+	for i := 0; i < 4; i++ {
+		if waited, err := g.acquire(ctx, a, 1, 0, t0); err != nil || waited {
+			t.Fatalf("alone, request %d: waited=%v err=%v", i, waited, err)
+		}
+	}
+	for i := 0; i < 4; i++ {
+		g.release(a, 0)
+	}
+	// b arrives: from now on a may run one request at a time.
+	if _, err := g.acquire(ctx, b, 1, 0, t0); err != nil {
+		t.Fatal(err)
+	}
+	g.release(b, 0)
+	if _, err := g.acquire(ctx, a, 1, 0, t0); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan error, 1)
+	go func() { _, err := g.acquire(ctx, a, 1, 0, t0); got <- err }()
+	for _, q := g.stats(); q != 1; _, q = g.stats() {
+		time.Sleep(50 * time.Microsecond)
+	}
+	if in, _ := g.stats(); in != 1 {
+		t.Fatalf("inflight = %d with free slots; want a held to the shared cap of 1", in)
+	}
+	g.release(a, 0)
+	if err := <-got; err != nil {
+		t.Fatal(err)
+	}
+	g.release(a, 0)
+	// Two windows later b is no longer active.
+	later := t0.Add(2 * contentionWindow)
+	for i := 0; i < 4; i++ {
+		if waited, err := g.acquire(ctx, a, 1, 0, later); err != nil || waited {
+			t.Fatalf("alone again, request %d: waited=%v err=%v", i, waited, err)
+		}
+	}
+	// A tenant's own max_inflight overrides the shared cap.
+	g2 := newGate(4, 4, 1, 100, 100, 0)
+	a2, b2 := &flow{tenant: tid(1)}, &flow{tenant: tid(2)}
+	g2.acquire(ctx, b2, 1, 0, t0)
+	for i := 0; i < 3; i++ {
+		if waited, err := g2.acquire(ctx, a2, 1, 3, t0); err != nil || waited {
+			t.Fatalf("max_inflight 3, request %d: waited=%v err=%v", i, waited, err)
+		}
 	}
 }

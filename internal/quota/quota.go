@@ -63,8 +63,11 @@ type Options struct {
 	// WAL sync, which they share (group commit), so they get more slots.
 	MaxInflight, MaxWriteInflight int
 	// TenantInflight caps one tenant's running requests of each class
-	// unless its quota says otherwise; 0 means all slots but one, so that a
-	// newly arriving tenant always finds a free slot.
+	// while other tenants are active (made a request in the last second or
+	// two) unless its quota says otherwise; alone, a tenant may use every
+	// slot. 0 means half of GOMAXPROCS (at least 1) for reads, so that one
+	// tenant can never keep every core busy, and a quarter of
+	// MaxWriteInflight for writes.
 	TenantInflight int
 	// TenantQueue bounds the requests one tenant may have waiting; 0 means
 	// 1024. TotalQueue bounds all waiting requests; 0 means 8192.
@@ -192,11 +195,13 @@ func New(o Options) (*Manager, error) {
 		done:     make(chan struct{}),
 	}
 	for c, limit := range [classCount]int{o.MaxInflight, o.MaxWriteInflight} {
-		tenantLimit := o.TenantInflight
-		if tenantLimit <= 0 {
-			tenantLimit = max(1, limit-1)
+		shared := o.TenantInflight
+		if shared <= 0 && c == classRead {
+			shared = max(1, runtime.GOMAXPROCS(0)/2)
+		} else if shared <= 0 {
+			shared = max(1, limit/4)
 		}
-		m.gates[c] = newGate(limit, tenantLimit, o.TenantQueue, o.TotalQueue, o.QueueTimeout)
+		m.gates[c] = newGate(limit, limit, shared, o.TenantQueue, o.TotalQueue, o.QueueTimeout)
 	}
 	reg := o.Registerer
 	if reg == nil {
@@ -518,7 +523,7 @@ func (m *Manager) Admit(ctx context.Context, s tenancy.Scope, in any) (*Ticket, 
 		now = m.now() // the operator's request
 	}
 	g := m.gates[class]
-	waited, err := g.acquire(ctx, f, weight, maxInflight)
+	waited, err := g.acquire(ctx, f, weight, maxInflight, now)
 	if waited {
 		m.metrics.queueWait.Observe(m.now().Sub(now).Seconds())
 	}
