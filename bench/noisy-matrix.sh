@@ -245,7 +245,8 @@ for rep in $(seq 1 "$reps"); do
 			"$work/tenantdb" key create --tenant "$t" --role admin --json >>"$creds"
 			echo >>"$creds"
 		done
-		hook="curl -s $endpoint/metrics >'$out/$name.metrics-'\$TDBLOAD_PHASE
+		opkey=$(sed -n 's/^tenantdb_key *= *//p' "$data/operator-credentials")
+		hook="curl -s -H 'Authorization: Bearer $opkey' $endpoint/metrics >'$out/$name.metrics-'\$TDBLOAD_PHASE
 			case \$TDBLOAD_PHASE in
 			2) '$work/tenantdb' quota set --tenant $a --read-units $aquota --write-units $aquota --burst-seconds 1 >/dev/null ;;
 			3) '$work/tenantdb' quota set --tenant $a --read-units $p3quota --write-units $p3quota --burst-seconds 1 >/dev/null ;;
@@ -261,7 +262,7 @@ for rep in $(seq 1 "$reps"); do
 				--phase-duration "$phase_dur" --phase-hook "$hook" --server-pid "$pid" --json \
 				>"$out/$name.json" 2>"$work/tdbload.log" || { cat "$work/tdbload.log" >&2; exit 1; }
 		fi
-		curl -s "$endpoint/metrics" >"$out/$name.metrics-end"
+		curl -s -H "Authorization: Bearer $opkey" "$endpoint/metrics" >"$out/$name.metrics-end"
 		kill "$pid"
 		wait "$pid" 2>/dev/null || true
 		pid=""
