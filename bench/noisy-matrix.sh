@@ -17,7 +17,11 @@
 # than the server, and in one process the aggressor's 128 client goroutines
 # delay the victim's client itself. --split approximates an aggressor whose
 # client runs on other machines (its requests still reach the server as fast
-# as the CPU it gets allows). bench/noisy.sh is the single run of tdbload noisy.
+# as the CPU it gets allows). --flood (implies --split) makes the phase 3
+# aggressor tests/noisy/flood, which replays pre-signed GetItems for a few
+# microseconds of client CPU each and so can saturate the server, which an
+# SDK client on this machine cannot. bench/noisy.sh is the single run of
+# tdbload noisy.
 #
 #   bench/noisy-matrix.sh [--split] [--reps 3] [--phase-duration 10s] [--fairness "true false"]
 #                  [--aggressor-quota 100] [--overload 10] [--aggressor-concurrency 128]
@@ -43,11 +47,13 @@ p3quota=1000000
 p3workload=get
 out=""
 split=false
+flood=false
 extra=()
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--reps) reps="$2"; shift 2 ;;
 	--split) split=true; shift ;;
+	--flood) split=true; flood=true; shift ;;
 	--phase-duration) phase_dur="$2"; shift 2 ;;
 	--fairness) fairness="$2"; shift 2 ;;
 	--aggressor-quota) aquota="$2"; shift 2 ;;
@@ -59,7 +65,7 @@ while [ $# -gt 0 ]; do
 	--phase3-workload) p3workload="$2"; shift 2 ;;
 	--out) out="$2"; shift 2 ;;
 	--) shift; extra=("$@"); break ;;
-	-h|--help) sed -n '2,30p' "$0"; exit 0 ;;
+	-h|--help) sed -n '2,34p' "$0"; exit 0 ;;
 	*) echo "noisy-matrix.sh: unknown argument $1" >&2; exit 2 ;;
 	esac
 done
@@ -157,14 +163,15 @@ if len(sys.argv) > 2:
 PY
 
 echo "noisy-matrix.sh: building" >&2
-(cd "$root" && go build -o "$work/tenantdb" ./cmd/tenantdb && go build -o "$work/tdbload" ./cmd/tdbload)
+(cd "$root" && go build -o "$work/tenantdb" ./cmd/tenantdb && go build -o "$work/tdbload" ./cmd/tdbload &&
+	go build -o "$work/flood" ./tests/noisy/flood)
 
 {
 	echo "date: $(date -u +%FT%TZ)"
 	echo "commit: $(cd "$root" && git rev-parse --short HEAD)"
 	echo "cpus: $(nproc)  load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 	echo "go: $(go version)"
-	echo "args: split=$split reps=$reps phase_duration=$phase_dur aggressor_quota=$aquota overload=$overload aggressor_concurrency=$aconc victim_rate=$vrate victim_concurrency=$vconc phase3_quota=$p3quota phase3_workload=$p3workload extra=${extra[*]:-}"
+	echo "args: split=$split flood=$flood reps=$reps phase_duration=$phase_dur aggressor_quota=$aquota overload=$overload aggressor_concurrency=$aconc victim_rate=$vrate victim_concurrency=$vconc phase3_quota=$p3quota phase3_workload=$p3workload extra=${extra[*]:-}"
 } >"$out/env.txt"
 
 # run_split NAME ENDPOINT CREDS HOOK: the three phases with the victim and
@@ -198,9 +205,14 @@ PY
 		2) nice -n 19 "$work/tdbload" run "${common[@]}" --tenants "$d/aggressor.creds" --workload put \
 			--rate $((aquota * overload)) --concurrency "$aconc" --duration "$((secs + 3))s" --warmup 0 \
 			>"$d/aggressor-$phase.json" 2>/dev/null & apid=$! ;;
-		3) nice -n 19 "$work/tdbload" run "${common[@]}" --tenants "$d/aggressor.creds" --workload "$p3workload" \
-			--concurrency "$aconc" --duration "$((secs + 3))s" --warmup 0 \
-			>"$d/aggressor-$phase.json" 2>/dev/null & apid=$! ;;
+		3) if [ "$flood" = true ]; then
+			nice -n 19 "$work/flood" --endpoint "$endpoint" --key "$(tr -d "\n" <"$d/aggressor.creds")" \
+				--concurrency "$aconc" --duration "$((secs + 3))s" --json >"$d/flood.json" 2>/dev/null & apid=$!
+		else
+			nice -n 19 "$work/tdbload" run "${common[@]}" --tenants "$d/aggressor.creds" --workload "$p3workload" \
+				--concurrency "$aconc" --duration "$((secs + 3))s" --warmup 0 \
+				>"$d/aggressor-$phase.json" 2>/dev/null & apid=$!
+		fi ;;
 		esac
 		[ -z "$apid" ] || sleep 1
 		"$work/tdbload" run "${common[@]}" --tenants "$d/victim.creds" --workload mixed --mix get=50,put=50 \
@@ -217,6 +229,9 @@ for ph in (1, 2, 3):
     p = {"phase": ph, "name": names[ph], "victim": json.load(open(f"{d}/victim-{ph}.json"))}
     if os.path.exists(f"{d}/aggressor-{ph}.json"):
         p["aggressor"] = json.load(open(f"{d}/aggressor-{ph}.json"))
+    elif ph == 3 and os.path.exists(f"{d}/flood.json"):
+        f = json.load(open(f"{d}/flood.json"))
+        p["aggressor"] = {"ops_per_sec": f["ops_per_sec"], "throttled": f["throttled"], "errors": f["errors"] + f["throttled"], "client_cpu": {"cores": 0}}
     out.append(p)
 print(json.dumps(out))
 PY
