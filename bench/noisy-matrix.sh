@@ -240,18 +240,23 @@ PY
 for rep in $(seq 1 "$reps"); do
 	for fair in $fairness; do
 		name="fairness-$([ "$fair" = true ] && echo on || echo off)-$rep"
-		port=$((20000 + RANDOM % 20000))
-		data="$work/data-$name"
-		endpoint="http://127.0.0.1:$port"
-		"$work/tenantdb" serve --addr "127.0.0.1:$port" --data-dir "$data" --log-level error \
-			--default-tenant=false --fairness="$fair" "${extra[@]}" >"$work/serve.log" 2>&1 &
-		pid=$!
-		for _ in $(seq 1 300); do
-			grep -q "listening on" "$work/serve.log" && break
-			sleep 0.1
+		for try in 1 2 3 4 5; do
+			port=$((20000 + RANDOM % 20000))
+			endpoint="http://127.0.0.1:$port"
+			"$work/tenantdb" serve --addr "127.0.0.1:$port" --data-dir "$data" --log-level error \
+				--default-tenant=false --fairness="$fair" "${extra[@]}" >"$work/serve.log" 2>&1 &
+			pid=$!
+			for _ in $(seq 1 300); do
+				grep -q "listening on" "$work/serve.log" && break
+				kill -0 "$pid" 2>/dev/null || break
+				sleep 0.1
+			done
+			grep -q "listening on" "$work/serve.log" && [ -f "$data/operator-credentials" ] && break
+			wait "$pid" 2>/dev/null || true
+			pid=""
+			grep -q "address already in use" "$work/serve.log" || { cat "$work/serve.log" >&2; exit 1; }
 		done
-		grep -q "listening on" "$work/serve.log" && [ -f "$data/operator-credentials" ] ||
-			{ cat "$work/serve.log" >&2; exit 1; }
+		[ -n "$pid" ] || { cat "$work/serve.log" >&2; exit 1; }
 		export TENANTDB_ENDPOINT="$endpoint" TENANTDB_CREDENTIALS="$data/operator-credentials"
 		v=$("$work/tenantdb" tenant create victim --json | sed -n 's/.*"id": *"\([0-9a-f]*\)".*/\1/p')
 		a=$("$work/tenantdb" tenant create aggressor --json | sed -n 's/.*"id": *"\([0-9a-f]*\)".*/\1/p')
