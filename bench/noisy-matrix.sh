@@ -240,6 +240,7 @@ PY
 for rep in $(seq 1 "$reps"); do
 	for fair in $fairness; do
 		name="fairness-$([ "$fair" = true ] && echo on || echo off)-$rep"
+		data="$work/data-$name"
 		for try in 1 2 3 4 5; do
 			port=$((20000 + RANDOM % 20000))
 			endpoint="http://127.0.0.1:$port"
