@@ -72,7 +72,7 @@ func addQuotaRoutes(adm *admin.Handler, q *quota.Manager, log *audit.Log) {
 		}
 		admin.WriteJSON(w, http.StatusOK, out)
 	})
-	adm.HandleTenant("GET /v1/tenants/{tenant}/usage", func(w http.ResponseWriter, r *http.Request, p tenancy.Principal, t tenancy.TenantID) {
+	adm.HandleTenantWide("GET /v1/tenants/{tenant}/usage", func(w http.ResponseWriter, r *http.Request, p tenancy.Principal, t tenancy.TenantID) {
 		from, to, err := usageWindow(r.URL.Query())
 		if err != nil {
 			admin.WriteError(w, err)

@@ -16,6 +16,10 @@
 //     admin key naming another tenant gets exactly the 404 a tenant that
 //     does not exist gets, so nothing is revealed; app and read keys get
 //     403.
+//   - tenant-wide reports (the tenant's audit log and, through
+//     HandleTenantWide, its usage): as tenant routes, but an admin key of
+//     another environment than live is refused with 403, since these cover
+//     every environment's keys and tables.
 //
 // Every change and every refusal is written to the audit log: a tenant's
 // own log for actions on the tenant, the platform log for the operator's
@@ -104,12 +108,17 @@ func New(o Options) (*Handler, error) {
 	return h, nil
 }
 
+// LiveEnv is the default environment of keys, the one whose admin keys
+// may read a tenant's tenant-wide reports (audit log, usage).
+const LiveEnv = "live"
+
 // audience says who may call a route.
 type audience int
 
 const (
 	operatorOnly audience = iota // the operator
 	tenantAdmin                  // the operator or an admin key of the {tenant} in the path
+	tenantWide                   // tenantAdmin, but only admin keys of the live environment
 	anyKey                       // any authenticated API key
 	platformUser                 // a platform user's JWT
 )
@@ -144,8 +153,10 @@ func (h *Handler) routes() {
 
 	h.handle("POST /v1/tenants/{tenant}/sessions", tenantAdmin, h.createSession)
 
-	h.handle("GET /v1/tenants/{tenant}/audit", tenantAdmin, h.tenantAudit)
-	h.handle("GET /v1/tenants/{tenant}/audit/verify", tenantAdmin, h.verifyTenantAudit)
+	// NB: the audit log spans all of a tenant's environments (it names
+	// every key and table), so a test-environment admin key may not read it.
+	h.handle("GET /v1/tenants/{tenant}/audit", tenantWide, h.tenantAudit)
+	h.handle("GET /v1/tenants/{tenant}/audit/verify", tenantWide, h.verifyTenantAudit)
 	h.handle("GET /v1/audit", operatorOnly, h.platformAudit)
 	h.handle("GET /v1/audit/verify", operatorOnly, h.verifyPlatformAudit)
 
@@ -166,6 +177,16 @@ func (h *Handler) routes() {
 // write the API's shapes.
 func (h *Handler) HandleTenant(pattern string, fn func(w http.ResponseWriter, r *http.Request, p tenancy.Principal, t tenancy.TenantID)) {
 	h.handle(pattern, tenantAdmin, func(c *call) error {
+		fn(c.w, c.r, c.p, c.tenant.ID)
+		return nil
+	})
+}
+
+// HandleTenantWide is HandleTenant for a route that reports on every
+// environment of the tenant (usage): admin keys of other environments than
+// live are refused.
+func (h *Handler) HandleTenantWide(pattern string, fn func(w http.ResponseWriter, r *http.Request, p tenancy.Principal, t tenancy.TenantID)) {
+	h.handle(pattern, tenantWide, func(c *call) error {
 		fn(c.w, c.r, c.p, c.tenant.ID)
 		return nil
 	})
@@ -239,7 +260,7 @@ func (h *Handler) authorize(c *call, aud audience) error {
 			return h.resolveOperatorTenant(c)
 		}
 		return h.deny(c, apierr.New(apierr.AccessDenied, "only the operator may call %s", c.action), "not the operator")
-	case tenantAdmin:
+	case tenantAdmin, tenantWide:
 		if p.IsOperator() {
 			return h.resolveOperatorTenant(c)
 		}
@@ -256,6 +277,9 @@ func (h *Handler) authorize(c *call, aud audience) error {
 		if err != nil || strings.Contains(c.r.PathValue("tenant"), "-") || id != p.Tenant {
 			// NB: the same answer as for a tenant that does not exist.
 			return h.deny(c, tenantNotFound(), "cross-tenant attempt on "+clip(c.r.URL.Path))
+		}
+		if aud == tenantWide && p.Env != LiveEnv {
+			return h.deny(c, apierr.New(apierr.AccessDenied, "%s reports on every environment of the tenant; use an admin key of the %s environment (this key is of %s)", c.action, LiveEnv, p.Env), "environment "+clip(p.Env)+" on a tenant-wide route")
 		}
 		t, err := h.o.Catalog.Tenant(c.ctx, id)
 		if err != nil {

@@ -40,7 +40,7 @@ func (h *Handler) createKey(c *call) error {
 	}
 	env := req.Env
 	if env == "" {
-		env = "live"
+		env = LiveEnv
 		if !c.p.IsOperator() {
 			env = c.p.Env
 		}
