@@ -253,14 +253,27 @@ func (s *Server) finish(w http.ResponseWriter, r *http.Request, x *exchange, buf
 // their cause chain (which comes from our own code, not from items).
 func (s *Server) logRequest(ctx context.Context, x *exchange, status, bytesOut int, elapsed time.Duration, err error) {
 	level := slog.LevelDebug
+	var kind apierr.Kind
+	if err != nil {
+		kind = apierr.KindOf(err)
+	}
 	switch {
+	case err == nil || quietKind(kind):
 	case status >= 500:
 		level = slog.LevelError
-	case err != nil:
+	default:
 		level = slog.LevelInfo
 	}
 	if !s.log.Enabled(ctx, level) {
 		return
+	}
+	var suppressed int64
+	if level == slog.LevelInfo {
+		ok, n := s.clientErrLog.allow(time.Now())
+		if !ok {
+			return
+		}
+		suppressed = n
 	}
 	attrs := make([]slog.Attr, 0, 10)
 	attrs = append(attrs,
@@ -278,10 +291,13 @@ func (s *Server) logRequest(ctx context.Context, x *exchange, status, bytesOut i
 		attrs = append(attrs, slog.String("role", x.principal.Role.String()), slog.String("key_id", x.principal.KeyID))
 	}
 	if err != nil {
-		attrs = append(attrs, slog.String("code", wire.ErrorCode(apierr.KindOf(err))))
+		attrs = append(attrs, slog.String("code", wire.ErrorCode(kind)))
 		if status >= 500 {
 			attrs = append(attrs, slog.String("error", err.Error()))
 		}
+	}
+	if suppressed > 0 {
+		attrs = append(attrs, slog.Int64("suppressed_before", suppressed))
 	}
 	s.log.LogAttrs(ctx, level, "request", attrs...)
 }

@@ -95,7 +95,9 @@ type Server struct {
 	metrics http.Handler
 	pprof   http.Handler
 	log     *slog.Logger
-	maxBody int64
+	// clientErrLog samples the Info lines of client errors (logsample.go).
+	clientErrLog logSampler
+	maxBody      int64
 	// bigBodies bounds the bytes of large requests being decoded and run.
 	bigBodies *semaphore.Weighted
 	m         *metrics
@@ -134,14 +136,15 @@ func New(o Options) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{
-		backend: o.Backend,
-		auth:    o.Auth,
-		guard:   o.Guard,
-		admin:   o.Admin,
-		denied:  o.Denied,
-		opsAuth: o.OpsAuth,
-		log:     o.Logger,
-		maxBody: o.MaxBodyBytes,
+		backend:      o.Backend,
+		auth:         o.Auth,
+		guard:        o.Guard,
+		admin:        o.Admin,
+		denied:       o.Denied,
+		opsAuth:      o.OpsAuth,
+		log:          o.Logger,
+		clientErrLog: logSampler{n: clientErrorBurst},
+		maxBody:      o.MaxBodyBytes,
 		// NB: at least one maximal request fits; four maximal requests (or
 		// many mid-sized ones) may be in flight at once.
 		bigBodies: semaphore.NewWeighted(4 * o.MaxBodyBytes),
