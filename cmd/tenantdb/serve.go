@@ -245,6 +245,7 @@ func serve(ctx context.Context, cfg Config, out io.Writer) (err error) {
 	}
 	cat := catalog.Open(db, catalog.Options{})
 	auditLog := audit.Open(db, audit.Options{Logger: log})
+	defer auditLog.Close() // pending summaries of coalesced denials, before db.Close
 	authn := auth.New(cat, key, auth.Options{
 		Logger: log,
 		Denied: auditLog.Denied,

@@ -67,13 +67,17 @@ type Record struct {
 	Source  string    `json:"source,omitempty"` // client address
 	Outcome string    `json:"outcome"`          // OutcomeOK, OutcomeDenied or OutcomeError
 	Reason  string    `json:"reason,omitempty"`
-	Prev    string    `json:"prev"`           // hex of the previous record's hash
-	Hash    string    `json:"hash,omitempty"` // hex; empty in the canonical form
+	// Count is the number of attempts a summary record (outcome
+	// OutcomeDeniedCoalesced) stands for; 0 otherwise.
+	Count int64  `json:"count,omitempty"`
+	Prev  string `json:"prev"`           // hex of the previous record's hash
+	Hash  string `json:"hash,omitempty"` // hex; empty in the canonical form
 }
 
 // Event is what a caller records; the log fills in Seq, Time, Prev, Hash.
 type Event struct {
 	Actor, Role, Action, Target, Source, Outcome, Reason string
+	Count                                                int64 // see Record.Count
 }
 
 // Options configure a Log.
@@ -90,6 +94,8 @@ type Log struct {
 	log  *slog.Logger
 	mu   sync.Mutex
 	tips map[tenancy.TenantID]*chain
+
+	denials denials // rate of denial records per tenant (denials.go)
 }
 
 type chain struct {
@@ -125,6 +131,7 @@ func (l *Log) chain(t tenancy.TenantID) *chain {
 // Forget drops the in-memory head of tenant t's chain; call it after the
 // tenant's range is deleted.
 func (l *Log) Forget(t tenancy.TenantID) {
+	l.forgetDenials(t)
 	l.mu.Lock()
 	delete(l.tips, t)
 	l.mu.Unlock()
@@ -188,7 +195,7 @@ func (l *Log) Append(ctx context.Context, t tenancy.TenantID, ev Event) (Record,
 		Seq: c.seq + 1, Time: now,
 		Actor: clean(ev.Actor, maxField), Role: clean(ev.Role, maxField), Action: clean(ev.Action, maxField),
 		Target: clean(ev.Target, maxField), Source: clean(ev.Source, maxField),
-		Outcome: clean(ev.Outcome, maxField), Reason: clean(ev.Reason, maxReason),
+		Outcome: clean(ev.Outcome, maxField), Reason: clean(ev.Reason, maxReason), Count: ev.Count,
 		Prev: hex.EncodeToString(c.hash[:]),
 	}
 	canon, err := json.Marshal(r)
@@ -243,11 +250,18 @@ func Source(ctx context.Context) string {
 // "dynamodb:GetItem" or "admin:GET /v1/tenants/..."), reason the refusal.
 // The source is taken from ctx (see WithSource). Failures to record are
 // logged, not returned: a denial stays a denial.
+//
+// Over deniedPerSecond denials a second for one tenant, the rest are
+// counted and summarized in one record (see denials.go).
 func (l *Log) Denied(ctx context.Context, p tenancy.Principal, action, reason string) {
-	_, err := l.Append(ctx, p.Tenant, Event{
+	ev := Event{
 		Actor: p.KeyID, Role: p.Role.String(), Action: action, Source: Source(ctx),
 		Outcome: OutcomeDenied, Reason: reason,
-	})
+	}
+	if !l.admitDenial(p.Tenant, ev, l.now()) {
+		return
+	}
+	_, err := l.Append(ctx, p.Tenant, ev)
 	if err != nil {
 		l.log.Error("audit: recording a denial failed", "tenant", p.Tenant.String(), "key", p.KeyID, "err", err)
 	}
@@ -279,6 +293,7 @@ func (l *Log) Query(ctx context.Context, t tenancy.TenantID, from, to time.Time,
 	if limit > 1000 {
 		return nil, apierr.Validationf("limit must be at most 1000")
 	}
+	l.flushDenialsOf(t)
 	c := l.chain(t)
 	c.mu.Lock()
 	err := l.load(t, c)

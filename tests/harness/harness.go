@@ -168,6 +168,7 @@ func startInProcess(t testing.TB, o Options) *Server {
 			t.Errorf("harness: quota close: %v", err)
 		}
 		authn.Close()
+		auditLog.Close()
 		if err := eng.Close(); err != nil {
 			t.Errorf("harness: engine close: %v", err)
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/tenantdb/tenantdb/internal/admin"
+	"github.com/tenantdb/tenantdb/internal/audit"
 	"github.com/tenantdb/tenantdb/tests/harness"
 )
 
@@ -338,6 +339,70 @@ func (w *world) credentialAttacks(t *testing.T) {
 			wantCode(t, err, "InvalidSignatureException")
 			w.wantAudited(t, victim.id, since, victim.app.AccessKeyID, "auth:sigv4")
 		}
+	})
+
+	w.attack(t, "bad-signature-flood-bounded-audit", func(t *testing.T) {
+		// B knows A's key id and floods bad signatures in A's name: A's
+		// log must account for every attempt without growing by one
+		// record per attempt, stay verifiable, and keep A's own actions;
+		// B's log is untouched.
+		const flood = 600
+		sinceA, sinceB := w.auditTail(t, A.id), w.auditTail(t, B.id)
+		bad := harness.Credential{AccessKeyID: A.app.AccessKeyID, SecretAccessKey: strings.Repeat("y", 40)}
+		c := w.client(bad, "", B.rec)
+		start := time.Now()
+		for i := range flood {
+			_, err := c.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(tblNS), Key: w.sharedKey(tblNS)})
+			wantCode(t, err, "InvalidSignatureException")
+			if i == flood/2 {
+				if _, err := w.admin.Keys(ctx, A.id); err != nil { // an operator action mid-flood
+					t.Fatal(err)
+				}
+				if _, err := (&admin.Client{Endpoint: w.srv.Endpoint, Key: A.admin.Key}).CreateKey(ctx, A.id, admin.CreateKeyRequest{Role: "read"}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		elapsed := time.Since(start)
+		var recs, attempts int64
+		ownAction := false
+		after := sinceA
+		for {
+			page, err := w.admin.Audit(ctx, A.id, admin.AuditQuery{After: after, Limit: 1000})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range page.Records {
+				recs++
+				if r.Actor == A.app.AccessKeyID && r.Action == "auth:sigv4" {
+					attempts += audit.DeniedAttempts(r)
+				}
+				if r.Action == "key.create" && r.Outcome == "ok" {
+					ownAction = true
+				}
+			}
+			if page.NextAfter == 0 || len(page.Records) == 0 {
+				break
+			}
+			after = page.NextAfter
+		}
+		if attempts != flood {
+			t.Errorf("A's log accounts for %d of %d denied attempts", attempts, flood)
+		}
+		// 100 at once, 20 a second after that, a few summaries and A's own records.
+		if limit := int64(100 + 20*elapsed.Seconds() + 10); recs > limit {
+			t.Errorf("A's log grew by %d records for %d attempts in %v, want at most %d", recs, flood, elapsed, limit)
+		}
+		if !ownAction {
+			t.Errorf("A's own key creation during the flood is not in its log")
+		}
+		if v, err := w.admin.VerifyAudit(ctx, A.id); err != nil || !v.OK {
+			t.Errorf("A's log does not verify after the flood: %+v %v", v, err)
+		}
+		if tail := w.auditTail(t, B.id); tail != sinceB {
+			t.Errorf("B's log grew from %d to %d during B's flood in A's name", sinceB, tail)
+		}
+		t.Logf("%d attempts in %v: %d records in A's log", flood, elapsed.Round(time.Millisecond), recs)
 	})
 
 	w.attack(t, "forged-key-ids-no-tenant-oracle", func(t *testing.T) {
