@@ -82,7 +82,11 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	return cf.output(stdout, page.Records, func(w *tabwriter.Writer) {
 		fmt.Fprintln(w, "SEQ\tTIME\tACTOR\tACTION\tTARGET\tOUTCOME\tSOURCE\tREASON")
 		for _, r := range page.Records {
-			fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Seq, fmtTime(r.Time), dash(r.Actor), r.Action, dash(r.Target), r.Outcome, dash(r.Source), dash(r.Reason))
+			outcome := r.Outcome
+			if r.Count > 0 { // a summary of coalesced denials
+				outcome = fmt.Sprintf("%s x%d", outcome, r.Count)
+			}
+			fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Seq, fmtTime(r.Time), dash(r.Actor), r.Action, dash(r.Target), outcome, dash(r.Source), dash(r.Reason))
 		}
 		if page.NextAfter != 0 {
 			fmt.Fprintf(w, "\n(more: --after %d)\n", page.NextAfter)
