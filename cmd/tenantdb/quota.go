@@ -1,14 +1,7 @@
 package main
 
-// Quotas: the admin endpoints (served by `tenantdb serve`) and the
-// `tenantdb quota` command that calls them.
-//
-//	GET /v1/tenants/{tenant}/quota[?table=NAME]   operator, or the tenant's admin key
-//	PUT /v1/tenants/{tenant}/quota[?table=NAME]   operator
-//
-// PUT takes {"read_units", "write_units", "burst_seconds", "weight",
-// "max_inflight"}: each member present replaces the stored value, 0 removes
-// it (back to the default), absent members are kept.
+// `tenantdb quota`: shows and sets quotas through the admin endpoints
+// (internal/admin/quota.go).
 
 import (
 	"bytes"
@@ -25,74 +18,8 @@ import (
 	"time"
 
 	"github.com/tenantdb/tenantdb/internal/admin"
-	"github.com/tenantdb/tenantdb/internal/apierr"
-	"github.com/tenantdb/tenantdb/internal/audit"
 	"github.com/tenantdb/tenantdb/internal/quota"
-	"github.com/tenantdb/tenantdb/internal/tenancy"
 )
-
-// addQuotaRoutes adds the quota and usage endpoints to the admin API.
-func addQuotaRoutes(adm *admin.Handler, q *quota.Manager, log *audit.Log) {
-	adm.HandleTenant("GET /v1/tenants/{tenant}/quota", func(w http.ResponseWriter, r *http.Request, p tenancy.Principal, t tenancy.TenantID) {
-		out, err := q.GetQuota(r.Context(), t, r.URL.Query().Get("table"))
-		if err != nil {
-			admin.WriteError(w, err)
-			return
-		}
-		admin.WriteJSON(w, http.StatusOK, out)
-	})
-	adm.HandleTenant("PUT /v1/tenants/{tenant}/quota", func(w http.ResponseWriter, r *http.Request, p tenancy.Principal, t tenancy.TenantID) {
-		ctx := audit.WithSource(r.Context(), r.RemoteAddr)
-		const action = "admin:PUT /v1/tenants/{tenant}/quota"
-		if !p.IsOperator() {
-			log.Denied(ctx, p, action, "only the operator sets quotas")
-			admin.WriteError(w, apierr.New(apierr.AccessDenied, "only the operator may set quotas"))
-			return
-		}
-		var u quota.Update
-		dec := json.NewDecoder(r.Body)
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&u); err != nil {
-			admin.WriteError(w, apierr.Validationf("malformed JSON body: %s", clipString(err.Error())))
-			return
-		}
-		table := r.URL.Query().Get("table")
-		out, err := q.SetQuota(ctx, t, table, u)
-		if err != nil {
-			admin.WriteError(w, err)
-			return
-		}
-		target := "quota"
-		if table != "" {
-			target = "quota of table " + table
-		}
-		if _, err := log.Append(ctx, t, audit.Event{Actor: p.KeyID, Role: p.Role.String(), Action: "SetQuota", Target: target, Source: r.RemoteAddr}); err != nil {
-			admin.WriteError(w, apierr.Wrap(apierr.Internal, err, "auditing the quota change"))
-			return
-		}
-		admin.WriteJSON(w, http.StatusOK, out)
-	})
-	adm.HandleTenantWide("GET /v1/tenants/{tenant}/usage", func(w http.ResponseWriter, r *http.Request, p tenancy.Principal, t tenancy.TenantID) {
-		from, to, err := usageWindow(r.URL.Query())
-		if err != nil {
-			admin.WriteError(w, err)
-			return
-		}
-		out, err := q.Usage(r.Context(), t, from, to)
-		if err != nil {
-			admin.WriteError(w, err)
-			return
-		}
-		admin.WriteJSON(w, http.StatusOK, out)
-	})
-}
-
-func clipString(s string) string {
-	if len(s) > 128 {
-		return s[:128] + "..."
-	}
-	return s
-}
 
 var _ = register(&command{
 	name:    "quota",

@@ -308,7 +308,7 @@ func serve(ctx context.Context, cfg Config, out io.Writer) (err error) {
 	if err != nil {
 		return err
 	}
-	addQuotaRoutes(adm, quotas, auditLog) // quota.go
+	adm.ServeQuotas(quotas)
 	var dataAuth server.Authenticator = authn
 	guard := &tenancy.Guard{}
 	if cfg.BenchBypassTenancy {

@@ -1,7 +1,7 @@
 package main
 
-// Usage: `tenantdb usage` over GET /v1/tenants/{tenant}/usage (the route is
-// added with the quota routes in quota.go).
+// Usage: `tenantdb usage` over GET /v1/tenants/{tenant}/usage
+// (internal/admin/quota.go).
 
 import (
 	"context"
@@ -15,7 +15,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/tenantdb/tenantdb/internal/apierr"
 	"github.com/tenantdb/tenantdb/internal/quota"
 )
 
@@ -24,27 +23,6 @@ var _ = register(&command{
 	summary: "show a tenant's metered usage (capacity units, requests, throttles, storage)",
 	run:     runUsage,
 })
-
-// usageWindow reads the from and to query parameters (RFC 3339; zero when
-// absent, which the quota package takes as "the last hour").
-func usageWindow(q url.Values) (from, to time.Time, err error) {
-	parse := func(name string) (time.Time, error) {
-		s := q.Get(name)
-		if s == "" {
-			return time.Time{}, nil
-		}
-		t, err := time.Parse(time.RFC3339, s)
-		if err != nil {
-			return time.Time{}, apierr.Validationf("%s must be an RFC 3339 time such as 2026-01-02T15:04:05Z", name)
-		}
-		return t, nil
-	}
-	if from, err = parse("from"); err != nil {
-		return
-	}
-	to, err = parse("to")
-	return
-}
 
 func runUsage(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs, cf := newClientFlagSet("usage", stderr, os.Getenv)

@@ -142,6 +142,7 @@ func startInProcess(t testing.TB, o Options) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
+	adm.ServeQuotas(quotas)
 	srv, err := server.New(server.Options{
 		Backend: quotas.Wrap(eng), Auth: authn, Guard: &tenancy.Guard{}, Admin: adm,
 		Denied: auditLog.Denied, Registry: reg, Logger: log, OpsAuth: authn.AuthenticateOperator,

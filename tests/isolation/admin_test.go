@@ -113,7 +113,7 @@ func (w *world) adminAttacks(t *testing.T) {
 							c.method, c.path, who.label, stB, bodyB, stN, bodyN)
 					}
 					if !exists {
-						w.note("route %s %s is not served by this server (in-process harness: the quota routes live in cmd/tenantdb); its refusals cannot be audited", c.method, c.path)
+						w.note("route %s %s is not served by this server; its refusals cannot be audited", c.method, c.path)
 						continue
 					}
 					w.wantAudited(t, A.id, since, who.actor, "admin:"+c.route)
@@ -164,7 +164,7 @@ func (w *world) adminAttacks(t *testing.T) {
 	w.attack(t, "usage-per-tenant", func(t *testing.T) {
 		path := "/v1/tenants/" + A.id + "/usage"
 		if !w.routeExists(t, "GET", path) {
-			w.note("usage-per-tenant: GET /v1/tenants/{id}/usage is not served here; run with TENANTDB_BIN")
+			w.note("usage-per-tenant: GET /v1/tenants/{id}/usage is not served by this server")
 			return
 		}
 		type usage struct {
