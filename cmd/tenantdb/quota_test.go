@@ -417,3 +417,110 @@ func ptrs(ccs []types.ConsumedCapacity) []*types.ConsumedCapacity {
 	}
 	return out
 }
+
+// TestUsageCountsSiloTables: the storage a tenant holds in silo tables
+// (its own stores) is metered like any other, per tenant, and still after
+// a restart, before any request has opened the silo stores again.
+func TestUsageCountsSiloTables(t *testing.T) {
+	dir := t.TempDir()
+	s, stop := quotaServer(t, dir)
+	ctx := context.Background()
+	op := s.Client(s.Operator)
+	_, err := op.CreateTable(ctx, &dynamodb.CreateTableInput{
+		TableName: aws.String("vault"),
+		AttributeDefinitions: []types.AttributeDefinition{
+			{AttributeName: aws.String("pk"), AttributeType: types.ScalarAttributeTypeS},
+			{AttributeName: aws.String("sk"), AttributeType: types.ScalarAttributeTypeN},
+		},
+		KeySchema: []types.KeySchemaElement{
+			{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash},
+			{AttributeName: aws.String("sk"), KeyType: types.KeyTypeRange},
+		},
+		BillingMode: types.BillingModePayPerRequest,
+		Tags:        []types.Tag{{Key: aws.String("tenantdb:isolation"), Value: aws.String("silo")}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := s.NewTenant(t, "silo-a", "admin"), s.NewTenant(t, "silo-b", "admin")
+	ca, cb := s.Client(a), s.Client(b)
+	for i := range 3 {
+		if _, err := ca.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("vault"), Item: item("a", i, 500)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := cb.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("vault"), Item: item("b", 0, 100)}); err != nil {
+		t.Fatal(err)
+	}
+	// A's own silo table.
+	_, err = ca.CreateTable(ctx, &dynamodb.CreateTableInput{
+		TableName: aws.String("private"),
+		AttributeDefinitions: []types.AttributeDefinition{
+			{AttributeName: aws.String("pk"), AttributeType: types.ScalarAttributeTypeS},
+			{AttributeName: aws.String("sk"), AttributeType: types.ScalarAttributeTypeN},
+		},
+		KeySchema: []types.KeySchemaElement{
+			{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash},
+			{AttributeName: aws.String("sk"), KeyType: types.KeyTypeRange},
+		},
+		BillingMode: types.BillingModePayPerRequest,
+		Tags:        []types.Tag{{Key: aws.String("tenantdb:isolation"), Value: aws.String("silo")}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		if _, err := ca.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("private"), Item: item("a", i, 200)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	describe := func(c *dynamodb.Client, table string) (items, bytes int64) {
+		t.Helper()
+		dt, err := c.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return *dt.Table.ItemCount, *dt.Table.TableSizeBytes
+	}
+	aVaultN, aVaultB := describe(ca, "vault")
+	aPrivN, aPrivB := describe(ca, "private")
+	bVaultN, bVaultB := describe(cb, "vault")
+	if aVaultN != 3 || aPrivN != 2 || bVaultN != 1 {
+		t.Fatalf("DescribeTable item counts: A vault %d private %d, B vault %d", aVaultN, aPrivN, bVaultN)
+	}
+
+	check := func(when string) {
+		t.Helper()
+		for _, c := range []struct {
+			who         harness.Credential
+			items, size int64
+			tables      map[string]int64
+		}{
+			{a, 5, aVaultB + aPrivB, map[string]int64{"vault": 3, "private": 2}},
+			{b, 1, bVaultB, map[string]int64{"vault": 1}},
+		} {
+			var r quota.Report
+			out := qcli(t, s, s.Operator.Key, false, "usage", "--tenant", c.who.TenantID, "--json")
+			if err := json.Unmarshal([]byte(out), &r); err != nil {
+				t.Fatalf("usage --json printed %q: %v", out, err)
+			}
+			if r.Items != c.items || r.StorageBytes != c.size {
+				t.Errorf("%s: usage of %s: %d items %d bytes, want %d items %d bytes (DescribeTable)", when, c.who.TenantID, r.Items, r.StorageBytes, c.items, c.size)
+			}
+			got := map[string]int64{}
+			for _, ts := range r.Storage {
+				got[ts.Table] = ts.Items
+			}
+			if fmt.Sprint(got) != fmt.Sprint(c.tables) {
+				t.Errorf("%s: storage by table of %s: %v, want %v", when, c.who.TenantID, got, c.tables)
+			}
+		}
+	}
+	check("before restart")
+	stop()
+
+	s2, stop2 := quotaServer(t, dir)
+	defer stop2()
+	s = s2
+	check("after restart")
+}

@@ -285,6 +285,7 @@ func serve(ctx context.Context, cfg Config, out io.Writer) (err error) {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	quotas, err := quota.New(quota.Options{
 		DB:         db,
+		Storage:    quota.CounterStorage{DB: db, Silos: eng.SiloStores},
 		Logger:     log.With("component", "quota"),
 		Registerer: reg,
 		Disabled:   !cfg.Fairness,

@@ -43,22 +43,82 @@ const (
 // from one of the tenant's namespaces to the next: the cost is one seek
 // per environment plus the counters themselves, never the items.
 //
-// NB: silo tables keep their counters in their own stores, which this
-// source does not open; they are not reported.
-type CounterStorage struct{ DB *storage.DB }
+// Silo tables keep their counters in the tenant's own store of the table;
+// with Silos set, those stores are read the same way (table names always
+// come from the main store's catalog).
+type CounterStorage struct {
+	DB *storage.DB
+	// Silos returns tenant t's silo stores (of shared silo tables, and of
+	// the silo tables it owns in environments envs); nil: none are read.
+	Silos func(ctx context.Context, t tenancy.TenantID, envs []string) ([]*storage.DB, error)
+}
 
 var _ StorageSource = CounterStorage{}
 
+type envTable struct {
+	env string
+	id  uint64
+}
+
 // TenantStorage implements StorageSource.
 func (c CounterStorage) TenantStorage(ctx context.Context, t tenancy.TenantID) ([]TableStorage, error) {
-	names, err := c.sharedNames()
+	shared, err := c.sharedNames()
 	if err != nil {
 		return nil, err
 	}
+	own := map[string]map[uint64]string{} // env -> the tenant's own tables there
+	nameOf := func(env string, id uint64) (string, bool, error) {
+		m, ok := own[env]
+		if !ok {
+			var err error
+			if m, err = c.tableNames(keyspace.TenantTables(keyspace.Namespace(t, env))); err != nil {
+				return "", false, err
+			}
+			own[env] = m
+		}
+		if n, found := m[id]; found {
+			return n, true, nil
+		}
+		n, found := shared[id]
+		return n, found, nil
+	}
+	acc := map[envTable]*TableStorage{}
+	envs, err := c.scan(ctx, c.DB, t, nameOf, acc)
+	if err != nil {
+		return nil, err
+	}
+	if c.Silos != nil {
+		dbs, err := c.Silos(ctx, t, envs)
+		if err != nil {
+			return nil, fmt.Errorf("quota: silo stores: %w", err)
+		}
+		for _, db := range dbs {
+			if _, err := c.scan(ctx, db, t, nameOf, acc); err != nil {
+				return nil, err
+			}
+		}
+	}
+	out := make([]TableStorage, 0, len(acc))
+	for _, ts := range acc {
+		out = append(out, *ts)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Env != out[j].Env {
+			return out[i].Env < out[j].Env
+		}
+		return out[i].Table < out[j].Table
+	})
+	return out, nil
+}
+
+// scan adds the counters of tenant t's tables in db to acc and returns the
+// environments it found in db.
+func (c CounterStorage) scan(ctx context.Context, db *storage.DB, t tenancy.TenantID,
+	nameOf func(env string, id uint64) (string, bool, error), acc map[envTable]*TableStorage) ([]string, error) {
 	lo, hi := keyspace.Namespaces(t)
-	it := c.DB.NewIter(lo, hi)
+	it := db.NewIter(lo, hi)
 	defer it.Close()
-	var out []TableStorage
+	var envs []string
 	for ok := it.First(); ok; {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -67,12 +127,8 @@ func (c CounterStorage) TenantStorage(ctx context.Context, t tenancy.TenantID) (
 		if !valid {
 			break
 		}
+		envs = append(envs, env)
 		ns := keyspace.Namespace(t, env)
-		own, err := c.tableNames(keyspace.TenantTables(ns))
-		if err != nil {
-			return nil, err
-		}
-		byID := map[uint64]*TableStorage{}
 		clo, chi := keyspace.Counters(ns)
 		for ok = it.SeekGE(clo); ok && bytes.Compare(it.Key(), chi) < 0; ok = it.Next() {
 			id, index, name, valid := keyspace.ParseCounter(ns, it.Key())
@@ -83,17 +139,18 @@ func (c CounterStorage) TenantStorage(ctx context.Context, t tenancy.TenantID) (
 			if err != nil {
 				return nil, fmt.Errorf("quota: statistics counter: %w", err)
 			}
-			ts := byID[id]
+			k := envTable{env, id}
+			ts := acc[k]
 			if ts == nil {
-				n, found := own[id]
-				if !found {
-					n, found = names[id]
+				n, found, err := nameOf(env, id)
+				if err != nil {
+					return nil, err
 				}
 				if !found {
 					continue // a dropped table whose data is being removed
 				}
 				ts = &TableStorage{Table: n, Env: env}
-				byID[id] = ts
+				acc[k] = ts
 			}
 			v = max(v, 0)
 			switch {
@@ -105,21 +162,12 @@ func (c CounterStorage) TenantStorage(ctx context.Context, t tenancy.TenantID) (
 				ts.IndexBytes += v
 			}
 		}
-		for _, ts := range byID {
-			out = append(out, *ts)
-		}
 		ok = it.SeekGE(keyspace.PrefixEnd(ns))
 	}
 	if err := it.Error(); err != nil {
 		return nil, fmt.Errorf("quota: reading storage counters: %w", err)
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Env != out[j].Env {
-			return out[i].Env < out[j].Env
-		}
-		return out[i].Table < out[j].Table
-	})
-	return out, nil
+	return envs, nil
 }
 
 func (c CounterStorage) sharedNames() (map[uint64]string, error) {

@@ -130,7 +130,7 @@ func startInProcess(t testing.TB, o Options) *Server {
 		t.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()
-	quotas, err := quota.New(quota.Options{DB: db, Logger: log, Registerer: reg, Disabled: !o.Fairness})
+	quotas, err := quota.New(quota.Options{DB: db, Storage: quota.CounterStorage{DB: db, Silos: eng.SiloStores}, Logger: log, Registerer: reg, Disabled: !o.Fairness})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,86 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/tenantdb/tenantdb/internal/apierr"
+	"github.com/tenantdb/tenantdb/internal/keyspace"
+	"github.com/tenantdb/tenantdb/internal/storage"
+	"github.com/tenantdb/tenantdb/internal/tenancy"
+)
+
+// SiloStores returns tenant t's stores of the silo tables it may hold data
+// in: every shared silo table, and the silo tables it owns in environments
+// envs. Stores are opened if they exist on disk and never created: a
+// tenant that never wrote to a silo table has no store for it. Metering
+// (quota.CounterStorage) reads their statistics counters.
+func (e *Engine) SiloStores(ctx context.Context, t tenancy.TenantID, envs []string) ([]*storage.DB, error) {
+	var cands []*Table
+	e.mu.RLock()
+	for _, tb := range e.shared {
+		if tb.Isolation == tenancy.Silo {
+			cands = append(cands, tb)
+		}
+	}
+	e.mu.RUnlock()
+	for _, env := range envs {
+		owned, err := e.ownedByNS(keyspace.Namespace(t, env))
+		if err != nil {
+			return nil, err
+		}
+		for _, tb := range owned {
+			if tb.Isolation == tenancy.Silo {
+				cands = append(cands, tb)
+			}
+		}
+	}
+	var out []*storage.DB
+	for _, tb := range cands {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		db, err := e.existingSilo(t, tb)
+		if err != nil {
+			return nil, err
+		}
+		if db != nil {
+			out = append(out, db)
+		}
+	}
+	return out, nil
+}
+
+// existingSilo returns tenant's store of silo table tb if it is open or on
+// disk, opening it in the latter case; nil if there is none or tb's table
+// is no longer published (it is being dropped: the drop closes the stores
+// it finds in e.silos after unpublishing, so a store opened here under
+// e.mu while the table is published is closed by it).
+func (e *Engine) existingSilo(tenant tenancy.TenantID, tb *Table) (*storage.DB, error) {
+	key := tenant.String() + "/" + fmt.Sprint(tb.ID)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if db, ok := e.silos[key]; ok {
+		return db, nil
+	}
+	if cur := e.byID[tb.ID]; cur == nil || cur.Isolation != tenancy.Silo || e.isDropped(tenant) {
+		return nil, nil
+	}
+	dir := e.siloDir(tenant, tb.ID)
+	if dir == "" {
+		return nil, nil // in-memory stores exist only while open
+	}
+	if _, err := os.Stat(dir); err != nil {
+		if os.IsNotExist(err) {
+			return nil, nil
+		}
+		return nil, apierr.Wrap(apierr.Internal, err, "looking for a silo store")
+	}
+	db, err := storage.Open(dir, storage.Options{Logger: e.log})
+	if err != nil {
+		return nil, apierr.Wrap(apierr.Internal, err, "opening silo store")
+	}
+	e.silos[key] = db
+	return db, nil
+}
