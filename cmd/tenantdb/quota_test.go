@@ -524,3 +524,73 @@ func TestUsageCountsSiloTables(t *testing.T) {
 	s = s2
 	check("after restart")
 }
+
+// TestUsageByTableSplitsMultiTableOps: a batch or transaction over several
+// tables is metered per table exactly as ReturnConsumedCapacity splits it.
+func TestUsageByTableSplitsMultiTableOps(t *testing.T) {
+	s, stop := quotaServer(t, t.TempDir())
+	defer stop()
+	ctx := context.Background()
+	ten := s.NewTenant(t, "multi", "admin")
+	c := s.Client(ten)
+	createTable(t, c, "left")
+	createTable(t, c, "right")
+	total := types.ReturnConsumedCapacityTotal
+	reads, writes := map[string]float64{}, map[string]float64{}
+	add := func(m map[string]float64, ccs []types.ConsumedCapacity) {
+		if len(ccs) != 2 {
+			t.Fatalf("ConsumedCapacity for %d tables, want 2: %+v", len(ccs), ccs)
+		}
+		for _, cc := range ccs {
+			m[*cc.TableName] += *cc.CapacityUnits
+		}
+	}
+	bw, err := c.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{RequestItems: map[string][]types.WriteRequest{
+		"left":  {{PutRequest: &types.PutRequest{Item: item("l", 1, 100)}}},
+		"right": {{PutRequest: &types.PutRequest{Item: item("r", 1, 5000)}}, {PutRequest: &types.PutRequest{Item: item("r", 2, 9000)}}},
+	}, ReturnConsumedCapacity: total})
+	if err != nil {
+		t.Fatal(err)
+	}
+	add(writes, bw.ConsumedCapacity)
+	tw, err := c.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+		{Put: &types.Put{TableName: aws.String("left"), Item: item("l", 2, 3000)}},
+		{Delete: &types.Delete{TableName: aws.String("right"), Key: key("r", 2)}},
+	}, ReturnConsumedCapacity: total})
+	if err != nil {
+		t.Fatal(err)
+	}
+	add(writes, tw.ConsumedCapacity)
+	bg, err := c.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: map[string]types.KeysAndAttributes{
+		"left":  {Keys: []map[string]types.AttributeValue{key("l", 1), key("l", 2)}},
+		"right": {Keys: []map[string]types.AttributeValue{key("r", 1)}, ConsistentRead: aws.Bool(true)},
+	}, ReturnConsumedCapacity: total})
+	if err != nil {
+		t.Fatal(err)
+	}
+	add(reads, bg.ConsumedCapacity)
+	tg, err := c.TransactGetItems(ctx, &dynamodb.TransactGetItemsInput{TransactItems: []types.TransactGetItem{
+		{Get: &types.Get{TableName: aws.String("left"), Key: key("l", 2)}},
+		{Get: &types.Get{TableName: aws.String("right"), Key: key("r", 1)}},
+	}, ReturnConsumedCapacity: total})
+	if err != nil {
+		t.Fatal(err)
+	}
+	add(reads, tg.ConsumedCapacity)
+
+	var r quota.Report
+	out := qcli(t, s, ten.Key, false, "usage", "--tenant", ten.TenantID, "--json")
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("usage --json printed %q: %v", out, err)
+	}
+	for _, tb := range []string{"left", "right"} {
+		got := r.ByTable[tb]
+		if got.ConsumedReadUnits != reads[tb] || got.ConsumedWriteUnits != writes[tb] {
+			t.Errorf("usage of table %s: read %v write %v; ReturnConsumedCapacity: read %v write %v",
+				tb, got.ConsumedReadUnits, got.ConsumedWriteUnits, reads[tb], writes[tb])
+		}
+	}
+	if writes["right"] <= writes["left"] || reads["left"] == 0 {
+		t.Fatalf("the workload does not tell the tables apart: reads %v writes %v", reads, writes)
+	}
+}

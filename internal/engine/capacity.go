@@ -114,6 +114,17 @@ func (c *capTally) usage(write bool) wire.Usage {
 	} else {
 		u.ReadUnits = c.total()
 	}
+	if len(c.order) > 1 {
+		u.PerTable = make([]wire.TableUnits, 0, len(c.order))
+		for _, name := range c.order {
+			tt := c.tables[name]
+			n := tt.units
+			for _, iu := range tt.indexes {
+				n += iu
+			}
+			u.PerTable = append(u.PerTable, wire.TableUnits{Table: name, Units: n})
+		}
+	}
 	return u
 }
 

@@ -105,21 +105,24 @@ func (m *meter) record(t tenancy.TenantID, now time.Time, op string, u wire.Usag
 	if throttled {
 		c.throttled++
 	}
-	r, w := toMilli(u.ReadUnits), toMilli(u.WriteUnits)
-	c.read += r
-	c.write += w
-	if u.Table != "" && (r != 0 || w != 0) {
-		tc := p.tables[u.Table]
+	c.read += toMilli(u.ReadUnits)
+	c.write += toMilli(u.WriteUnits)
+	u.EachTable(func(table string, read, write float64) {
+		r, w := toMilli(read), toMilli(write)
+		if r == 0 && w == 0 {
+			return
+		}
+		tc := p.tables[table]
 		if tc == nil {
 			if p.tables == nil {
 				p.tables = map[string]*[2]int64{}
 			}
 			tc = new([2]int64)
-			p.tables[u.Table] = tc
+			p.tables[table] = tc
 		}
 		tc[0] += r
 		tc[1] += w
-	}
+	})
 	m.mu.Unlock()
 }
 

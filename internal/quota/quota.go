@@ -439,12 +439,17 @@ func (st *tenantState) allow(c tenancy.ActionClass, in any, now time.Time) int {
 func (st *tenantState) debit(u wire.Usage, now time.Time) {
 	st.read.take(now, u.ReadUnits)
 	st.write.take(now, u.WriteUnits)
-	if b := st.tread[u.Table]; b != nil {
-		b.take(now, u.ReadUnits)
+	if st.tread == nil && st.twrite == nil {
+		return
 	}
-	if b := st.twrite[u.Table]; b != nil {
-		b.take(now, u.WriteUnits)
-	}
+	u.EachTable(func(table string, read, write float64) {
+		if b := st.tread[table]; b != nil && read != 0 {
+			b.take(now, read)
+		}
+		if b := st.twrite[table]; b != nil && write != 0 {
+			b.take(now, write)
+		}
+	})
 }
 
 // Ticket is an admitted request. Its Done must be called exactly once.

@@ -462,3 +462,32 @@ func benchmarkAdmit(b *testing.B, parallel bool) {
 		}
 	})
 }
+
+// A multi-table operation charges each table's bucket its own share (the
+// engine's Usage.PerTable), not everything to the first table.
+func TestTableQuotaMultiTableCharge(t *testing.T) {
+	c := &clock{t: t0}
+	m := newManager(t, Options{DB: memDB(t), Now: c.now})
+	a := tid(1)
+	ctx := context.Background()
+	for _, tb := range []string{"first", "second"} {
+		if _, err := m.SetQuota(ctx, a, tb, Update{WriteUnits: f64(10), BurstSeconds: f64(1)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	batch := &wire.BatchWriteItemInput{RequestItems: map[string][]wire.WriteRequest{"first": nil, "second": nil}}
+	// 1 unit to "first", 12 to "second": only "second" goes into debt.
+	u := wire.Usage{WriteUnits: 13, Table: "first", PerTable: []wire.TableUnits{{Table: "first", Units: 1}, {Table: "second", Units: 12}}}
+	if err := do(t, m, a, "BatchWriteItem", batch, u); err != nil {
+		t.Fatal(err)
+	}
+	put := func(table string) error {
+		return do(t, m, a, "PutItem", &wire.PutItemInput{TableName: table}, wire.Usage{WriteUnits: 1, Table: table})
+	}
+	if err := put("first"); err != nil {
+		t.Fatalf("the table charged 1 of its 10 units: %v", err)
+	}
+	if err := put("second"); !apierr.Is(err, apierr.ProvisionedThroughputExceeded) {
+		t.Fatalf("the table charged 12 of its 10 units: %v, want ProvisionedThroughputExceeded", err)
+	}
+}

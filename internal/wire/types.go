@@ -161,8 +161,40 @@ type ItemCollectionMetrics struct {
 type Usage struct {
 	ReadUnits  float64
 	WriteUnits float64
-	// Table is the table charged (the first one for multi-table operations).
+	// Table is the table charged: the only one, or the first one of a
+	// multi-table operation (whose split is in PerTable).
 	Table string
+	// PerTable splits the units of a multi-table operation (BatchGetItem,
+	// BatchWriteItem, TransactGetItems, TransactWriteItems touching more
+	// than one table) by table, in the operation's class (reads or
+	// writes); nil when one table (Table) was charged everything.
+	PerTable []TableUnits
+}
+
+// TableUnits is one table's share of a multi-table operation's units.
+type TableUnits struct {
+	Table string
+	Units float64
+}
+
+// EachTable calls fn with each table charged and its read and write units:
+// Table with all units, or each entry of PerTable. Units charged without a
+// table (a failed conditional write) are not reported.
+func (u Usage) EachTable(fn func(table string, read, write float64)) {
+	if len(u.PerTable) == 0 {
+		if u.Table != "" {
+			fn(u.Table, u.ReadUnits, u.WriteUnits)
+		}
+		return
+	}
+	write := u.WriteUnits != 0
+	for _, tu := range u.PerTable {
+		if write {
+			fn(tu.Table, 0, tu.Units)
+		} else {
+			fn(tu.Table, tu.Units, 0)
+		}
+	}
 }
 
 // Output is implemented by every operation's output.
