@@ -172,6 +172,35 @@ func TestSize(t *testing.T) {
 	}
 }
 
+func TestEncodedItemSize(t *testing.T) {
+	for _, in := range []string{
+		`{}`,
+		`{"pk":{"S":"abc"},"n":{"N":"12345"},"m":{"M":{"x":{"BOOL":true}}}}`,
+		`{"s":{"S":"h\u00e9llo"},"n":{"N":"-01.50"},"b":{"B":"AAEC"},"t":{"BOOL":false},"z":{"NULL":true},` +
+			`"m":{"M":{"a":{"L":[{"S":"x"},{"N":"1"},{"M":{}},{"L":[]}]}}},"ss":{"SS":["a","bc"]},"ns":{"NS":["1","2.5","-1e-130"]},"bs":{"BS":["AA==","AAE="]}}`,
+	} {
+		it, err := ParseItemJSON([]byte(in))
+		if err != nil {
+			t.Fatalf("%s: %v", in, err)
+		}
+		enc := EncodeItem(it)
+		got, err := EncodedItemSize(enc)
+		if want := ItemSize(it); err != nil || got != want {
+			t.Errorf("EncodedItemSize(%s) = %d, %v; want %d", in, got, err, want)
+		}
+		// Every truncation fails exactly when DecodeItem fails.
+		for n := range len(enc) {
+			_, derr := DecodeItem(enc[:n])
+			if _, err := EncodedItemSize(enc[:n]); (err == nil) != (derr == nil) {
+				t.Errorf("%s truncated to %d bytes: EncodedItemSize err %v, DecodeItem err %v", in, n, err, derr)
+			}
+		}
+	}
+	if _, err := EncodedItemSize([]byte{1, 1, 'a', 0xEE}); err == nil {
+		t.Error("EncodedItemSize accepted an unknown type")
+	}
+}
+
 func FuzzParseItemJSON(f *testing.F) {
 	f.Add([]byte(`{"a":{"S":"x"},"b":{"N":"1.5e3"},"c":{"L":[{"M":{"d":{"SS":["1"]}}}]}}`))
 	f.Add([]byte(`{"a":{"NS":["1","2"]},"b":{"B":"AAEC"},"c":{"NULL":true}}`))
@@ -187,6 +216,9 @@ func FuzzParseItemJSON(f *testing.F) {
 		dec, err := DecodeItem(EncodeItem(it))
 		if err != nil || !EqualItems(it, dec) {
 			t.Fatalf("binary round trip failed for %s: %v", data, err)
+		}
+		if n, err := EncodedItemSize(EncodeItem(it)); err != nil || n != ItemSize(it) {
+			t.Fatalf("EncodedItemSize of %s = %d, %v; want %d", data, n, err, ItemSize(it))
 		}
 	})
 }

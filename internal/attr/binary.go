@@ -28,7 +28,8 @@ func AppendItem(dst []byte, it Item) []byte {
 // NB: the strings of the decoded item (names, S and N values) share one
 // copy of b, made by one allocation, so that decoding costs a few
 // allocations rather than two per attribute; any one of them keeps that
-// copy alive.
+// copy alive. The item never refers to b itself, so b may be a buffer the
+// caller reuses (storage.DB.View relies on this).
 func DecodeItem(b []byte) (Item, error) {
 	d := decoder{b: b, s: string(b)}
 	it := d.item()
@@ -36,6 +37,18 @@ func DecodeItem(b []byte) (Item, error) {
 		return nil, ErrCorrupt
 	}
 	return it, nil
+}
+
+// EncodedItemSize returns ItemSize of the item encoded in b (an EncodeItem
+// encoding) without decoding it: no allocation, and b is not kept. It
+// returns ErrCorrupt if b does not decode.
+func EncodedItemSize(b []byte) (int, error) {
+	d := decoder{b: b}
+	n := d.itemSize()
+	if d.err != nil || d.i != len(b) {
+		return 0, ErrCorrupt
+	}
+	return n, nil
 }
 
 func appendBytes[T string | []byte](dst []byte, s T) []byte {
@@ -213,6 +226,73 @@ func (d *decoder) value() Value {
 		d.fail()
 	}
 	return v
+}
+
+// itemSize walks an item's encoding and returns its ItemSize; value sizes
+// follow Size exactly.
+func (d *decoder) itemSize() int {
+	n := d.uvarint()
+	size := 0
+	for j := 0; j < n && d.err == nil; j++ {
+		size += len(d.bytes()) + d.valueSize()
+	}
+	return size
+}
+
+func (d *decoder) valueSize() int {
+	switch Type(d.byte1()) {
+	case S, B:
+		return len(d.bytes())
+	case N:
+		return d.numberSize()
+	case BOOL:
+		d.byte1()
+		return 1
+	case NULL:
+		return 1
+	case M:
+		n := d.uvarint()
+		size := 3
+		for j := 0; j < n && d.err == nil; j++ {
+			size += len(d.bytes()) + d.valueSize() + 1
+		}
+		return size
+	case L:
+		n := d.uvarint()
+		size := 3
+		for j := 0; j < n && d.err == nil; j++ {
+			size += d.valueSize() + 1
+		}
+		return size
+	case SS, BS:
+		n := d.uvarint()
+		size := 0
+		for j := 0; j < n && d.err == nil; j++ {
+			size += len(d.bytes())
+		}
+		return size
+	case NS:
+		n := d.uvarint()
+		size := 0
+		for j := 0; j < n && d.err == nil; j++ {
+			size += d.numberSize()
+		}
+		return size
+	}
+	d.fail()
+	return 0
+}
+
+// numberSize skips an appendNumber encoding and returns numberSize.
+func (d *decoder) numberSize() int {
+	d.byte1()
+	if _, n := binary.Varint(d.b[d.i:]); n > 0 {
+		d.i += n
+	} else {
+		d.fail()
+		return 0
+	}
+	return (len(d.bytes())+1)/2 + 1
 }
 
 // AppendKey appends an order-preserving, self-delimiting encoding of a key

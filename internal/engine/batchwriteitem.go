@@ -79,6 +79,7 @@ func (e *Engine) BatchWriteItem(ctx context.Context, s tenancy.Scope, in *wire.B
 			default:
 				return nil, apierr.Validationf("Supplied WriteRequest must contain exactly one of PutRequest or DeleteRequest")
 			}
+			w.sizeOnly = true // no conditions, no ReturnValues
 			if seen[string(w.pk)] {
 				return nil, apierr.Validationf("Provided list of item keys contains duplicates")
 			}

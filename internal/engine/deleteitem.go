@@ -48,6 +48,7 @@ func (e *Engine) DeleteItem(ctx context.Context, s tenancy.Scope, in *wire.Delet
 	}
 
 	w := newWrite(h, in.Key)
+	w.sizeOnly = cond == nil && in.ReturnValues != rvAllOld
 	err = e.locked([]*itemWrite{w}, nil, func() error {
 		ok, err := evalCondition(cond, w.old)
 		if err != nil {

@@ -51,6 +51,7 @@ func (e *Engine) PutItem(ctx context.Context, s tenancy.Scope, in *wire.PutItemI
 	}
 
 	w := newWrite(h, h.t.keyOf(in.Item))
+	w.sizeOnly = cond == nil && in.ReturnValues != rvAllOld
 	err = e.locked([]*itemWrite{w}, nil, func() error {
 		ok, err := evalCondition(cond, w.old)
 		if err != nil {

@@ -33,7 +33,15 @@ type itemWrite struct {
 	key attr.Item // the item's key attributes
 	pk  []byte    // its physical key
 
-	old attr.Item // the current item (nil if absent), read under the lock
+	// The current item, read under the lock: whether it exists, its size,
+	// and the item itself, which is nil if absent or not decoded (sizeOnly).
+	found   bool
+	oldSize int
+	old     attr.Item
+	// sizeOnly says that the operation needs only found and oldSize (no
+	// condition, no ReturnValues): locked then decodes the current item
+	// only if the table has indexes, whose old entries stage must find.
+	sizeOnly bool
 
 	// The decision: put new, delete, or (neither) leave the item alone.
 	put bool
@@ -87,8 +95,19 @@ func (e *Engine) locked(ws []*itemWrite, extra [][]byte, fn func() error) error 
 			return err
 		}
 		w.h.t = t
+		if w.sizeOnly && len(t.Indexes) == 0 {
+			w.old = nil
+			if w.found, w.oldSize, err = readItemSize(w.h.db, w.pk); err != nil {
+				return err
+			}
+			continue
+		}
 		if w.old, err = readItem(w.h.db, w.pk); err != nil {
 			return err
+		}
+		w.found, w.oldSize = w.old != nil, 0
+		if w.found {
+			w.oldSize = attr.ItemSize(w.old)
 		}
 	}
 	return fn()
@@ -96,18 +115,40 @@ func (e *Engine) locked(ws []*itemWrite, extra [][]byte, fn func() error) error 
 
 // readItem reads and decodes the item at physical key pk (nil if absent).
 func readItem(db *storage.DB, pk []byte) (attr.Item, error) {
-	v, err := db.Get(pk)
-	if errors.Is(err, storage.ErrNotFound) {
+	var it attr.Item
+	var derr error
+	err := db.View(pk, func(v []byte) error {
+		it, derr = attr.DecodeItem(v) // NB: copies what it keeps of v
+		return derr
+	})
+	switch {
+	case errors.Is(err, storage.ErrNotFound):
 		return nil, nil
-	}
-	if err != nil {
+	case derr != nil:
+		return nil, apierr.Wrap(apierr.Internal, derr, "decoding item")
+	case err != nil:
 		return nil, apierr.Wrap(apierr.Internal, err, "reading item")
 	}
-	it, err := attr.DecodeItem(v)
-	if err != nil {
-		return nil, apierr.Wrap(apierr.Internal, err, "decoding item")
-	}
 	return it, nil
+}
+
+// readItemSize reads whether the item at physical key pk exists and its
+// size, without decoding it.
+func readItemSize(db *storage.DB, pk []byte) (found bool, size int, err error) {
+	var derr error
+	err = db.View(pk, func(v []byte) error {
+		size, derr = attr.EncodedItemSize(v)
+		return derr
+	})
+	switch {
+	case errors.Is(err, storage.ErrNotFound):
+		return false, 0, nil
+	case derr != nil:
+		return false, 0, apierr.Wrap(apierr.Internal, derr, "decoding item")
+	case err != nil:
+		return false, 0, apierr.Wrap(apierr.Internal, err, "reading item")
+	}
+	return true, size, nil
 }
 
 // commit applies the decided writes of ws: one batch per store, the main
@@ -153,7 +194,7 @@ func (e *Engine) commit(ws []*itemWrite, extra func(b *storage.Batch) error) err
 		if err := e.stage(p.b, w); err != nil {
 			return err
 		}
-		if w.put || w.old != nil {
+		if w.put || w.found {
 			reg, err := e.noteNamespace(p.b, w.h.db, w.h.t, w.h.ns)
 			if err != nil {
 				return err
@@ -193,16 +234,13 @@ func (e *Engine) stage(b *storage.Batch, w *itemWrite) error {
 			return err
 		}
 	}
-	old := w.old
-	oldSize, newSize := 0, 0
-	if old != nil {
-		oldSize = attr.ItemSize(old)
-	}
+	old := w.old // NB: nil when not decoded (sizeOnly), only if t has no indexes
+	oldSize, newSize := w.oldSize, 0
 	if nu != nil {
 		newSize = attr.ItemSize(nu)
 	}
 	w.cost = writeCost{table: writeUnits(max(oldSize, newSize))}
-	if old == nil && nu == nil {
+	if !w.found && nu == nil {
 		return nil // deleting an absent item changes nothing but costs a unit
 	}
 	checkInNamespace(ns, w.pk)
@@ -211,7 +249,7 @@ func (e *Engine) stage(b *storage.Batch, w *itemWrite) error {
 	} else {
 		b.Delete(w.pk)
 	}
-	addCounters(b, ns, t.ID, 0, presence(nu)-presence(old), int64(newSize-oldSize))
+	addCounters(b, ns, t.ID, 0, presence(nu)-presenceFound(w.found), int64(newSize-oldSize))
 
 	for _, ix := range t.Indexes {
 		var ok, nk []byte
@@ -279,6 +317,13 @@ func presence(it attr.Item) int64 {
 		return 0
 	}
 	return 1
+}
+
+func presenceFound(found bool) int64 {
+	if found {
+		return 1
+	}
+	return 0
 }
 
 func presenceKey(k []byte) int64 {

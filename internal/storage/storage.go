@@ -14,7 +14,8 @@
 //
 // Ownership: every key, value and bound passed in may be reused by the caller
 // as soon as the call returns; every key and value returned is a fresh copy
-// the caller may keep.
+// the caller may keep. The one exception is the value View lends to its
+// callback, valid only during the call.
 package storage
 
 import (
@@ -71,6 +72,8 @@ type testingKnobs struct {
 	onFatal func(msg string)
 	// walMinSyncInterval, if set, overrides walMinSyncInterval.
 	walMinSyncInterval *time.Duration
+	// tune, if set, changes Pebble's options last (benchmarks of tuning).
+	tune func(*pebble.Options)
 }
 
 // walMinSyncInterval is the minimum gap between two WAL fsyncs. Without it,
@@ -190,6 +193,9 @@ func (db *DB) pebbleOptions(opts Options, cache *pebble.Cache) *pebble.Options {
 	if opts.testing.wrapFS != nil {
 		po.FS = opts.testing.wrapFS(po.FS)
 	}
+	if opts.testing.tune != nil {
+		opts.testing.tune(po)
+	}
 	po.EnsureDefaults()
 	return po
 }
@@ -282,6 +288,20 @@ func (db *DB) Get(key []byte) ([]byte, error) {
 	return get(db.pdb, key)
 }
 
+// View calls fn with the value stored at key without copying it: the
+// value is valid only until fn returns, and fn must not keep it or any
+// slice of it (copy what it needs). It returns ErrNotFound, without calling
+// fn, if the key is absent, ErrClosed after Close, fn's error, and any
+// other error if the value could not be read. It saves Get's copy when the
+// caller decodes or measures the value at once.
+func (db *DB) View(key []byte, fn func(value []byte) error) error {
+	if err := db.enter(); err != nil {
+		return err
+	}
+	defer db.mu.RUnlock()
+	return view(db.pdb, key, fn)
+}
+
 // Counter returns the value of a key written with Batch.AddCounter, or 0 if
 // the key is absent. It returns an error if the stored value is not an
 // 8-byte counter or cannot be read, and ErrClosed after Close.
@@ -372,6 +392,23 @@ func get(r pebble.Reader, key []byte) ([]byte, error) {
 		return nil, fmt.Errorf("storage: get: %w", err)
 	}
 	return out, nil
+}
+
+// view reads key from r and calls fn with Pebble's buffer, released
+// after fn returns.
+func view(r pebble.Reader, key []byte, fn func(value []byte) error) error {
+	v, closer, err := r.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return ErrNotFound
+	}
+	if err != nil {
+		return fmt.Errorf("storage: get: %w", err)
+	}
+	ferr := fn(v)
+	if err := closer.Close(); err != nil && ferr == nil {
+		return fmt.Errorf("storage: get: %w", err)
+	}
+	return ferr
 }
 
 func counter(r pebble.Reader, key []byte) (int64, error) {

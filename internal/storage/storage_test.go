@@ -107,6 +107,34 @@ func TestCallerOwnsBuffers(t *testing.T) {
 	}
 }
 
+func TestView(t *testing.T) {
+	db := openMem(t)
+	apply(t, db, func(b *Batch) {
+		b.Set([]byte("a"), []byte("value"))
+		b.Set([]byte("empty"), nil)
+	})
+	var got string
+	if err := db.View([]byte("a"), func(v []byte) error { got = string(v); return nil }); err != nil || got != "value" {
+		t.Errorf("View(a) saw %q, %v; want %q", got, err, "value")
+	}
+	called := false
+	if err := db.View([]byte("empty"), func(v []byte) error { called = len(v) == 0; return nil }); err != nil || !called {
+		t.Errorf("View(empty): called with an empty value %v, err %v", called, err)
+	}
+	called = false
+	if err := db.View([]byte("absent"), func([]byte) error { called = true; return nil }); !errors.Is(err, ErrNotFound) || called {
+		t.Errorf("View(absent) = %v, fn called %v; want ErrNotFound without a call", err, called)
+	}
+	errFn := errors.New("from fn")
+	if err := db.View([]byte("a"), func([]byte) error { return errFn }); err != errFn {
+		t.Errorf("View with a failing fn = %v, want fn's error", err)
+	}
+	db.Close()
+	if err := db.View([]byte("a"), func([]byte) error { return nil }); !errors.Is(err, ErrClosed) {
+		t.Errorf("View after Close = %v, want ErrClosed", err)
+	}
+}
+
 func TestBatch(t *testing.T) {
 	db := openMem(t)
 	b := db.NewBatch()
