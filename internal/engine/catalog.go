@@ -146,7 +146,16 @@ func regPrefix(id uint64) []byte {
 }
 
 // regKey returns the registry key recording that ns holds data of table id.
-func regKey(id uint64, ns []byte) []byte { return append(regPrefix(id), ns...) }
+func regKey(id uint64, ns []byte) []byte { return appendRegKey(nil, id, ns) }
+
+// regRootKey is keyspace.System(regRoot).
+var regRootKey = keyspace.System(regRoot)
+
+// appendRegKey appends regKey(id, ns) to dst.
+func appendRegKey(dst []byte, id uint64, ns []byte) []byte {
+	dst = binary.BigEndian.AppendUint64(append(dst, regRootKey...), id)
+	return append(dst, ns...)
+}
 
 // namespacesOf returns every namespace that has held data of table id.
 func (e *Engine) namespacesOf(id uint64) ([][]byte, error) {
@@ -289,7 +298,8 @@ func (e *Engine) closeSilo(tenant tenancy.TenantID, id uint64) {
 // store the record joins b; otherwise it is written to the main store
 // first. It returns the cache key to mark once the write is applied, or "".
 func (e *Engine) noteNamespace(b *storage.Batch, db *storage.DB, t *Table, ns []byte) (string, error) {
-	k := regKey(t.ID, ns)
+	var buf [96]byte // NB: a write's key is built here and copied only on a miss
+	k := appendRegKey(buf[:0], t.ID, ns)
 	if _, ok := e.registered.Load(string(k)); ok {
 		return "", nil
 	}

@@ -105,8 +105,9 @@ func (t *Table) keyOf(item attr.Item) attr.Item {
 // itemKey returns the physical key of the item with key attributes key in
 // namespace ns.
 func (t *Table) itemKey(ns []byte, key attr.Item) []byte {
+	var pk [64]byte // NB: AppendPartition copies it; longer keys spill to the heap
 	b := keyspace.Items(ns, t.ID)
-	b = keyspace.AppendPartition(b, attr.AppendKey(nil, key[t.Hash.Name]))
+	b = keyspace.AppendPartition(b, attr.AppendKey(pk[:0], key[t.Hash.Name]))
 	if t.Range.Name != "" {
 		b = attr.AppendKey(b, key[t.Range.Name])
 	}

@@ -27,7 +27,7 @@ type Params struct {
 
 // NewParams returns Params for one request.
 func NewParams(names map[string]string, values map[string]attr.Value) *Params {
-	return &Params{Names: names, Values: values, usedNames: map[string]bool{}, usedValues: map[string]bool{}}
+	return &Params{Names: names, Values: values} // the used sets are made on first use
 }
 
 // Path is a document path: a top-level attribute name followed by map keys

@@ -11,8 +11,12 @@ import (
 // which Pebble enforces with a panic.
 const maxBatchSize = 1 << 30
 
-// errBatchTooLarge is recorded by a Batch that grows past maxBatchSize.
-var errBatchTooLarge = errors.New("storage: batch too large")
+var (
+	// errBatchTooLarge is recorded by a Batch that grows past maxBatchSize.
+	errBatchTooLarge = errors.New("storage: batch too large")
+	// errBatchClosed is recorded by Close, so later use fails.
+	errBatchClosed = errors.New("storage: batch closed")
+)
 
 // Batch collects writes that DB.Apply commits atomically. Its methods copy
 // their arguments. A Batch is not safe for concurrent use; reads do not see
@@ -112,7 +116,7 @@ func (b *Batch) Close() {
 		_ = b.pb.Close()
 		b.pb = nil
 		if b.err == nil {
-			b.err = errors.New("storage: batch closed")
+			b.err = errBatchClosed
 		}
 	}
 }
