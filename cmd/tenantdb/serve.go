@@ -61,6 +61,11 @@ type Config struct {
 	// fair queueing and load shedding (TENANTDB_FAIRNESS). Metering stays
 	// on without it. Off only to show, in benchmarks, what it prevents.
 	Fairness bool
+	// ConnGate extends fair admission to reading, authenticating and
+	// decoding requests: a connection's next request is read only once
+	// its tenant may run one (TENANTDB_CONN_GATE; server.ConnGate). Off by
+	// default (bench/results/noisy-conn-gate). Needs Fairness.
+	ConnGate bool
 	// Pprof serves Go's profiler under /debug/pprof/ (no authentication;
 	// for benchmarking on a private listener).
 	Pprof bool
@@ -105,7 +110,7 @@ func (c *Config) applyEnv(getenv func(string) string) error {
 	str("TENANTDB_LOG_FORMAT", &c.LogFormat)
 	str(auth.OperatorKeyEnv, &c.OperatorKey)
 	c.Platform.applyEnv(getenv)
-	for name, dst := range map[string]*bool{"TENANTDB_DEFAULT_TENANT": &c.DefaultTenant, "TENANTDB_FAIRNESS": &c.Fairness} {
+	for name, dst := range map[string]*bool{"TENANTDB_DEFAULT_TENANT": &c.DefaultTenant, "TENANTDB_FAIRNESS": &c.Fairness, "TENANTDB_CONN_GATE": &c.ConnGate} {
 		if v := getenv(name); v != "" {
 			b, err := strconv.ParseBool(v)
 			if err != nil {
@@ -171,6 +176,7 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	fs.StringVar(&cfg.Region, "region", cfg.Region, "region written into generated credential files")
 	fs.BoolVar(&cfg.DefaultTenant, "default-tenant", cfg.DefaultTenant, "on a fresh data directory, create tenant \"default\" with an admin key in <data-dir>/default-credentials (env TENANTDB_DEFAULT_TENANT)")
 	fs.BoolVar(&cfg.Fairness, "fairness", cfg.Fairness, "per-tenant capacity quotas, fair queueing and load shedding (env TENANTDB_FAIRNESS)")
+	fs.BoolVar(&cfg.ConnGate, "conn-gate", cfg.ConnGate, "gate each connection's next request per tenant from its first byte, so that reading, SigV4 and decoding are fairly shared too (env TENANTDB_CONN_GATE)")
 	fs.BoolVar(&cfg.Pprof, "pprof", cfg.Pprof, "serve Go's profiler under /debug/pprof/ (unauthenticated: private listeners only)")
 	fs.BoolVar(&cfg.UnsafeNoSync, "unsafe-no-sync", cfg.UnsafeNoSync, "acknowledge writes before the WAL is synced (benchmarks only)")
 	fs.BoolVar(&cfg.BenchBypassTenancy, "bench-bypass-tenancy", cfg.BenchBypassTenancy, "INSECURE, benchmarks only: trust access key ids after their first signed request and skip the guard's checks, to measure their cost")
@@ -316,6 +322,10 @@ func serve(ctx context.Context, cfg Config, out io.Writer) (err error) {
 		log.Warn("--bench-bypass-tenancy: signatures are not verified after a key's first request and tenancy checks are off; benchmarks only")
 		dataAuth, guard.BypassChecks = &bypassAuth{next: authn}, true
 	}
+	var connGate server.ConnGate
+	if cfg.ConnGate {
+		connGate = quotas
+	}
 	srv, err := server.New(server.Options{
 		Backend:   quotas.Wrap(eng),
 		Auth:      dataAuth,
@@ -326,6 +336,7 @@ func serve(ctx context.Context, cfg Config, out io.Writer) (err error) {
 		Logger:    log,
 		Profiling: cfg.Pprof,
 		OpsAuth:   authn.AuthenticateOperator,
+		ConnGate:  connGate,
 	})
 	if err != nil {
 		return err
@@ -353,7 +364,8 @@ func serve(ctx context.Context, cfg Config, out io.Writer) (err error) {
 
 // The engine is the server's backend; the quota decorator stands between.
 var (
-	_ server.Backend = (*engine.Engine)(nil)
-	_ quota.Backend  = (*engine.Engine)(nil)
-	_ server.Backend = (*quota.Limited)(nil)
+	_ server.Backend  = (*engine.Engine)(nil)
+	_ quota.Backend   = (*engine.Engine)(nil)
+	_ server.Backend  = (*quota.Limited)(nil)
+	_ server.ConnGate = (*quota.Manager)(nil)
 )

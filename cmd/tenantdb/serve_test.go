@@ -32,8 +32,8 @@ func TestServeConfig(t *testing.T) {
 		{name: "defaults", env: env(), want: func(c Config) bool {
 			return c.Addr == "127.0.0.1:8000" && c.DataDir == "./tenantdb-data" && c.Fairness && c.DefaultTenant
 		}},
-		{name: "env", env: env("TENANTDB_ADDR", "0.0.0.0:9000", "TENANTDB_DATA_DIR", "/d", "TENANTDB_FAIRNESS", "false"),
-			want: func(c Config) bool { return c.Addr == "0.0.0.0:9000" && c.DataDir == "/d" && !c.Fairness }},
+		{name: "env", env: env("TENANTDB_ADDR", "0.0.0.0:9000", "TENANTDB_DATA_DIR", "/d", "TENANTDB_FAIRNESS", "false", "TENANTDB_CONN_GATE", "true"),
+			want: func(c Config) bool { return c.Addr == "0.0.0.0:9000" && c.DataDir == "/d" && !c.Fairness && c.ConnGate }},
 		{name: "flags beat env", args: []string{"--addr", "127.0.0.1:1", "--data-dir=/x"},
 			env:  env("TENANTDB_ADDR", "0.0.0.0:9000", "TENANTDB_DATA_DIR", "/d"),
 			want: func(c Config) bool { return c.Addr == "127.0.0.1:1" && c.DataDir == "/x" }},

@@ -35,6 +35,8 @@ type metrics struct {
 	throttled *prometheus.CounterVec   // tenant, reason
 	latency   *prometheus.HistogramVec // tenant
 	queueWait prometheus.Histogram
+	connWait  prometheus.Histogram
+	connShed  prometheus.Counter
 	other     *tenantMetrics
 
 	mu       sync.Mutex
@@ -80,15 +82,24 @@ func newMetrics(reg prometheus.Registerer, cap int, gates []*gate) (*metrics, er
 			Help:    "Time requests waited in the fair admission queue (requests admitted at once are not observed).",
 			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
 		}),
+		connWait: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: "tenantdb", Subsystem: "admission", Name: "conn_wait_seconds",
+			Help:    "Time connections waited in the connection gate before their next request was read (requests admitted at once are not observed).",
+			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
+		}),
+		connShed: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "tenantdb", Subsystem: "admission", Name: "conn_shed_total",
+			Help: "Connections closed because their request could not be admitted by the connection gate (queue full or wait timed out).",
+		}),
 		labelled: map[*tenantState]struct{}{},
 	}
-	cs := []prometheus.Collector{m.requests, m.readUnits, m.writeUnit, m.throttled, m.latency, m.queueWait}
+	cs := []prometheus.Collector{m.requests, m.readUnits, m.writeUnit, m.throttled, m.latency, m.queueWait, m.connWait, m.connShed}
 	for c, g := range gates {
-		labels := prometheus.Labels{"class": [...]string{"read", "write"}[c]}
+		labels := prometheus.Labels{"class": [...]string{"read", "write", "conn"}[c]}
 		cs = append(cs,
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 				Namespace: "tenantdb", Subsystem: "admission", Name: "inflight", ConstLabels: labels,
-				Help: "Requests running under admission control, by class (read: reads and control plane; write: writes and DDL).",
+				Help: "Requests running under admission control, by class (read: reads and control plane; write: writes and DDL; conn: requests of connections admitted by the connection gate).",
 			}, func() float64 { i, _ := g.stats(); return float64(i) }),
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 				Namespace: "tenantdb", Subsystem: "admission", Name: "queued", ConstLabels: labels,

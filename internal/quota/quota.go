@@ -75,6 +75,19 @@ type Options struct {
 	// QueueTimeout is the longest a request waits for a slot; 0 means 2s.
 	QueueTimeout time.Duration
 
+	// ConnInflight bounds the requests being read, authenticated and
+	// decoded at once, server-wide, by the connection gate (AcquireConn;
+	// `tenantdb serve --conn-gate`); 0 means DefaultConnInflightPerCPU x
+	// GOMAXPROCS.
+	// ConnTenantInflight is one tenant's share of it while other tenants
+	// are active; 0 means half of GOMAXPROCS (at least 1), as for reads.
+	// ConnUnverifiedInflight is the share of connections on which no
+	// request has been verified yet; 0 means the same. ConnQueueTimeout is
+	// the longest a connection's request waits; 0 means
+	// DefaultConnQueueTimeout.
+	ConnInflight, ConnTenantInflight, ConnUnverifiedInflight int
+	ConnQueueTimeout                                         time.Duration
+
 	// FlushInterval is how often usage is written; 0 means 1s. At most
 	// this much metering is lost on kill -9.
 	FlushInterval time.Duration
@@ -121,6 +134,10 @@ type Manager struct {
 	meter    meter
 	metrics  *metrics
 	opFlows  [classCount]*flow // the operator's flows in the gates
+	// conns is the connection gate (AcquireConn); unverified is its flow
+	// for connections not yet bound to a tenant.
+	conns      *gate
+	unverified *flow
 
 	states sync.Map // tenancy.TenantID -> *tenantState
 
@@ -182,6 +199,18 @@ func New(o Options) (*Manager, error) {
 	if o.IdleAfter <= 0 {
 		o.IdleAfter = 10 * time.Minute
 	}
+	if o.ConnInflight <= 0 {
+		o.ConnInflight = DefaultConnInflightPerCPU * runtime.GOMAXPROCS(0)
+	}
+	if o.ConnTenantInflight <= 0 {
+		o.ConnTenantInflight = max(1, runtime.GOMAXPROCS(0)/2)
+	}
+	if o.ConnUnverifiedInflight <= 0 {
+		o.ConnUnverifiedInflight = max(1, runtime.GOMAXPROCS(0)/2)
+	}
+	if o.ConnQueueTimeout <= 0 {
+		o.ConnQueueTimeout = DefaultConnQueueTimeout
+	}
 	m := &Manager{
 		opts:     o,
 		log:      o.Logger,
@@ -191,8 +220,11 @@ func New(o Options) (*Manager, error) {
 		defaults: o.Default,
 		meter:    meter{db: o.DB, acc: map[hourKey]*pending{}},
 		opFlows:  [classCount]*flow{{}, {}},
-		closed:   make(chan struct{}),
-		done:     make(chan struct{}),
+		conns: newGate(o.ConnInflight, o.ConnInflight, min(o.ConnTenantInflight, o.ConnInflight),
+			connQueueLimit, connQueueLimit, o.ConnQueueTimeout),
+		unverified: &flow{quiet: true},
+		closed:     make(chan struct{}),
+		done:       make(chan struct{}),
 	}
 	for c, limit := range [classCount]int{o.MaxInflight, o.MaxWriteInflight} {
 		shared := o.TenantInflight
@@ -208,7 +240,7 @@ func New(o Options) (*Manager, error) {
 		reg = prometheus.NewRegistry()
 	}
 	var err error
-	if m.metrics, err = newMetrics(reg, o.MetricTenants, m.gates[:]); err != nil {
+	if m.metrics, err = newMetrics(reg, o.MetricTenants, append(m.gates[:], m.conns)); err != nil {
 		return nil, fmt.Errorf("quota: registering metrics: %w", err)
 	}
 	go m.background()
@@ -260,7 +292,8 @@ func (m *Manager) housekeep() {
 		}
 		st.mu.Lock()
 		idle := now.Sub(st.lastUsed) > m.opts.IdleAfter && st.full(now) &&
-			m.gates[classRead].idle(st.flows[classRead]) && m.gates[classWrite].idle(st.flows[classWrite])
+			m.gates[classRead].idle(st.flows[classRead]) && m.gates[classWrite].idle(st.flows[classWrite]) &&
+			m.conns.idle(st.connFlow)
 		st.mu.Unlock()
 		if idle {
 			m.states.Delete(k)
@@ -273,8 +306,9 @@ func (m *Manager) housekeep() {
 
 // tenantState is one tenant's capacity and quota records, in memory.
 type tenantState struct {
-	tenant tenancy.TenantID
-	flows  [classCount]*flow // in the gates; guarded by the gates' mutexes
+	tenant   tenancy.TenantID
+	flows    [classCount]*flow // in the gates; guarded by the gates' mutexes
+	connFlow *flow             // in the connection gate
 
 	mu       sync.Mutex
 	loaded   bool
@@ -300,7 +334,7 @@ type tenantState struct {
 func (m *Manager) state(t tenancy.TenantID) (*tenantState, error) {
 	v, ok := m.states.Load(t)
 	if !ok {
-		v, _ = m.states.LoadOrStore(t, &tenantState{tenant: t, flows: [classCount]*flow{{tenant: t}, {tenant: t}}})
+		v, _ = m.states.LoadOrStore(t, &tenantState{tenant: t, flows: [classCount]*flow{{tenant: t}, {tenant: t}}, connFlow: &flow{tenant: t}})
 	}
 	st := v.(*tenantState)
 	st.mu.Lock()

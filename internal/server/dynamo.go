@@ -122,6 +122,12 @@ func (s *Server) handle(r *http.Request, x *exchange, in *buffer) (wire.Output, 
 		return nil, err
 	}
 	x.principal, x.authed = p, true
+	var gc *gatedConn
+	if s.gate != nil {
+		if gc = gatedConnOf(r); gc != nil {
+			gc.bind(p.Tenant)
+		}
+	}
 
 	target := r.Header[hdrTarget]
 	if len(target) == 0 || target[0] == "" {
@@ -153,6 +159,10 @@ func (s *Server) handle(r *http.Request, x *exchange, in *buffer) (wire.Output, 
 	req, err := wire.Decode(op, body)
 	if err != nil {
 		return nil, err
+	}
+	if gc != nil {
+		// The Backend's own admission takes over from here.
+		gc.handOff()
 	}
 	out, err := call(ctx, s.backend, scope, req)
 	if err != nil {

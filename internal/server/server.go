@@ -74,6 +74,11 @@ type Options struct {
 	// client errors, Error for server errors); nil means slog.Default().
 	Logger *slog.Logger
 
+	// ConnGate, if set, gates every connection's requests per tenant from
+	// their first byte (conngate.go): reading, authentication and decoding
+	// run under the tenant's share of the server, not only the Backend.
+	ConnGate ConnGate
+
 	// MaxBodyBytes bounds request bodies; 0 means MaxRequestBytes.
 	MaxBodyBytes int64
 	// Timeouts of the HTTP server; zero values take the defaults below.
@@ -102,6 +107,7 @@ type Server struct {
 	bigBodies *semaphore.Weighted
 	m         *metrics
 	ids       idGen
+	gate      ConnGate // nil: connections are not gated
 	http      *http.Server
 }
 
@@ -149,6 +155,7 @@ func New(o Options) (*Server, error) {
 		// many mid-sized ones) may be in flight at once.
 		bigBodies: semaphore.NewWeighted(4 * o.MaxBodyBytes),
 		m:         m,
+		gate:      o.ConnGate,
 	}
 	s.ids.init()
 	if o.Registry != nil {
@@ -171,12 +178,23 @@ func New(o Options) (*Server, error) {
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(o.Logger.Handler(), slog.LevelDebug),
 	}
+	if s.gate != nil {
+		s.http.ConnContext = gateConnContext
+		s.http.ConnState = gateConnState
+		// NB: the gate follows HTTP/1.x's one request at a time per
+		// connection; keep HTTP/2 (which would multiplex) off.
+		s.http.Protocols = new(http.Protocols)
+		s.http.Protocols.SetHTTP1(true)
+	}
 	return s, nil
 }
 
 // Serve accepts connections on l until Shutdown or Close, and then returns
 // nil; otherwise it returns the listener's error.
 func (s *Server) Serve(l net.Listener) error {
+	if s.gate != nil {
+		l = &gateListener{Listener: l, gate: s.gate}
+	}
 	if err := s.http.Serve(l); !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
@@ -194,8 +212,22 @@ func (s *Server) Close() error { return s.http.Close() }
 // /v1/, health on GET /, metrics on GET /metrics.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	path := r.URL.Path
+	dynamo := path == "/" && r.Method == http.MethodPost
+	if s.gate != nil {
+		if c := gatedConnOf(r); c != nil {
+			if err := c.ensure(); err != nil {
+				w.Header().Set("Connection", "close")
+				s.writePlainError(w, apierr.Wrap(apierr.ServiceUnavailable, err, "The server is busy; retry"))
+				return
+			}
+			if !dynamo {
+				// Only DynamoDB requests are gated past their headers.
+				c.handOff()
+			}
+		}
+	}
 	switch {
-	case path == "/" && r.Method == http.MethodPost:
+	case dynamo:
 		s.serveDynamo(w, r)
 	case path == "/v1" || strings.HasPrefix(path, "/v1/"):
 		if s.admin == nil {

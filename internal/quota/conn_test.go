@@ -1,0 +1,141 @@
+package quota
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/tenantdb/tenantdb/internal/tenancy"
+)
+
+// acquireConnAsync starts AcquireConn for t and returns a channel that
+// receives its release (or nil on error) once it is granted.
+func acquireConnAsync(t *testing.T, m *Manager, ctx context.Context, tenant tenancy.TenantID) <-chan func() {
+	t.Helper()
+	ch := make(chan func(), 1)
+	_, before := m.conns.stats()
+	go func() {
+		rel, err := m.AcquireConn(ctx, tenant)
+		if err != nil {
+			ch <- nil
+			return
+		}
+		ch <- rel
+	}()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if _, q := m.conns.stats(); q > before {
+			return ch
+		}
+		select {
+		case rel := <-ch:
+			t.Fatalf("AcquireConn for %v did not wait (granted: %v)", tenant, rel != nil)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("AcquireConn neither waited nor returned")
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+}
+
+func mustAcquireConn(t *testing.T, m *Manager, tenant tenancy.TenantID) func() {
+	t.Helper()
+	rel, err := m.AcquireConn(context.Background(), tenant)
+	if err != nil {
+		t.Fatalf("AcquireConn(%v): %v", tenant, err)
+	}
+	return rel
+}
+
+// TestConnGateShare: a tenant alone may use every slot; once another
+// tenant waits, a freed slot goes to the other tenant, not to the tenant
+// already over its share.
+func TestConnGateShare(t *testing.T) {
+	m := newManager(t, Options{DB: memDB(t), ConnInflight: 4, ConnTenantInflight: 1})
+	a, b := tid(1), tid(2)
+	var held []func()
+	for i := 0; i < 4; i++ {
+		held = append(held, mustAcquireConn(t, m, a))
+	}
+	moreA := acquireConnAsync(t, m, context.Background(), a)
+	gotB := acquireConnAsync(t, m, context.Background(), b)
+	held[0]()
+	select {
+	case rel := <-gotB:
+		rel()
+	case <-time.After(5 * time.Second):
+		t.Fatal("tenant b did not get the freed slot")
+	}
+	select {
+	case <-moreA:
+		t.Fatal("tenant a, over its share, got a slot while b was waiting")
+	default:
+	}
+	for _, rel := range held[1:] {
+		rel()
+	}
+	select {
+	case rel := <-moreA:
+		rel()
+	case <-time.After(5 * time.Second):
+		t.Fatal("tenant a's waiter was never granted")
+	}
+	if in, q := m.conns.stats(); in != 0 || q != 0 {
+		t.Fatalf("after all releases: inflight %d, queued %d; want 0, 0", in, q)
+	}
+}
+
+// TestConnGateUnverified: connections with no verified request share
+// ConnUnverifiedInflight slots, and do not count as an active tenant (a
+// tenant alone keeps every other slot).
+func TestConnGateUnverified(t *testing.T) {
+	m := newManager(t, Options{DB: memDB(t), ConnInflight: 4, ConnTenantInflight: 1, ConnUnverifiedInflight: 1})
+	var zero tenancy.TenantID
+	u := mustAcquireConn(t, m, zero)
+	second := acquireConnAsync(t, m, context.Background(), zero)
+	var held []func()
+	for i := 0; i < 3; i++ {
+		held = append(held, mustAcquireConn(t, m, tid(1))) // not held to 1
+	}
+	u()
+	select {
+	case rel := <-second:
+		rel()
+	case <-time.After(5 * time.Second):
+		t.Fatal("the second unverified connection was not granted")
+	}
+	for _, rel := range held {
+		rel()
+	}
+}
+
+// TestConnGateShedAndCancel: a wait longer than ConnQueueTimeout is shed
+// with ErrConnShed; a cancelled wait returns ctx's error; neither keeps a
+// slot.
+func TestConnGateShedAndCancel(t *testing.T) {
+	m := newManager(t, Options{DB: memDB(t), ConnInflight: 1, ConnQueueTimeout: 20 * time.Millisecond})
+	rel := mustAcquireConn(t, m, tid(1))
+	if _, err := m.AcquireConn(context.Background(), tid(2)); !errors.Is(err, ErrConnShed) {
+		t.Fatalf("AcquireConn past the timeout: got %v, want ErrConnShed", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(5*time.Millisecond, cancel)
+	if _, err := m.AcquireConn(ctx, tid(2)); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled AcquireConn: got %v, want context.Canceled", err)
+	}
+	rel()
+	if in, q := m.conns.stats(); in != 0 || q != 0 {
+		t.Fatalf("inflight %d, queued %d; want 0, 0", in, q)
+	}
+}
+
+func TestConnGateDisabled(t *testing.T) {
+	m := newManager(t, Options{DB: memDB(t), Disabled: true, ConnInflight: 1})
+	for i := 0; i < 3; i++ {
+		if _, err := m.AcquireConn(context.Background(), tid(1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,388 @@
+package server
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
+
+	"github.com/tenantdb/tenantdb/internal/quota"
+	"github.com/tenantdb/tenantdb/internal/sigv4"
+	"github.com/tenantdb/tenantdb/internal/storage"
+	"github.com/tenantdb/tenantdb/internal/tenancy"
+)
+
+// countingGate wraps the real connection gate and counts slots.
+type countingGate struct {
+	t        *testing.T
+	next     ConnGate
+	held     atomic.Int64
+	waiting  atomic.Int64
+	acquired atomic.Int64
+}
+
+func (g *countingGate) AcquireConn(ctx context.Context, tenant tenancy.TenantID) (func(), error) {
+	g.waiting.Add(1)
+	rel, err := g.next.AcquireConn(ctx, tenant)
+	g.waiting.Add(-1)
+	if err != nil {
+		return nil, err
+	}
+	g.held.Add(1)
+	g.acquired.Add(1)
+	var done atomic.Bool
+	return func() {
+		if done.Swap(true) {
+			g.t.Errorf("a connection slot of %v was released twice", tenant)
+			return
+		}
+		g.held.Add(-1)
+		rel()
+	}, nil
+}
+
+// waitFor polls cond for up to 5 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting until %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// tenantAuth verifies SigV4 with testSecret for the key ids of keys and
+// maps each to its tenant; hook, if set, runs inside Authenticate (the
+// pre-admission work the gate covers) before it returns.
+type tenantAuth struct {
+	keys map[string]tenancy.TenantID
+	mu   sync.Mutex
+	hook func(tenancy.TenantID)
+}
+
+func (a *tenantAuth) Authenticate(ctx context.Context, r *sigv4.Request) (tenancy.Principal, error) {
+	parsed, err := sigv4.Parse(r)
+	if err != nil {
+		return tenancy.Principal{}, err
+	}
+	tenant, ok := a.keys[parsed.AccessKeyID]
+	if !ok {
+		tenant = DevTenant
+	}
+	p := tenancy.Principal{Tenant: tenant, Env: "live", Role: tenancy.RoleAdmin, KeyID: parsed.AccessKeyID}
+	d := &DevAuthenticator{AccessKeyID: parsed.AccessKeyID, SecretAccessKey: testSecret, Principal: p}
+	p, err = d.Authenticate(ctx, r)
+	if err != nil {
+		return p, err
+	}
+	a.mu.Lock()
+	hook := a.hook
+	a.mu.Unlock()
+	if hook != nil {
+		hook(tenant)
+	}
+	return p, nil
+}
+
+func (a *tenantAuth) setHook(h func(tenancy.TenantID)) {
+	a.mu.Lock()
+	a.hook = h
+	a.mu.Unlock()
+}
+
+var (
+	tenantA = tenancy.TenantID{0: 0xa, 15: 1}
+	tenantB = tenancy.TenantID{0: 0xb, 15: 1}
+	keyA    = "sk_live_0000000000000000000000000000000a_a"
+	keyB    = "sk_live_0000000000000000000000000000000b_b"
+)
+
+// startGatedServer runs a server whose connection gate is a real
+// quota.Manager with o's connection options.
+func startGatedServer(t *testing.T, o quota.Options) (*testServer, *countingGate, *tenantAuth) {
+	t.Helper()
+	db, err := storage.Open("mem", storage.Options{InMemory: true, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	o.DB, o.Logger = db, slog.New(slog.DiscardHandler)
+	m, err := quota.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	g := &countingGate{t: t, next: m}
+	auth := &tenantAuth{keys: map[string]tenancy.TenantID{keyA: tenantA, keyB: tenantB}}
+	ts := startServer(t, func(so *Options) {
+		so.ConnGate = g
+		so.Auth = auth
+	})
+	return ts, g, auth
+}
+
+// newClient returns an HTTP client with its own keep-alive connections.
+func newClient(t *testing.T) *http.Client {
+	tr := &http.Transport{MaxIdleConnsPerHost: 64}
+	t.Cleanup(tr.CloseIdleConnections)
+	return &http.Client{Transport: tr, Timeout: 10 * time.Second}
+}
+
+// getItem sends a signed GetItem with key id key and returns the status.
+func getItem(c *http.Client, endpoint, key string) (int, error) {
+	body := []byte(`{"TableName":"t","Key":{"pk":{"S":"x"}}}`)
+	req, err := http.NewRequest("POST", endpoint+"/", bytes.NewReader(body))
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Content-Type", "application/x-amz-json-1.0")
+	req.Header.Set("X-Amz-Target", "DynamoDB_20120810.GetItem")
+	sum := sha256.Sum256(body)
+	if err := v4.NewSigner().SignHTTP(context.Background(), aws.Credentials{AccessKeyID: key, SecretAccessKey: testSecret},
+		req, hex.EncodeToString(sum[:]), "dynamodb", "us-east-1", time.Now()); err != nil {
+		return 0, err
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	_, err = io.Copy(io.Discard, resp.Body)
+	return resp.StatusCode, err
+}
+
+func mustGetItem(t *testing.T, c *http.Client, endpoint, key string) {
+	t.Helper()
+	status, err := getItem(c, endpoint, key)
+	if err != nil || status != 200 {
+		t.Fatalf("GetItem as %s: status %d, error %v", key, status, err)
+	}
+}
+
+// TestConnGateIdleConnectionsHoldNoSlot: with a single slot server-wide,
+// a tenant's many idle keep-alive connections do not block another
+// tenant's requests, nor its own.
+func TestConnGateIdleConnectionsHoldNoSlot(t *testing.T) {
+	ts, g, _ := startGatedServer(t, quota.Options{ConnInflight: 1, ConnQueueTimeout: 2 * time.Second})
+	var clients []*http.Client
+	for i := 0; i < 8; i++ {
+		c := newClient(t)
+		mustGetItem(t, c, ts.endpoint, keyA) // one keep-alive connection each, now idle
+		clients = append(clients, c)
+	}
+	waitFor(t, "no slot is held", func() bool { return g.held.Load() == 0 })
+	b := newClient(t)
+	for i := 0; i < 3; i++ {
+		start := time.Now()
+		mustGetItem(t, b, ts.endpoint, keyB)
+		if d := time.Since(start); d > time.Second {
+			t.Errorf("tenant b's request %d took %v with tenant a's connections idle", i, d)
+		}
+	}
+	for _, c := range clients {
+		mustGetItem(t, c, ts.endpoint, keyA) // the idle connections are reused
+	}
+	waitFor(t, "no slot is held", func() bool { return g.held.Load() == 0 })
+	if got := g.acquired.Load(); got != 8+3+8 {
+		t.Errorf("slots acquired = %d, want one per request (19)", got)
+	}
+}
+
+// TestConnGateTenantShare: a tenant holding every slot with slow requests
+// (slow pre-admission work: here, authentication) gets no further slot
+// while another tenant waits; the freed slot goes to the other tenant.
+func TestConnGateTenantShare(t *testing.T) {
+	ts, g, auth := startGatedServer(t, quota.Options{ConnInflight: 2, ConnTenantInflight: 1})
+	a := []*http.Client{newClient(t), newClient(t), newClient(t)}
+	b := newClient(t)
+	// Bind one connection each to its tenant (a connection's first request
+	// counts as unverified).
+	for _, c := range a {
+		mustGetItem(t, c, ts.endpoint, keyA)
+	}
+	mustGetItem(t, b, ts.endpoint, keyB)
+	waitFor(t, "no slot is held", func() bool { return g.held.Load() == 0 })
+
+	entered := make(chan tenancy.TenantID, 10)
+	unblockA := make(chan struct{})
+	auth.setHook(func(tenant tenancy.TenantID) {
+		entered <- tenant
+		if tenant == tenantA {
+			<-unblockA
+		}
+	})
+	errs := make(chan error, 4)
+	send := func(c *http.Client, key string) {
+		status, err := getItem(c, ts.endpoint, key)
+		if err == nil && status != 200 {
+			err = fmt.Errorf("status %d", status)
+		}
+		errs <- err
+	}
+	next := func(what string) tenancy.TenantID {
+		t.Helper()
+		select {
+		case tn := <-entered:
+			return tn
+		case <-time.After(5 * time.Second):
+			t.Fatalf("timed out waiting for %s", what)
+			return tenancy.TenantID{}
+		}
+	}
+	// Tenant a, alone, takes both slots.
+	go send(a[0], keyA)
+	go send(a[1], keyA)
+	for i := 0; i < 2; i++ {
+		if tn := next("tenant a's first requests"); tn != tenantA {
+			t.Fatalf("entered %v, want tenant a", tn)
+		}
+	}
+	// Its third request waits for a slot, and then so does tenant b's.
+	go send(a[2], keyA)
+	waitFor(t, "tenant a's third request waits", func() bool { return g.waiting.Load() == 1 })
+	go send(b, keyB)
+	waitFor(t, "tenant b's request waits", func() bool { return g.waiting.Load() == 2 })
+
+	unblockA <- struct{}{} // one of a's requests finishes
+	if tn := next("the freed slot's request"); tn != tenantB {
+		t.Fatalf("the freed slot went to %v, want tenant b (a is over its share)", tn)
+	}
+	if err := <-errs; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-errs; err != nil { // b's
+		t.Fatal(err)
+	}
+	select {
+	case tn := <-entered:
+		t.Fatalf("%v entered while tenant a was at its share", tn)
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(unblockA)
+	for i := 0; i < 2; i++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "no slot is held", func() bool { return g.held.Load() == 0 })
+}
+
+// TestConnGateReleaseOnDisconnect: a client that goes away mid-request
+// (in the headers, in the body, or while its handler runs) leaves no slot
+// behind; with one slot server-wide, later requests still run.
+func TestConnGateReleaseOnDisconnect(t *testing.T) {
+	ts, g, auth := startGatedServer(t, quota.Options{ConnInflight: 1, ConnQueueTimeout: 2 * time.Second})
+	addr := strings.TrimPrefix(ts.endpoint, "http://")
+	dial := func() net.Conn {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	check := func(what string) {
+		t.Helper()
+		waitFor(t, what+": no slot is held", func() bool { return g.held.Load() == 0 })
+		mustGetItem(t, newClient(t), ts.endpoint, keyB)
+	}
+
+	// In the headers.
+	c := dial()
+	fmt.Fprintf(c, "POST / HTTP/1.1\r\nHost: x\r\n")
+	waitFor(t, "the partial request holds a slot", func() bool { return g.held.Load() == 1 })
+	c.Close()
+	check("gone in the headers")
+
+	// In the body.
+	c = dial()
+	fmt.Fprintf(c, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\nX-Amz-Target: DynamoDB_20120810.GetItem\r\n\r\n{\"Ta")
+	waitFor(t, "the partial request holds a slot", func() bool { return g.held.Load() == 1 })
+	c.Close()
+	check("gone in the body")
+
+	// While the handler runs (in authentication, before the Backend).
+	inAuth, unblock := make(chan struct{}), make(chan struct{})
+	auth.setHook(func(tenant tenancy.TenantID) {
+		if tenant == tenantA {
+			close(inAuth)
+			<-unblock
+		}
+	})
+	errc := make(chan error, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		body := []byte(`{"TableName":"t","Key":{"pk":{"S":"x"}}}`)
+		req, _ := http.NewRequestWithContext(ctx, "POST", ts.endpoint+"/", bytes.NewReader(body))
+		req.Header.Set("X-Amz-Target", "DynamoDB_20120810.GetItem")
+		sum := sha256.Sum256(body)
+		_ = v4.NewSigner().SignHTTP(ctx, aws.Credentials{AccessKeyID: keyA, SecretAccessKey: testSecret},
+			req, hex.EncodeToString(sum[:]), "dynamodb", "us-east-1", time.Now())
+		_, err := newClient(t).Do(req)
+		errc <- err
+	}()
+	<-inAuth
+	cancel() // the client closes the connection
+	if err := <-errc; err == nil {
+		t.Fatal("the cancelled request succeeded")
+	}
+	close(unblock)
+	auth.setHook(nil)
+	check("gone while the handler ran")
+}
+
+// TestConnGatePipelined: requests that arrive together (read from
+// net/http's buffer without a Read) are gated in the handler; each takes
+// and gives back its slot.
+func TestConnGatePipelined(t *testing.T) {
+	ts, g, _ := startGatedServer(t, quota.Options{ConnInflight: 1})
+	var buf bytes.Buffer
+	for i := 0; i < 3; i++ {
+		req, err := http.NewRequest("GET", ts.endpoint+"/healthz", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := req.Write(&buf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := net.Dial("tcp", strings.TrimPrefix(ts.endpoint, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Write(buf.Bytes()); err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(c)
+	for i := 0; i < 3; i++ {
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("response %d: %v", i, err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("response %d: status %d", i, resp.StatusCode)
+		}
+	}
+	waitFor(t, "no slot is held", func() bool { return g.held.Load() == 0 })
+	if got := g.acquired.Load(); got != 3 {
+		t.Errorf("slots acquired = %d, want 3 (one per request)", got)
+	}
+}
