@@ -90,9 +90,10 @@ func errCode(err error) string {
 	return ""
 }
 
-func createTable(t *testing.T, c *dynamodb.Client, name string) {
+func createTable(t *testing.T, c *dynamodb.Client, name string, tags ...types.Tag) {
 	t.Helper()
 	_, err := c.CreateTable(context.Background(), &dynamodb.CreateTableInput{
+		Tags:      tags,
 		TableName: aws.String(name),
 		AttributeDefinitions: []types.AttributeDefinition{
 			{AttributeName: aws.String("pk"), AttributeType: types.ScalarAttributeTypeS},
@@ -426,22 +427,8 @@ func TestUsageCountsSiloTables(t *testing.T) {
 	s, stop := quotaServer(t, dir)
 	ctx := context.Background()
 	op := s.Client(s.Operator)
-	_, err := op.CreateTable(ctx, &dynamodb.CreateTableInput{
-		TableName: aws.String("vault"),
-		AttributeDefinitions: []types.AttributeDefinition{
-			{AttributeName: aws.String("pk"), AttributeType: types.ScalarAttributeTypeS},
-			{AttributeName: aws.String("sk"), AttributeType: types.ScalarAttributeTypeN},
-		},
-		KeySchema: []types.KeySchemaElement{
-			{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash},
-			{AttributeName: aws.String("sk"), KeyType: types.KeyTypeRange},
-		},
-		BillingMode: types.BillingModePayPerRequest,
-		Tags:        []types.Tag{{Key: aws.String("tenantdb:isolation"), Value: aws.String("silo")}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	silo := types.Tag{Key: aws.String("tenantdb:isolation"), Value: aws.String("silo")}
+	createTable(t, op, "vault", silo)
 	a, b := s.NewTenant(t, "silo-a", "admin"), s.NewTenant(t, "silo-b", "admin")
 	ca, cb := s.Client(a), s.Client(b)
 	for i := range 3 {
@@ -453,22 +440,7 @@ func TestUsageCountsSiloTables(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A's own silo table.
-	_, err = ca.CreateTable(ctx, &dynamodb.CreateTableInput{
-		TableName: aws.String("private"),
-		AttributeDefinitions: []types.AttributeDefinition{
-			{AttributeName: aws.String("pk"), AttributeType: types.ScalarAttributeTypeS},
-			{AttributeName: aws.String("sk"), AttributeType: types.ScalarAttributeTypeN},
-		},
-		KeySchema: []types.KeySchemaElement{
-			{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash},
-			{AttributeName: aws.String("sk"), KeyType: types.KeyTypeRange},
-		},
-		BillingMode: types.BillingModePayPerRequest,
-		Tags:        []types.Tag{{Key: aws.String("tenantdb:isolation"), Value: aws.String("silo")}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	createTable(t, ca, "private", silo)
 	for i := range 2 {
 		if _, err := ca.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("private"), Item: item("a", i, 200)}); err != nil {
 			t.Fatal(err)
