@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 
@@ -93,8 +94,26 @@ func (c CounterStorage) TenantStorage(ctx context.Context, t tenancy.TenantID) (
 			return nil, fmt.Errorf("quota: silo stores: %w", err)
 		}
 		for _, db := range dbs {
-			if _, err := c.scan(ctx, db, t, nameOf, acc); err != nil {
+			// NB: a silo store is closed when its table or tenant is
+			// dropped (or the engine closes), possibly while it is read
+			// here: it then counts for nothing, and the rest of the
+			// report stands.
+			part := map[envTable]*TableStorage{}
+			_, err := c.scan(ctx, db, t, nameOf, part)
+			if errors.Is(err, storage.ErrClosed) {
+				continue
+			}
+			if err != nil {
 				return nil, err
+			}
+			for k, ts := range part {
+				if cur := acc[k]; cur != nil {
+					cur.Items += ts.Items
+					cur.Bytes += ts.Bytes
+					cur.IndexBytes += ts.IndexBytes
+				} else {
+					acc[k] = ts
+				}
 			}
 		}
 	}

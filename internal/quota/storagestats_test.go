@@ -1,0 +1,34 @@
+package quota
+
+import (
+	"context"
+	"log/slog"
+	"testing"
+
+	"github.com/tenantdb/tenantdb/internal/storage"
+	"github.com/tenantdb/tenantdb/internal/tenancy"
+)
+
+// A silo store closed while a usage report reads it (its table or tenant
+// is being dropped) counts for nothing; it does not fail the report.
+func TestCounterStorageSkipsClosedSilo(t *testing.T) {
+	open := func(name string) *storage.DB {
+		db, err := storage.Open(name, storage.Options{InMemory: true, Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return db
+	}
+	db := open("main")
+	defer db.Close()
+	silo := open("silo")
+	if err := silo.Close(); err != nil {
+		t.Fatal(err)
+	}
+	c := CounterStorage{DB: db, Silos: func(context.Context, tenancy.TenantID, []string) ([]*storage.DB, error) {
+		return []*storage.DB{silo}, nil
+	}}
+	if _, err := c.TenantStorage(context.Background(), tenancy.NewTenantID()); err != nil {
+		t.Fatalf("TenantStorage with a closed silo store: %v", err)
+	}
+}
