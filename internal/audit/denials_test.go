@@ -63,14 +63,18 @@ func TestDeniedFloodIsCoalesced(t *testing.T) {
 		t.Fatalf("tenant B has %d records, want 1 (its own budget)", got)
 	}
 
-	// The timer writes the summaries (a real one: wait for it).
+	// The timer writes the summaries (a real one: wait for it). NB: wait
+	// for the records themselves, not for the pending counts to empty: the
+	// timer takes those before it appends, and a read in between would
+	// flush nothing and miss the summaries.
 	deadline := time.Now().Add(5 * time.Second)
-	count := func() (n int) {
-		l.denials.mu.Lock()
-		defer l.denials.mu.Unlock()
-		return len(l.denials.tenants[a].pairs)
+	appended := func() uint64 {
+		c := l.chain(a)
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.seq
 	}
-	for count() > 0 && time.Now().Before(deadline) {
+	for appended() < deniedBurst+2 && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	rs := records(t, l, a)
