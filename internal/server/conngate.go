@@ -98,6 +98,14 @@ func (c *gatedConn) Read(p []byte) (int, error) {
 	c.armed = false
 	t := c.tenant
 	c.mu.Unlock()
+	if t.IsZero() {
+		// NB: a connection not yet bound to a tenant is not gated. Gating
+		// it from its first byte would let anyone, with no credential,
+		// hold the unverified slots by sending one byte and stalling, and
+		// so block every new connection until the read timeouts. Its
+		// first request is admitted by the Backend's gates after SigV4.
+		return n, err
+	}
 	if c.acquire(t) != nil {
 		return 0, io.EOF
 	}
@@ -134,6 +142,9 @@ func (c *gatedConn) ensure() error {
 	c.armed = false
 	t := c.tenant
 	c.mu.Unlock()
+	if t.IsZero() {
+		return nil // not gated (see Read)
+	}
 	return c.acquire(t)
 }
 

@@ -144,18 +144,27 @@ func newClient(t *testing.T) *http.Client {
 	return &http.Client{Transport: tr, Timeout: 10 * time.Second}
 }
 
-// getItem sends a signed GetItem with key id key and returns the status.
-func getItem(c *http.Client, endpoint, key string) (int, error) {
+// signedGetItem returns a GetItem request signed with key id key.
+func signedGetItem(endpoint, key string) (*http.Request, error) {
 	body := []byte(`{"TableName":"t","Key":{"pk":{"S":"x"}}}`)
 	req, err := http.NewRequest("POST", endpoint+"/", bytes.NewReader(body))
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	req.Header.Set("Content-Type", "application/x-amz-json-1.0")
 	req.Header.Set("X-Amz-Target", "DynamoDB_20120810.GetItem")
 	sum := sha256.Sum256(body)
 	if err := v4.NewSigner().SignHTTP(context.Background(), aws.Credentials{AccessKeyID: key, SecretAccessKey: testSecret},
 		req, hex.EncodeToString(sum[:]), "dynamodb", "us-east-1", time.Now()); err != nil {
+		return nil, err
+	}
+	return req, nil
+}
+
+// getItem sends a signed GetItem with key id key and returns the status.
+func getItem(c *http.Client, endpoint, key string) (int, error) {
+	req, err := signedGetItem(endpoint, key)
+	if err != nil {
 		return 0, err
 	}
 	resp, err := c.Do(req)
@@ -199,8 +208,10 @@ func TestConnGateIdleConnectionsHoldNoSlot(t *testing.T) {
 		mustGetItem(t, c, ts.endpoint, keyA) // the idle connections are reused
 	}
 	waitFor(t, "no slot is held", func() bool { return g.held.Load() == 0 })
-	if got := g.acquired.Load(); got != 8+3+8 {
-		t.Errorf("slots acquired = %d, want one per request (19)", got)
+	// A connection's first request is not gated (it is not bound to a
+	// tenant yet): 2 of b's requests and the 8 on a's reused connections.
+	if got := g.acquired.Load(); got != 2+8 {
+		t.Errorf("slots acquired = %d, want one per request on a bound connection (10)", got)
 	}
 }
 
@@ -289,11 +300,26 @@ func TestConnGateTenantShare(t *testing.T) {
 func TestConnGateReleaseOnDisconnect(t *testing.T) {
 	ts, g, auth := startGatedServer(t, quota.Options{ConnInflight: 1, ConnQueueTimeout: 2 * time.Second})
 	addr := strings.TrimPrefix(ts.endpoint, "http://")
+	// dial returns a connection bound to tenant a by one complete request.
 	dial := func() net.Conn {
 		c, err := net.Dial("tcp", addr)
 		if err != nil {
 			t.Fatal(err)
 		}
+		req, err := signedGetItem(ts.endpoint, keyA)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := req.Write(c); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.ReadResponse(bufio.NewReader(c), req)
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("binding request: %v %v", resp, err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		waitFor(t, "the bound connection is idle", func() bool { return g.held.Load() == 0 })
 		return c
 	}
 	check := func(what string) {
@@ -348,11 +374,19 @@ func TestConnGateReleaseOnDisconnect(t *testing.T) {
 
 // TestConnGatePipelined: requests that arrive together (read from
 // net/http's buffer without a Read) are gated in the handler; each takes
-// and gives back its slot.
+// and gives back its slot. The first, which binds the connection to its
+// tenant, is not gated.
 func TestConnGatePipelined(t *testing.T) {
 	ts, g, _ := startGatedServer(t, quota.Options{ConnInflight: 1})
 	var buf bytes.Buffer
-	for i := 0; i < 3; i++ {
+	first, err := signedGetItem(ts.endpoint, keyA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := first.Write(&buf); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 2; i++ {
 		req, err := http.NewRequest("GET", ts.endpoint+"/healthz", nil)
 		if err != nil {
 			t.Fatal(err)
@@ -382,7 +416,37 @@ func TestConnGatePipelined(t *testing.T) {
 		}
 	}
 	waitFor(t, "no slot is held", func() bool { return g.held.Load() == 0 })
-	if got := g.acquired.Load(); got != 3 {
-		t.Errorf("slots acquired = %d, want 3 (one per request)", got)
+	if got := g.acquired.Load(); got != 2 {
+		t.Errorf("slots acquired = %d, want 2 (one per request after the first)", got)
+	}
+}
+
+// TestConnGateUnboundConnectionsAreNotGated: a client with no credential
+// that sends one byte and stalls holds no slot, so it cannot block other
+// tenants' new connections (with one slot server-wide).
+func TestConnGateUnboundConnectionsAreNotGated(t *testing.T) {
+	ts, g, _ := startGatedServer(t, quota.Options{ConnInflight: 1, ConnUnverifiedInflight: 1, ConnQueueTimeout: 2 * time.Second})
+	var stalled []net.Conn
+	for i := 0; i < 3; i++ {
+		c, err := net.Dial("tcp", strings.TrimPrefix(ts.endpoint, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if _, err := c.Write([]byte("P")); err != nil {
+			t.Fatal(err)
+		}
+		stalled = append(stalled, c)
+	}
+	time.Sleep(50 * time.Millisecond) // let the server read the bytes
+	if n := g.held.Load(); n != 0 {
+		t.Fatalf("%d slots held by stalled unauthenticated connections", n)
+	}
+	for _, key := range []string{keyA, keyB} {
+		start := time.Now()
+		mustGetItem(t, newClient(t), ts.endpoint, key)
+		if d := time.Since(start); d > time.Second {
+			t.Errorf("a new connection's request took %v with %d stalled connections", d, len(stalled))
+		}
 	}
 }
