@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # ab.sh: alternate tenantdb binaries on one workload, each repetition on a
 # fresh server, and print one JSON line per run (server CPU µs/op, ops/s,
-# CPU of other processes). Each run: fresh data dir, the default tenant's
+# latency, CPU of other processes). Each run: fresh data dir, the default tenant's
 # quota raised, 20,000 items preloaded, WARM of unmeasured puts (so the
 # memtable is full as in a long run), then MEASURE of the workload.
 # With --profile, the server runs with --pprof and a 10 s CPU profile of
@@ -62,7 +62,8 @@ for rep in $(seq "$reps"); do
 		run --label "$(basename "$bin")" --workload "$workload" --preloaded 20000 --concurrency 64 \
 			--duration "$measure" --warmup 1s --server-pid "$spid" --json |
 			jq -c --arg l "$(cut -d' ' -f1 /proc/loadavg)" '{bin: .label, ops: (.ops_per_sec|floor),
-				server_us_per_op: ((.server_cpu.us_per_op*10|floor)/10), errors: .errors,
+				server_us_per_op: ((.server_cpu.us_per_op*10|floor)/10), p50_us: (.latency.p50_us|floor),
+				p99_us: (.latency.p99_us|floor), errors: .errors,
 				other_cores: (((.machine_busy_cores - .client_cpu.cores - (.server_cpu.cores // 0))*100|floor)/100), loadavg: $l}'
 		[ -z "$ppid" ] || wait "$ppid"
 		kill "$spid" 2>/dev/null
