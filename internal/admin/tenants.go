@@ -78,7 +78,11 @@ func (h *Handler) deleteTenant(c *call) error {
 		drop = h.o.Dropper.DropTenant
 	}
 	id := c.tenant.ID
+	// NB: the log is retired before the tenant's range is deleted, so that
+	// no late record (a denial racing the deletion) lands in it after.
+	h.o.Audit.Retire(id)
 	if err := h.o.Catalog.DeleteTenant(c.ctx, id, drop); err != nil {
+		h.o.Audit.Unretire(id)
 		return err
 	}
 	h.o.Audit.Forget(id)

@@ -96,7 +96,14 @@ type Log struct {
 	tips map[tenancy.TenantID]*chain
 
 	denials denials // rate of denial records per tenant (denials.go)
+	// retired holds the tenants being or having been deleted (Retire):
+	// nothing more is appended to their logs.
+	retired sync.Map // tenancy.TenantID -> struct{}
 }
+
+// ErrRetired is returned by Append for a tenant whose log was retired
+// (the tenant is being deleted).
+var ErrRetired = errors.New("audit: the tenant's log is retired (tenant deleted)")
 
 type chain struct {
 	mu     sync.Mutex
@@ -127,6 +134,22 @@ func (l *Log) chain(t tenancy.TenantID) *chain {
 	}
 	return c
 }
+
+// Retire stops all appends to tenant t's log: call it before the
+// tenant's range is deleted, so that no record (a denial, a summary of
+// coalesced denials) lands in the range after the deletion. When it
+// returns, no append of t is in progress and later ones fail with
+// ErrRetired. Unretire undoes it (the deletion failed).
+func (l *Log) Retire(t tenancy.TenantID) {
+	l.retired.Store(t, struct{}{})
+	l.forgetDenials(t)
+	c := l.chain(t)
+	c.mu.Lock() // NB: a barrier: appends that got the lock first are done
+	c.mu.Unlock()
+}
+
+// Unretire lets tenant t's log take records again after a failed deletion.
+func (l *Log) Unretire(t tenancy.TenantID) { l.retired.Delete(t) }
 
 // Forget drops the in-memory head of tenant t's chain; call it after the
 // tenant's range is deleted.
@@ -184,6 +207,9 @@ func (l *Log) Append(ctx context.Context, t tenancy.TenantID, ev Event) (Record,
 	c := l.chain(t)
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if _, gone := l.retired.Load(t); gone {
+		return Record{}, ErrRetired
+	}
 	if err := l.load(t, c); err != nil {
 		return Record{}, err
 	}
@@ -262,7 +288,7 @@ func (l *Log) Denied(ctx context.Context, p tenancy.Principal, action, reason st
 		return
 	}
 	_, err := l.Append(ctx, p.Tenant, ev)
-	if err != nil {
+	if err != nil && !errors.Is(err, ErrRetired) {
 		l.log.Error("audit: recording a denial failed", "tenant", p.Tenant.String(), "key", p.KeyID, "err", err)
 	}
 }

@@ -2,6 +2,7 @@ package audit
 
 import (
 	"context"
+	"errors"
 	"sort"
 	"sync"
 	"time"
@@ -61,6 +62,9 @@ type denials struct {
 	mu      sync.Mutex
 	closed  bool
 	tenants map[tenancy.TenantID]*denialWindow
+	// flushing counts the summaries taken but not yet appended; Close
+	// waits for them.
+	flushing sync.WaitGroup
 }
 
 type pair struct{ actor, action string }
@@ -164,7 +168,9 @@ func (l *Log) flushDenials(t tenancy.TenantID, w *denialWindow) {
 		return
 	}
 	ss := w.take()
+	d.flushing.Add(1)
 	d.mu.Unlock()
+	defer d.flushing.Done()
 	l.appendSummaries(t, ss)
 }
 
@@ -179,7 +185,9 @@ func (l *Log) flushDenialsOf(t tenancy.TenantID) {
 		return
 	}
 	ss := w.take()
+	d.flushing.Add(1)
 	d.mu.Unlock()
+	defer d.flushing.Done()
 	l.appendSummaries(t, ss)
 }
 
@@ -195,7 +203,7 @@ func (l *Log) appendSummaries(t tenancy.TenantID, ss []summary) {
 		if s.pair == variousPair {
 			ev.Role, ev.Source = "", ""
 		}
-		if _, err := l.Append(context.Background(), t, ev); err != nil {
+		if _, err := l.Append(context.Background(), t, ev); err != nil && !errors.Is(err, ErrRetired) {
 			l.log.Error("audit: recording coalesced denials failed", "tenant", t.String(), "count", s.n, "err", err)
 		}
 	}
@@ -239,6 +247,7 @@ func (l *Log) Close() {
 	}
 	d.tenants = nil
 	d.mu.Unlock()
+	d.flushing.Wait() // summaries a timer or a reader took before
 	for t, ss := range all {
 		l.appendSummaries(t, ss)
 	}

@@ -2,6 +2,7 @@ package audit
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -193,5 +194,34 @@ func TestDeniedStateIsSwept(t *testing.T) {
 	l.denials.mu.Unlock()
 	if n > deniedSweepAt {
 		t.Fatalf("%d tenants with rate state, want at most %d", n, deniedSweepAt)
+	}
+}
+
+// Retire stops every append to a tenant's log (denials, pending
+// summaries, admin records); Unretire resumes them.
+func TestRetire(t *testing.T) {
+	db := openDB(t)
+	clk := &fixedClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	l := Open(db, Options{Now: clk.now})
+	a := tenancy.NewTenantID()
+	ctx := context.Background()
+	p := tenancy.Principal{Tenant: a, KeyID: "k", Role: tenancy.RoleApp}
+	for range deniedBurst + 5 {
+		l.Denied(ctx, p, "dynamodb:GetItem", "denied") // 5 pending
+	}
+	l.Retire(a)
+	l.Denied(ctx, p, "dynamodb:GetItem", "after retire")
+	if _, err := l.Append(ctx, a, Event{Actor: "op", Action: "key.create"}); !errors.Is(err, ErrRetired) {
+		t.Fatalf("Append after Retire: %v, want ErrRetired", err)
+	}
+	time.Sleep(deniedWindow + 200*time.Millisecond) // the pending summary's timer
+	l.Close()
+	l.Unretire(a)
+	rs := records(t, l, a)
+	if len(rs) != deniedBurst {
+		t.Fatalf("%d records after Retire, want the %d from before it and nothing after", len(rs), deniedBurst)
+	}
+	if _, err := l.Append(ctx, a, Event{Actor: "op", Action: "key.create"}); err != nil {
+		t.Fatalf("Append after Unretire: %v", err)
 	}
 }
