@@ -17,6 +17,9 @@ import (
 // tenant that never wrote to a silo table has no store for it. Metering
 // (quota.CounterStorage) reads their statistics counters.
 func (e *Engine) SiloStores(ctx context.Context, t tenancy.TenantID, envs []string) ([]*storage.DB, error) {
+	if e.isDropped(t) {
+		return nil, nil // NB: do not load a dropped tenant's tables again
+	}
 	var cands []*Table
 	e.mu.RLock()
 	for _, tb := range e.shared {
