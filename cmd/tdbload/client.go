@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"flag"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -18,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/tenantdb/tenantdb/internal/loadgen"
+	"github.com/tenantdb/tenantdb/internal/sdkhttp"
 )
 
 // clientFlags are the flags every subcommand that sends requests shares.
@@ -45,7 +44,8 @@ func envOr(key, def string) string {
 // newHTTPClient returns the one HTTP client all SDK clients share, able to
 // keep conns idle connections to the endpoint so no request waits for a dial.
 func newHTTPClient(conns int) aws.HTTPClient {
-	return ownBodyClient{&http.Client{Transport: &http.Transport{
+	// NB: OwnBody: tdbload counts errors instead of retrying them.
+	return sdkhttp.OwnBody(&http.Client{Transport: &http.Transport{
 		// NB: no Proxy: benchmarks talk to the endpoint directly.
 		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
 		MaxIdleConns:        conns + 16,
@@ -55,33 +55,7 @@ func newHTTPClient(conns int) aws.HTTPClient {
 		// closed idle connection" on a POST, which net/http cannot retry).
 		IdleConnTimeout:    4 * time.Second,
 		DisableCompression: true,
-	}}}
-}
-
-// ownBodyClient gives the transport its own copy of each request body.
-//
-// NB: aws-sdk-go-v2 (smithy-go's ClientHandler) closes the request body as
-// soon as Do returns, i.e. when the response headers arrive, but net/http's
-// write loop may still read the body once more after sending it (to check
-// its length). That read then fails, and the transport closes the
-// connection under the response being read: "deserialization failed ... use
-// of closed network connection" (aws/aws-sdk-go-v2#1825, #2737). The SDK
-// hides it by retrying; tdbload counts errors instead of retrying, so it
-// avoids the race. The copy costs one memcpy of the request body.
-type ownBodyClient struct{ c *http.Client }
-
-func (o ownBodyClient) Do(req *http.Request) (*http.Response, error) {
-	if req.Body != nil && req.Body != http.NoBody && req.ContentLength > 0 {
-		buf := make([]byte, req.ContentLength)
-		_, err := io.ReadFull(req.Body, buf)
-		req.Body.Close()
-		if err != nil {
-			return nil, fmt.Errorf("tdbload: read request body: %w", err)
-		}
-		req.Body = io.NopCloser(bytes.NewReader(buf))
-		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(buf)), nil }
-	}
-	return o.c.Do(req)
+	}})
 }
 
 // newClient returns a DynamoDB client for one credential.

@@ -28,6 +28,7 @@ import (
 
 	"github.com/tenantdb/tenantdb/internal/apierr"
 	"github.com/tenantdb/tenantdb/internal/audit"
+	"github.com/tenantdb/tenantdb/internal/sdkhttp"
 	"github.com/tenantdb/tenantdb/internal/tenancy"
 	"github.com/tenantdb/tenantdb/internal/wire"
 )
@@ -146,6 +147,7 @@ func (ts *testServer) client(secret string) *dynamodb.Client {
 			return aws.Credentials{AccessKeyID: testKeyID, SecretAccessKey: secret}, nil
 		}),
 		RetryMaxAttempts: 1,
+		HTTPClient:       sdkhttp.OwnBody(&http.Client{}), // NB: no retries (see sdkhttp)
 	})
 }
 

@@ -43,6 +43,7 @@ import (
 	"github.com/tenantdb/tenantdb/internal/catalog"
 	"github.com/tenantdb/tenantdb/internal/engine"
 	"github.com/tenantdb/tenantdb/internal/quota"
+	"github.com/tenantdb/tenantdb/internal/sdkhttp"
 	"github.com/tenantdb/tenantdb/internal/server"
 	"github.com/tenantdb/tenantdb/internal/storage"
 	"github.com/tenantdb/tenantdb/internal/tenancy"
@@ -352,12 +353,14 @@ func (s *Server) Client(c Credential) *dynamodb.Client {
 }
 
 // httpClient is shared by all clients, with enough idle connections for
-// concurrent tests.
-var httpClient = &http.Client{Transport: &http.Transport{
+// concurrent tests. NB: OwnBody, because the clients do not retry (see
+// sdkhttp.OwnBody: without it about one request in a thousand fails with
+// "use of closed network connection" on the client side).
+var httpClient = sdkhttp.OwnBody(&http.Client{Transport: &http.Transport{
 	MaxIdleConns:        256,
 	MaxIdleConnsPerHost: 256,
 	IdleConnTimeout:     30 * time.Second,
-}}
+}})
 
 // Env returns environment variables that point the AWS CLI or boto3 at s
 // with credential c (and nothing from the user's own AWS configuration).

@@ -21,6 +21,7 @@ import (
 
 	"github.com/tenantdb/tenantdb/internal/admin"
 	"github.com/tenantdb/tenantdb/internal/audit"
+	"github.com/tenantdb/tenantdb/internal/sdkhttp"
 	"github.com/tenantdb/tenantdb/tests/harness"
 )
 
@@ -201,7 +202,7 @@ func (w *world) client(c harness.Credential, token string, rec *recorder) *dynam
 			return aws.Credentials{AccessKeyID: c.AccessKeyID, SecretAccessKey: c.SecretAccessKey, SessionToken: token}, nil
 		}),
 		RetryMaxAttempts: 1,
-		HTTPClient:       &http.Client{Transport: rec},
+		HTTPClient:       sdkhttp.OwnBody(&http.Client{Transport: rec}), // NB: no retries (see sdkhttp)
 	})
 }
 

@@ -18,6 +18,7 @@ import (
 
 	"github.com/tenantdb/tenantdb/internal/admin"
 	"github.com/tenantdb/tenantdb/internal/audit"
+	"github.com/tenantdb/tenantdb/internal/sdkhttp"
 	"github.com/tenantdb/tenantdb/tests/harness"
 )
 
@@ -30,6 +31,7 @@ func sessionClient(srv *harness.Server, s admin.Session) *dynamodb.Client {
 			return aws.Credentials{AccessKeyID: s.AccessKeyID, SecretAccessKey: s.SecretAccessKey, SessionToken: s.SessionToken}, nil
 		}),
 		RetryMaxAttempts: 1,
+		HTTPClient:       sdkhttp.OwnBody(&http.Client{}), // NB: no retries (see sdkhttp)
 	})
 }
 
