@@ -158,29 +158,21 @@ type summary struct {
 	pending
 }
 
-// flushDenials writes the summaries of w, if it is still tenant t's
-// window and has anything to report.
-func (l *Log) flushDenials(t tenancy.TenantID, w *denialWindow) {
-	d := &l.denials
-	d.mu.Lock()
-	if d.tenants[t] != w || len(w.pairs) == 0 {
-		d.mu.Unlock()
-		return
-	}
-	ss := w.take()
-	d.flushing.Add(1)
-	d.mu.Unlock()
-	defer d.flushing.Done()
-	l.appendSummaries(t, ss)
-}
+// flushDenials writes the summaries of w (the timer's), if it is still
+// tenant t's window and has anything to report.
+func (l *Log) flushDenials(t tenancy.TenantID, w *denialWindow) { l.flushWindow(t, w) }
 
 // flushDenialsOf writes tenant t's pending summaries now (before its log
 // is read, so that a reader sees every attempt accounted for).
-func (l *Log) flushDenialsOf(t tenancy.TenantID) {
+func (l *Log) flushDenialsOf(t tenancy.TenantID) { l.flushWindow(t, nil) }
+
+// flushWindow writes tenant t's pending summaries if its window is want
+// (any window if want is nil).
+func (l *Log) flushWindow(t tenancy.TenantID, want *denialWindow) {
 	d := &l.denials
 	d.mu.Lock()
 	w := d.tenants[t]
-	if w == nil || len(w.pairs) == 0 {
+	if w == nil || (want != nil && w != want) || len(w.pairs) == 0 {
 		d.mu.Unlock()
 		return
 	}
