@@ -26,35 +26,32 @@ const connQueueLimit = 1 << 16
 var ErrConnShed = errors.New("quota: connection not admitted")
 
 // AcquireConn waits until the next request of a connection bound to
-// tenant t may be read and served; the zero TenantID stands for a
-// connection on which no request has passed signature verification yet
-// (the "unverified" flow, held to ConnUnverifiedInflight slots). The
-// caller calls release exactly once, when the request no longer needs the
+// tenant t may be read and served (connections not bound to a tenant are
+// not gated: see internal/server/conngate.go). The caller calls release exactly once, when the request no longer needs the
 // slot (internal/server: when it reaches the Backend, whose own gates take
 // over, or when its response is written) or the connection is gone.
 //
 // It returns at once with a no-op release when admission control is off
 // (Options.Disabled). Errors: ctx's error when ctx ends while waiting (the
 // connection was closed), ErrConnShed (wrapped) when the request is shed,
-// or an error reading the tenant's quota.
+// an error reading the tenant's quota, or an error for the zero tenant.
 func (m *Manager) AcquireConn(ctx context.Context, t tenancy.TenantID) (release func(), err error) {
 	if m.opts.Disabled {
 		return func() {}, nil
 	}
-	f, weight, max := m.unverified, float64(DefaultWeight), m.opts.ConnUnverifiedInflight
-	if !t.IsZero() {
-		st, err := m.state(t)
-		if err != nil {
-			return nil, fmt.Errorf("quota: reading the tenant's quota: %w", err)
-		}
-		st.mu.Lock()
-		weight = st.eff.Weight
-		st.mu.Unlock()
-		f, max = st.connFlow, 0
+	if t.IsZero() {
+		return nil, errors.New("quota: AcquireConn needs a tenant")
 	}
-	g := m.conns
+	st, err := m.state(t)
+	if err != nil {
+		return nil, fmt.Errorf("quota: reading the tenant's quota: %w", err)
+	}
+	st.mu.Lock()
+	weight := st.eff.Weight
+	st.mu.Unlock()
+	f, g := st.connFlow, m.conns
 	now := m.now()
-	waited, err := g.acquire(ctx, f, weight, max, now)
+	waited, err := g.acquire(ctx, f, weight, 0, now)
 	if waited {
 		m.metrics.connWait.Observe(m.now().Sub(now).Seconds())
 	}

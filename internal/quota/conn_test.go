@@ -87,27 +87,17 @@ func TestConnGateShare(t *testing.T) {
 	}
 }
 
-// TestConnGateUnverified: connections with no verified request share
-// ConnUnverifiedInflight slots, and do not count as an active tenant (a
-// tenant alone keeps every other slot).
-func TestConnGateUnverified(t *testing.T) {
-	m := newManager(t, Options{DB: memDB(t), ConnInflight: 4, ConnTenantInflight: 1, ConnUnverifiedInflight: 1})
-	var zero tenancy.TenantID
-	u := mustAcquireConn(t, m, zero)
-	second := acquireConnAsync(t, m, context.Background(), zero)
-	var held []func()
-	for i := 0; i < 3; i++ {
-		held = append(held, mustAcquireConn(t, m, tid(1))) // not held to 1
-	}
-	u()
-	select {
-	case rel := <-second:
+// TestConnGateNeedsATenant: connections not bound to a tenant are not
+// gated (the server does not call AcquireConn for them); a call with the
+// zero tenant is an error, not a slot.
+func TestConnGateNeedsATenant(t *testing.T) {
+	m := newManager(t, Options{DB: memDB(t), ConnInflight: 1})
+	if rel, err := m.AcquireConn(context.Background(), tenancy.TenantID{}); err == nil {
 		rel()
-	case <-time.After(5 * time.Second):
-		t.Fatal("the second unverified connection was not granted")
+		t.Fatal("AcquireConn with the zero tenant granted a slot")
 	}
-	for _, rel := range held {
-		rel()
+	if in, q := m.conns.stats(); in != 0 || q != 0 {
+		t.Fatalf("inflight %d, queued %d; want 0, 0", in, q)
 	}
 }
 

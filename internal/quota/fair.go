@@ -55,12 +55,9 @@ type gate struct {
 // flow is one tenant's state in the gate; the Manager keeps one per tenant
 // state. Its fields are guarded by the gate's mutex.
 type flow struct {
-	tenant tenancy.TenantID
-	weight float64
-	max    int // the tenant's own cap on running requests; 0: the gate's
-	// quiet flows (the connection gate's unverified flow) do not count as
-	// an active tenant: their requests never put others under sharedCap.
-	quiet    bool
+	tenant   tenancy.TenantID
+	weight   float64
+	max      int // the tenant's own cap on running requests; 0: the gate's
 	inflight int
 	window   int64 // the last contention window the flow was seen in
 	deficit  float64
@@ -99,7 +96,7 @@ func (g *gate) see(f *flow, now time.Time) {
 		}
 		g.seenCur, g.window = 0, w
 	}
-	if f.window != w && !f.quiet {
+	if f.window != w {
 		f.window = w
 		g.seenCur++
 	}

@@ -81,12 +81,10 @@ type Options struct {
 	// GOMAXPROCS.
 	// ConnTenantInflight is one tenant's share of it while other tenants
 	// are active; 0 means half of GOMAXPROCS (at least 1), as for reads.
-	// ConnUnverifiedInflight is the share of connections on which no
-	// request has been verified yet; 0 means the same. ConnQueueTimeout is
-	// the longest a connection's request waits; 0 means
-	// DefaultConnQueueTimeout.
-	ConnInflight, ConnTenantInflight, ConnUnverifiedInflight int
-	ConnQueueTimeout                                         time.Duration
+	// ConnQueueTimeout is the longest a connection's request waits; 0
+	// means DefaultConnQueueTimeout.
+	ConnInflight, ConnTenantInflight int
+	ConnQueueTimeout                 time.Duration
 
 	// FlushInterval is how often usage is written; 0 means 1s. At most
 	// this much metering is lost on kill -9.
@@ -134,10 +132,8 @@ type Manager struct {
 	meter    meter
 	metrics  *metrics
 	opFlows  [classCount]*flow // the operator's flows in the gates
-	// conns is the connection gate (AcquireConn); unverified is its flow
-	// for connections not yet bound to a tenant.
-	conns      *gate
-	unverified *flow
+	// conns is the connection gate (AcquireConn).
+	conns *gate
 
 	states sync.Map // tenancy.TenantID -> *tenantState
 
@@ -205,9 +201,6 @@ func New(o Options) (*Manager, error) {
 	if o.ConnTenantInflight <= 0 {
 		o.ConnTenantInflight = max(1, runtime.GOMAXPROCS(0)/2)
 	}
-	if o.ConnUnverifiedInflight <= 0 {
-		o.ConnUnverifiedInflight = max(1, runtime.GOMAXPROCS(0)/2)
-	}
 	if o.ConnQueueTimeout <= 0 {
 		o.ConnQueueTimeout = DefaultConnQueueTimeout
 	}
@@ -222,9 +215,8 @@ func New(o Options) (*Manager, error) {
 		opFlows:  [classCount]*flow{{}, {}},
 		conns: newGate(o.ConnInflight, o.ConnInflight, min(o.ConnTenantInflight, o.ConnInflight),
 			connQueueLimit, connQueueLimit, o.ConnQueueTimeout),
-		unverified: &flow{quiet: true},
-		closed:     make(chan struct{}),
-		done:       make(chan struct{}),
+		closed: make(chan struct{}),
+		done:   make(chan struct{}),
 	}
 	for c, limit := range [classCount]int{o.MaxInflight, o.MaxWriteInflight} {
 		shared := o.TenantInflight

@@ -44,8 +44,8 @@ type ConnGate interface {
 // net/http reports StateIdle, which it does after aborting that read.
 //
 // A connection is bound to the tenant of the last request on it that
-// passed signature verification; until then it counts under the gate's
-// "unverified" flow. Pipelined requests (already in net/http's buffer, so
+// passed signature verification; until then it is not gated (see Read).
+// Pipelined requests (already in net/http's buffer, so
 // no Read) are gated at the start of the handler instead.
 //
 // Only HTTP/1.x is gated; the server does not serve HTTP/2 (New pins the

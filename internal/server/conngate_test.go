@@ -223,7 +223,7 @@ func TestConnGateTenantShare(t *testing.T) {
 	a := []*http.Client{newClient(t), newClient(t), newClient(t)}
 	b := newClient(t)
 	// Bind one connection each to its tenant (a connection's first request
-	// counts as unverified).
+	// is not gated).
 	for _, c := range a {
 		mustGetItem(t, c, ts.endpoint, keyA)
 	}
@@ -425,7 +425,7 @@ func TestConnGatePipelined(t *testing.T) {
 // that sends one byte and stalls holds no slot, so it cannot block other
 // tenants' new connections (with one slot server-wide).
 func TestConnGateUnboundConnectionsAreNotGated(t *testing.T) {
-	ts, g, _ := startGatedServer(t, quota.Options{ConnInflight: 1, ConnUnverifiedInflight: 1, ConnQueueTimeout: 2 * time.Second})
+	ts, g, _ := startGatedServer(t, quota.Options{ConnInflight: 1, ConnQueueTimeout: 2 * time.Second})
 	var stalled []net.Conn
 	for i := 0; i < 3; i++ {
 		c, err := net.Dial("tcp", strings.TrimPrefix(ts.endpoint, "http://"))
