@@ -82,6 +82,17 @@ func qcli(t *testing.T, s *harness.Server, key string, wantFail bool, args ...st
 	return stdout.String()
 }
 
+// usageOf runs `tenantdb usage --tenant tenant --json` with key.
+func usageOf(t *testing.T, s *harness.Server, key, tenant string) quota.Report {
+	t.Helper()
+	var r quota.Report
+	out := qcli(t, s, key, false, "usage", "--tenant", tenant, "--json")
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("usage --json printed %q: %v", out, err)
+	}
+	return r
+}
+
 func errCode(err error) string {
 	var ae smithy.APIError
 	if errors.As(err, &ae) {
@@ -471,11 +482,7 @@ func TestUsageCountsSiloTables(t *testing.T) {
 			{a, 5, aVaultB + aPrivB, map[string]int64{"vault": 3, "private": 2}},
 			{b, 1, bVaultB, map[string]int64{"vault": 1}},
 		} {
-			var r quota.Report
-			out := qcli(t, s, s.Operator.Key, false, "usage", "--tenant", c.who.TenantID, "--json")
-			if err := json.Unmarshal([]byte(out), &r); err != nil {
-				t.Fatalf("usage --json printed %q: %v", out, err)
-			}
+			r := usageOf(t, s, s.Operator.Key, c.who.TenantID)
 			if r.Items != c.items || r.StorageBytes != c.size {
 				t.Errorf("%s: usage of %s: %d items %d bytes, want %d items %d bytes (DescribeTable)", when, c.who.TenantID, r.Items, r.StorageBytes, c.items, c.size)
 			}
@@ -550,11 +557,7 @@ func TestUsageByTableSplitsMultiTableOps(t *testing.T) {
 	}
 	add(reads, tg.ConsumedCapacity)
 
-	var r quota.Report
-	out := qcli(t, s, ten.Key, false, "usage", "--tenant", ten.TenantID, "--json")
-	if err := json.Unmarshal([]byte(out), &r); err != nil {
-		t.Fatalf("usage --json printed %q: %v", out, err)
-	}
+	r := usageOf(t, s, ten.Key, ten.TenantID)
 	for _, tb := range []string{"left", "right"} {
 		got := r.ByTable[tb]
 		if got.ConsumedReadUnits != reads[tb] || got.ConsumedWriteUnits != writes[tb] {

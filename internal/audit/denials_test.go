@@ -30,6 +30,13 @@ func (c *fixedClock) add(d time.Duration) {
 	c.mu.Unlock()
 }
 
+// fixedLog returns a log over a fresh store whose clock the test moves.
+func fixedLog(t *testing.T) (*Log, *fixedClock) {
+	t.Helper()
+	clk := &fixedClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	return Open(openDB(t), Options{Now: clk.now}), clk
+}
+
 func records(t *testing.T, l *Log, ten tenancy.TenantID) []Record {
 	t.Helper()
 	rs, err := l.Query(context.Background(), ten, time.Time{}, time.Time{}, 0, 1000)
@@ -44,9 +51,7 @@ func records(t *testing.T, l *Log, ten tenancy.TenantID) []Record {
 // that count the rest; another tenant's denials have their own budget;
 // the chain stays verifiable; every attempt is accounted for.
 func TestDeniedFloodIsCoalesced(t *testing.T) {
-	db := openDB(t)
-	clk := &fixedClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	l := Open(db, Options{Now: clk.now})
+	l, clk := fixedLog(t)
 	a, b := tenancy.NewTenantID(), tenancy.NewTenantID()
 	ctx := context.Background()
 	pa := tenancy.Principal{Tenant: a, KeyID: "sk_live_a", Role: tenancy.RoleApp}
@@ -120,9 +125,7 @@ func TestDeniedFloodIsCoalesced(t *testing.T) {
 
 // Distinct (actor, action) pairs beyond deniedPairs are counted together.
 func TestDeniedPairsAreBounded(t *testing.T) {
-	db := openDB(t)
-	clk := &fixedClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	l := Open(db, Options{Now: clk.now})
+	l, _ := fixedLog(t)
 	a := tenancy.NewTenantID()
 	ctx := context.Background()
 	for i := range deniedBurst + 1000 {
@@ -143,9 +146,7 @@ func TestDeniedPairsAreBounded(t *testing.T) {
 
 // Close writes pending summaries at once; Forget drops them.
 func TestDeniedCloseAndForget(t *testing.T) {
-	db := openDB(t)
-	clk := &fixedClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	l := Open(db, Options{Now: clk.now})
+	l, _ := fixedLog(t)
 	a, b := tenancy.NewTenantID(), tenancy.NewTenantID()
 	ctx := context.Background()
 	for _, ten := range []tenancy.TenantID{a, b} {
@@ -179,9 +180,7 @@ func TestDeniedCloseAndForget(t *testing.T) {
 // The per-tenant rate state is bounded: tenants with nothing pending and a
 // full bucket are swept once many tenants have state.
 func TestDeniedStateIsSwept(t *testing.T) {
-	db := openDB(t)
-	clk := &fixedClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	l := Open(db, Options{Now: clk.now})
+	l, clk := fixedLog(t)
 	ctx := context.Background()
 	for i := range deniedSweepAt + 10 {
 		if i == deniedSweepAt/2 {
@@ -200,9 +199,7 @@ func TestDeniedStateIsSwept(t *testing.T) {
 // Retire stops every append to a tenant's log (denials, pending
 // summaries, admin records); Unretire resumes them.
 func TestRetire(t *testing.T) {
-	db := openDB(t)
-	clk := &fixedClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	l := Open(db, Options{Now: clk.now})
+	l, _ := fixedLog(t)
 	a := tenancy.NewTenantID()
 	ctx := context.Background()
 	p := tenancy.Principal{Tenant: a, KeyID: "k", Role: tenancy.RoleApp}
