@@ -2,8 +2,10 @@ package attr
 
 import (
 	"bytes"
+	"encoding/json"
 	"math/rand"
 	"sort"
+	"strings"
 	"testing"
 )
 
@@ -221,4 +223,41 @@ func FuzzParseItemJSON(f *testing.F) {
 			t.Fatalf("EncodedItemSize of %s = %d, %v; want %d", data, n, err, ItemSize(it))
 		}
 	})
+}
+
+// TestParseStringAtEveryOffset puts each kind of byte the string fast
+// path must stop at (quote escape, backslash escape, control escape,
+// multi-byte UTF-8, invalid UTF-8) at every offset of strings longer than
+// a word, and checks the parser against encoding/json, alone and with
+// trailing input after the value (ParseValuePrefix).
+func TestParseStringAtEveryOffset(t *testing.T) {
+	specials := []string{`\"`, `\\`, `\n`, `\u0001`, `é`, "\xff", `\/`, `€`}
+	for n := 0; n < 20; n++ {
+		for _, sp := range specials {
+			for at := 0; at <= n; at++ {
+				raw := strings.Repeat("a", at) + sp + strings.Repeat("b", n-at)
+				doc := `{"S":"` + raw + `"}`
+				var want string
+				if err := json.Unmarshal([]byte(`"`+raw+`"`), &want); err != nil {
+					t.Fatal(err)
+				}
+				var v Value
+				if err := v.UnmarshalJSON([]byte(doc)); err != nil || v.S != want {
+					t.Fatalf("UnmarshalJSON(%q) = %q, %v; want %q", doc, v.S, err, want)
+				}
+				v, used, err := ParseValuePrefix([]byte(" " + doc + `,"next":1}`))
+				if err != nil || v.S != want || used != len(doc)+1 {
+					t.Fatalf("ParseValuePrefix(%q) = %q, %d, %v; want %q, %d", doc, v.S, used, err, want, len(doc)+1)
+				}
+			}
+		}
+	}
+	// A raw control character is a syntax error wherever it is.
+	for at := 0; at < 12; at++ {
+		doc := `{"S":"` + strings.Repeat("a", at) + "\x01" + strings.Repeat("b", 11-at) + `"}`
+		var v Value
+		if err := v.UnmarshalJSON([]byte(doc)); err == nil {
+			t.Fatalf("UnmarshalJSON(%q) accepted a raw control character", doc)
+		}
+	}
 }

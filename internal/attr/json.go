@@ -2,6 +2,7 @@ package attr
 
 import (
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"unicode/utf8"
 
@@ -114,8 +115,20 @@ const (
 // other than '"' and '\\', which appendString copies unchanged.
 func plainWord(s string, i int) bool {
 	_ = s[i+7]
-	w := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
-		uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+	return plain(uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+		uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56)
+}
+
+// plainBytes is plainWord for the parser's input: the bytes its string
+// fast path passes over.
+func plainBytes(b []byte, i int) bool {
+	return plain(binary.LittleEndian.Uint64(b[i:]))
+}
+
+// plain reports whether none of the 8 bytes of w is '"', '\\', a control
+// character or above 0x7f. A false negative is impossible; a false
+// positive only sends a word to the byte loop.
+func plain(w uint64) bool {
 	quote, bslash := w^(ones*'"'), w^(ones*'\\')
 	special := (w - ones*0x20) | (quote-ones)&^quote | (bslash-ones)&^bslash | w
 	return special&highs == 0
@@ -191,6 +204,20 @@ func (v *Value) UnmarshalJSON(data []byte) error {
 	}
 	*v = val
 	return nil
+}
+
+// ParseValuePrefix decodes the attribute value at the start of data (after
+// any white space) and returns it with the number of bytes it took. It
+// accepts exactly what UnmarshalJSON accepts on data[:n], which is always
+// syntactically valid JSON; what follows the value is the caller's.
+func ParseValuePrefix(data []byte) (Value, int, error) {
+	p := parser{b: data}
+	p.ws()
+	val, err := p.value(0)
+	if err != nil {
+		return Value{}, 0, err
+	}
+	return val, p.i, nil
 }
 
 // ParseItemJSON decodes a JSON object of attribute values.
@@ -316,6 +343,12 @@ func (p *parser) str() (string, error) {
 	start := p.i + 1
 	j := start
 	for j < len(p.b) {
+		for j+8 <= len(p.b) && plainBytes(p.b, j) {
+			j += 8
+		}
+		if j >= len(p.b) {
+			break
+		}
 		c := p.b[j]
 		if c == '"' {
 			s := string(p.b[start:j])

@@ -335,8 +335,8 @@ func (r *reader) names(dst *map[string]string) bool {
 }
 
 // item reads an attribute map (an item, a key, ExpressionAttributeValues):
-// each value is decoded by attr.Value.UnmarshalJSON, as encoding/json
-// would do.
+// each value is decoded by attr's parser, as attr.Value.UnmarshalJSON
+// does under encoding/json.
 func (r *reader) item(dst *Item) bool {
 	if r.null() {
 		*dst = nil
@@ -347,15 +347,13 @@ func (r *reader) item(dst *Item) bool {
 		it = Item{}
 	}
 	ok := r.object(func(k string) bool {
-		r.ws()
-		start := r.i
-		if !r.skip(0) {
+		// One pass: attr parses the value in place (what it accepts is
+		// valid JSON, so no separate syntax check is needed).
+		v, n, err := attr.ParseValuePrefix(r.b[r.i:])
+		if err != nil {
 			return false
 		}
-		var v attr.Value
-		if v.UnmarshalJSON(r.b[start:r.i]) != nil {
-			return false
-		}
+		r.i += n
 		it[k] = v
 		return true
 	})
