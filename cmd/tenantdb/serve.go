@@ -196,19 +196,11 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	if os.Getenv("GOGC") == "" {
-		// The server's live heap is small (Pebble's memtables and block
-		// cache are manually managed, outside it), so at the default GOGC
-		// of 100 it collects very often: the mark workers took 6-8% of the
-		// CPU of the get and query benchmarks. 200 halves that for a few
-		// MB more heap (BENCHMARKS.md). GOGC still overrides it.
+	if os.Getenv("GOGC") == "" && serverGCPercent != 100 {
 		debug.SetGCPercent(serverGCPercent)
 	}
 	return serve(ctx, cfg, stderr)
 }
-
-// serverGCPercent is serve's GOGC unless the environment sets one.
-const serverGCPercent = 200
 
 // serve runs the server until ctx is done, then shuts down gracefully:
 // stop accepting, finish in-flight requests, close the engine, then the
