@@ -275,7 +275,8 @@ func (e *Engine) drop(r dropRecord) error {
 
 // closeSilo closes and removes a dropped silo table's store of one tenant.
 func (e *Engine) closeSilo(tenant tenancy.TenantID, id uint64) {
-	key := tenant.String() + "/" + fmt.Sprint(id)
+	key := siloKey(tenant, id)
+	e.waitSiloOpens(func(k string) bool { return k == key })
 	e.mu.Lock()
 	db := e.silos[key]
 	delete(e.silos, key)

@@ -50,6 +50,9 @@ func (e *Engine) DropTenant(ctx context.Context, t tenancy.TenantID) error {
 		}
 	}
 
+	// Stores of the tenant being opened when it was marked are closed
+	// below with the rest; none can start opening after the mark.
+	e.waitSiloOpens(func(key string) bool { return strings.HasPrefix(key, t.String()+"/") })
 	e.mu.Lock()
 	for ns, tables := range e.owned {
 		if !strings.HasPrefix(ns, string(prefix)) {

@@ -69,6 +69,10 @@ type Engine struct {
 	owned  map[string]map[string]*Table // tenant-owned tables: namespace key -> name -> table (copy-on-write)
 	byID   map[uint64]*Table            // every loaded table by id
 	silos  map[string]*storage.DB       // silo stores by tenant+table id
+	// opening holds the silo stores being opened, outside mu (see
+	// openSilo); openStore is storage.Open (tests slow it down).
+	opening   map[string]*siloOpen
+	openStore func(dir string, o storage.Options) (*storage.DB, error)
 
 	// registered caches the (table id, namespace) pairs known to be in the
 	// persisted registry of namespaces holding a table's data.
@@ -125,6 +129,9 @@ func Open(db *storage.DB, opts Options) (*Engine, error) {
 		owned:  map[string]map[string]*Table{},
 		byID:   map[uint64]*Table{},
 		silos:  map[string]*storage.DB{},
+
+		opening:   map[string]*siloOpen{},
+		openStore: storage.Open,
 	}
 	e.locks.init()
 	if err := e.loadShared(); err != nil {
@@ -146,6 +153,7 @@ func (e *Engine) Close() error {
 	}
 	close(e.closed)
 	e.wg.Wait()
+	e.waitSiloOpens(func(string) bool { return true })
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	var first error

@@ -103,29 +103,26 @@ func (e *Engine) storeForTenant(tenant tenancy.TenantID, t *Table) (*storage.DB,
 	if t.Isolation != tenancy.Silo {
 		return e.db, nil
 	}
-	key := tenant.String() + "/" + fmt.Sprint(t.ID)
+	key := siloKey(tenant, t.ID)
 	e.mu.RLock()
 	db, ok := e.silos[key]
 	e.mu.RUnlock()
 	if ok {
 		return db, nil
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if db, ok := e.silos[key]; ok {
-		return db, nil
-	}
-	if e.isDropped(tenant) {
-		// NB: DropTenant marks the tenant before it closes and removes the
-		// silo stores under e.mu, so a straggler cannot re-create them.
-		return nil, notFound(t.Name)
-	}
 	dir := e.siloDir(tenant, t.ID)
-	db, err := storage.Open(dir, storage.Options{InMemory: dir == "", Logger: e.log})
+	db, err := e.openSilo(key, dir, func() error {
+		if e.isDropped(tenant) {
+			// NB: DropTenant marks the tenant before it closes and
+			// removes the silo stores, waiting for opens in flight, so
+			// a straggler cannot re-create them.
+			return notFound(t.Name)
+		}
+		return nil
+	})
 	if err != nil {
-		return nil, apierr.Wrap(apierr.Internal, err, "opening silo store")
+		return nil, err
 	}
-	e.silos[key] = db
 	return db, nil
 }
 

@@ -2,7 +2,7 @@ package engine
 
 import (
 	"context"
-	"fmt"
+	"errors"
 	"os"
 
 	"github.com/tenantdb/tenantdb/internal/apierr"
@@ -58,32 +58,29 @@ func (e *Engine) SiloStores(ctx context.Context, t tenancy.TenantID, envs []stri
 // existingSilo returns tenant's store of silo table tb if it is open or on
 // disk, opening it in the latter case; nil if there is none or tb's table
 // is no longer published (it is being dropped: the drop closes the stores
-// it finds in e.silos after unpublishing, so a store opened here under
-// e.mu while the table is published is closed by it).
+// it finds in e.silos after unpublishing and waits for opens in flight, so
+// a store opened here while the table is published is closed by it).
 func (e *Engine) existingSilo(tenant tenancy.TenantID, tb *Table) (*storage.DB, error) {
-	key := tenant.String() + "/" + fmt.Sprint(tb.ID)
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if db, ok := e.silos[key]; ok {
-		return db, nil
-	}
-	if cur := e.byID[tb.ID]; cur == nil || cur.Isolation != tenancy.Silo || e.isDropped(tenant) {
+	key := siloKey(tenant, tb.ID)
+	dir := e.siloDir(tenant, tb.ID)
+	errNone := errors.New("no store")
+	db, err := e.openSilo(key, dir, func() error {
+		if cur := e.byID[tb.ID]; cur == nil || cur.Isolation != tenancy.Silo || e.isDropped(tenant) {
+			return errNone
+		}
+		if dir == "" {
+			return errNone // in-memory stores exist only while open
+		}
+		if _, err := os.Stat(dir); err != nil {
+			if os.IsNotExist(err) {
+				return errNone
+			}
+			return apierr.Wrap(apierr.Internal, err, "looking for a silo store")
+		}
+		return nil
+	})
+	if err == errNone {
 		return nil, nil
 	}
-	dir := e.siloDir(tenant, tb.ID)
-	if dir == "" {
-		return nil, nil // in-memory stores exist only while open
-	}
-	if _, err := os.Stat(dir); err != nil {
-		if os.IsNotExist(err) {
-			return nil, nil
-		}
-		return nil, apierr.Wrap(apierr.Internal, err, "looking for a silo store")
-	}
-	db, err := storage.Open(dir, storage.Options{Logger: e.log})
-	if err != nil {
-		return nil, apierr.Wrap(apierr.Internal, err, "opening silo store")
-	}
-	e.silos[key] = db
-	return db, nil
+	return db, err
 }

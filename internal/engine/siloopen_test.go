@@ -1,0 +1,167 @@
+package engine
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/tenantdb/tenantdb/internal/attr"
+	"github.com/tenantdb/tenantdb/internal/storage"
+	"github.com/tenantdb/tenantdb/internal/tenancy"
+	"github.com/tenantdb/tenantdb/internal/wire"
+)
+
+// slowSiloOpens makes e's silo store opens wait for release() after
+// signalling entered, and counts them. A failing test releases them too,
+// so that the engine can close.
+func slowSiloOpens(t *testing.T, e *Engine) (entered chan string, release func(), opens *atomic.Int32) {
+	entered, opens = make(chan string, 8), new(atomic.Int32)
+	ch := make(chan struct{})
+	var once sync.Once
+	release = func() { once.Do(func() { close(ch) }) }
+	t.Cleanup(release) // NB: runs before the engine's Close (LIFO)
+	e.openStore = func(dir string, o storage.Options) (*storage.DB, error) {
+		opens.Add(1)
+		entered <- dir
+		<-ch
+		return storage.Open(dir, o)
+	}
+	return entered, release, opens
+}
+
+// within runs f and fails the test if it has not returned after d: a
+// liveness check (f must not be stuck behind something), not a timing.
+func within(t *testing.T, d time.Duration, what string, f func() error) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- f() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	case <-time.After(d):
+		t.Fatalf("%s: still blocked after %v", what, d)
+	}
+}
+
+func siloTestEngine(t *testing.T) (*Engine, string) {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	db, err := storage.Open("mem", storage.Options{InMemory: true, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	siloDir := t.TempDir()
+	e, err := Open(db, Options{Logger: log, TTLInterval: -1, SiloDir: siloDir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close(); db.Close() })
+	return e, siloDir
+}
+
+// TestSiloOpenDoesNotStallOtherTenants: opening a tenant's silo store (a
+// Pebble open, with WAL replay after a restart) must not hold up other
+// tenants' requests, which resolve their tables under the same engine
+// lock; concurrent requests of the opening tenant share the one open.
+func TestSiloOpenDoesNotStallOtherTenants(t *testing.T) {
+	e, _ := siloTestEngine(t)
+	qtCreate(t, e, "silo_t", "pk:S", "", nil, wire.Tag{Key: tenancy.TagIsolation, Value: "silo"})
+	qtCreate(t, e, "pool_t", "pk:S", "", nil)
+	a, b := qtTenant(t), qtTenant(t)
+	qtPut(t, e, qtScope(t, b, "PutItem"), "silo_t", attr.Item{"pk": qtS("b0")})
+	entered, release, opens := slowSiloOpens(t, e)
+
+	ctx := context.Background()
+	aDone := make(chan error, 2)
+	for i := range 2 {
+		go func() {
+			_, err := e.PutItem(ctx, qtScope(t, a, "PutItem"), &wire.PutItemInput{TableName: "silo_t", Item: attr.Item{"pk": qtS("a" + string(rune('0'+i)))}})
+			aDone <- err
+		}()
+	}
+	<-entered // tenant A's store is being opened, and stays so
+
+	within(t, 10*time.Second, "tenant B's requests while A's silo store opens", func() error {
+		if _, err := e.PutItem(ctx, qtScope(t, b, "PutItem"), &wire.PutItemInput{TableName: "pool_t", Item: attr.Item{"pk": qtS("b1")}}); err != nil {
+			return err
+		}
+		if _, err := e.PutItem(ctx, qtScope(t, b, "PutItem"), &wire.PutItemInput{TableName: "silo_t", Item: attr.Item{"pk": qtS("b2")}}); err != nil {
+			return err
+		}
+		out, err := e.GetItem(ctx, qtScope(t, b, "GetItem"), &wire.GetItemInput{TableName: "silo_t", Key: attr.Item{"pk": qtS("b0")}})
+		if err == nil && out.Item == nil {
+			t.Error("tenant B lost its item")
+		}
+		return err
+	})
+	select {
+	case err := <-aDone:
+		t.Fatalf("tenant A's write returned before its store was open: %v", err)
+	default:
+	}
+
+	release()
+	for range 2 {
+		if err := <-aDone; err != nil {
+			t.Fatalf("tenant A's write: %v", err)
+		}
+	}
+	if n := opens.Load(); n != 1 {
+		t.Errorf("tenant A's store was opened %d times, want 1", n)
+	}
+	for _, k := range []string{"a0", "a1"} {
+		out, err := e.GetItem(ctx, qtScope(t, a, "GetItem"), &wire.GetItemInput{TableName: "silo_t", Key: attr.Item{"pk": qtS(k)}})
+		if err != nil || out.Item == nil {
+			t.Errorf("tenant A's item %s: %v, %v", k, out, err)
+		}
+	}
+}
+
+// TestDropTenantWaitsForSiloOpen: a tenant dropped while one of its silo
+// stores is being opened ends with that store closed and its directory
+// gone, and the request that opened it writes nothing.
+func TestDropTenantWaitsForSiloOpen(t *testing.T) {
+	e, siloDir := siloTestEngine(t)
+	qtCreate(t, e, "silo_t", "pk:S", "", nil, wire.Tag{Key: tenancy.TagIsolation, Value: "silo"})
+	a := qtTenant(t)
+	entered, release, _ := slowSiloOpens(t, e)
+
+	ctx := context.Background()
+	putDone := make(chan error, 1)
+	go func() {
+		_, err := e.PutItem(ctx, qtScope(t, a, "PutItem"), &wire.PutItemInput{TableName: "silo_t", Item: attr.Item{"pk": qtS("k")}})
+		putDone <- err
+	}()
+	<-entered
+	dropDone := make(chan error, 1)
+	go func() { dropDone <- e.DropTenant(ctx, a) }()
+	select {
+	case err := <-dropDone:
+		t.Fatalf("DropTenant returned while the tenant's store was still opening: %v", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	release()
+	if err := <-dropDone; err != nil {
+		t.Fatalf("DropTenant: %v", err)
+	}
+	if err := <-putDone; err == nil {
+		t.Error("the dropped tenant's write succeeded")
+	}
+	e.mu.RLock()
+	for key := range e.silos {
+		if filepath.Dir(key) == a.String() {
+			t.Errorf("silo store %s of the dropped tenant is still open", key)
+		}
+	}
+	e.mu.RUnlock()
+	if _, err := os.Stat(filepath.Join(siloDir, a.String())); !os.IsNotExist(err) {
+		t.Errorf("silo dir of the dropped tenant still there (stat err %v)", err)
+	}
+}
