@@ -63,18 +63,25 @@ func (e *Engine) openSilo(key, dir string, allowed func() error) (*storage.DB, e
 	e.opening[key] = op
 	e.mu.Unlock()
 
-	db, err := e.openStore(dir, storage.Options{InMemory: dir == "", Logger: e.log})
+	// NB: deferred so that a panic in the open (the server recovers a
+	// request's panic and carries on) still ends it: otherwise the key
+	// stays in e.opening and its waiters, drops and Close block forever.
+	var db *storage.DB
+	var err error = apierr.New(apierr.Internal, "opening silo store: panicked")
+	defer func() {
+		e.mu.Lock()
+		delete(e.opening, key)
+		if err == nil {
+			e.silos[key] = db
+		}
+		op.db, op.err = db, err
+		close(op.done)
+		e.mu.Unlock()
+	}()
+	db, err = e.openStore(dir, storage.Options{InMemory: dir == "", Logger: e.log})
 	if err != nil {
 		err = apierr.Wrap(apierr.Internal, err, "opening silo store")
 	}
-	e.mu.Lock()
-	delete(e.opening, key)
-	if err == nil {
-		e.silos[key] = db
-	}
-	op.db, op.err = db, err
-	close(op.done)
-	e.mu.Unlock()
 	return db, err
 }
 
