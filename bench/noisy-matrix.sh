@@ -20,13 +20,17 @@
 # as the CPU it gets allows). --flood (implies --split) makes the phase 3
 # aggressor tests/noisy/flood, which replays pre-signed GetItems for a few
 # microseconds of client CPU each and so can saturate the server, which an
-# SDK client on this machine cannot. bench/noisy.sh is the single run of
-# tdbload noisy.
+# SDK client on this machine cannot. --aggressor-cpus LIST (implies
+# --split) also pins the aggressor's client to those CPUs (taskset -c), so
+# that on a 2-core machine it cannot take the victim's client's or the
+# server's core: closer still to an aggressor on other machines.
+# bench/noisy.sh is the single run of tdbload noisy.
 #
 #   bench/noisy-matrix.sh [--split] [--reps 3] [--phase-duration 10s] [--fairness "true false"]
 #                  [--aggressor-quota 100] [--overload 10] [--aggressor-concurrency 128]
 #                  [--victim-rate 200] [--victim-concurrency 8] [--phase3-quota 1000000]
-#                  [--phase3-workload get] [--out DIR] [-- extra tenantdb serve flags]
+#                  [--phase3-workload get] [--aggressor-cpus LIST] [--out DIR]
+#                  [-- extra tenantdb serve flags]
 #
 # Writes DIR/{fairness-<on|off>-<rep>.txt,.json}, DIR/summary.md (medians)
 # and DIR/env.txt, and prints the tables. DIR defaults to
@@ -48,6 +52,7 @@ p3workload=get
 out=""
 split=false
 flood=false
+acpus=""
 extra=()
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -63,9 +68,10 @@ while [ $# -gt 0 ]; do
 	--victim-concurrency) vconc="$2"; shift 2 ;;
 	--phase3-quota) p3quota="$2"; shift 2 ;;
 	--phase3-workload) p3workload="$2"; shift 2 ;;
+	--aggressor-cpus) split=true; acpus="$2"; shift 2 ;;
 	--out) out="$2"; shift 2 ;;
 	--) shift; extra=("$@"); break ;;
-	-h|--help) sed -n '2,34p' "$0"; exit 0 ;;
+	-h|--help) sed -n '2,39p' "$0"; exit 0 ;;
 	*) echo "noisy-matrix.sh: unknown argument $1" >&2; exit 2 ;;
 	esac
 done
@@ -171,7 +177,7 @@ echo "noisy-matrix.sh: building" >&2
 	echo "commit: $(cd "$root" && git rev-parse --short HEAD)"
 	echo "cpus: $(nproc)  load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 	echo "go: $(go version)"
-	echo "args: split=$split flood=$flood reps=$reps phase_duration=$phase_dur aggressor_quota=$aquota overload=$overload aggressor_concurrency=$aconc victim_rate=$vrate victim_concurrency=$vconc phase3_quota=$p3quota phase3_workload=$p3workload extra=${extra[*]:-}"
+	echo "args: split=$split flood=$flood reps=$reps phase_duration=$phase_dur aggressor_quota=$aquota overload=$overload aggressor_concurrency=$aconc aggressor_cpus=${acpus:-any} victim_rate=$vrate victim_concurrency=$vconc phase3_quota=$p3quota phase3_workload=$p3workload extra=${extra[*]:-}"
 } >"$out/env.txt"
 
 # run_split NAME ENDPOINT CREDS HOOK: the three phases with the victim and
@@ -197,19 +203,21 @@ PY
 			--workload get --requests 1 --warmup 0 >/dev/null 2>"$work/tdbload.log" || { cat "$work/tdbload.log" >&2; exit 1; }
 	done
 	local secs=${phase_dur%s}
+	local pin=()
+	[ -z "$acpus" ] || pin=(taskset -c "$acpus")
 	for phase in 1 2 3; do
 		[ "$phase" = 1 ] || sleep 2
 		TDBLOAD_PHASE=$phase sh -c "$hook"
 		local apid=""
 		case $phase in
-		2) nice -n 19 "$work/tdbload" run "${common[@]}" --tenants "$d/aggressor.creds" --workload put \
+		2) "${pin[@]}" nice -n 19 "$work/tdbload" run "${common[@]}" --tenants "$d/aggressor.creds" --workload put \
 			--rate $((aquota * overload)) --concurrency "$aconc" --duration "$((secs + 3))s" --warmup 0 \
 			>"$d/aggressor-$phase.json" 2>/dev/null & apid=$! ;;
 		3) if [ "$flood" = true ]; then
-			nice -n 19 "$work/flood" --endpoint "$endpoint" --key "$(tr -d "\n" <"$d/aggressor.creds")" \
+			"${pin[@]}" nice -n 19 "$work/flood" --endpoint "$endpoint" --key "$(tr -d "\n" <"$d/aggressor.creds")" \
 				--concurrency "$aconc" --duration "$((secs + 3))s" --json >"$d/flood.json" 2>/dev/null & apid=$!
 		else
-			nice -n 19 "$work/tdbload" run "${common[@]}" --tenants "$d/aggressor.creds" --workload "$p3workload" \
+			"${pin[@]}" nice -n 19 "$work/tdbload" run "${common[@]}" --tenants "$d/aggressor.creds" --workload "$p3workload" \
 				--concurrency "$aconc" --duration "$((secs + 3))s" --warmup 0 \
 				>"$d/aggressor-$phase.json" 2>/dev/null & apid=$!
 		fi ;;
