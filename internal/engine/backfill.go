@@ -78,9 +78,12 @@ func (e *Engine) backfill(id uint64, no uint16) error {
 		return err
 	}
 	for _, ns := range nss {
-		db, err := e.storeForTenant(tenantOfNS(ns), t)
+		db, err := e.backgroundStore(tenantOfNS(ns), t)
 		if err != nil {
 			return err
+		}
+		if db == nil {
+			return errIndexGone // the table was dropped meanwhile
 		}
 		p := keyspace.Items(ns, id)
 		_, err = e.scanChunks(db, p, keyspace.PrefixEnd(p), func(keys, _ [][]byte) (bool, error) {

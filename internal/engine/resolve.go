@@ -2,6 +2,7 @@ package engine
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/tenantdb/tenantdb/internal/apierr"
@@ -98,8 +99,31 @@ func (e *Engine) siloDir(tenant tenancy.TenantID, id uint64) string {
 	return fmt.Sprintf("%s/%s/%d", e.opts.SiloDir, tenant, id)
 }
 
-// storeForTenant is storeFor for background work, which has no scope.
+// storeForTenant is storeFor without a scope. The drop of a table uses it
+// with the table already unpublished; background work on a table it
+// resolved earlier uses backgroundStore.
 func (e *Engine) storeForTenant(tenant tenancy.TenantID, t *Table) (*storage.DB, error) {
+	return e.siloStore(tenant, t, false)
+}
+
+// errUnpublished vetoes opening the silo store of a table that is no
+// longer published.
+var errUnpublished = errors.New("engine: table no longer published")
+
+// backgroundStore is storeForTenant for background work (TTL expiry,
+// index backfill) on table t, resolved before the call: nil if t has been
+// unpublished since (it is being or has been dropped), so that such work
+// never re-creates the store and directory of a dropped silo table after
+// the drop closed and removed them.
+func (e *Engine) backgroundStore(tenant tenancy.TenantID, t *Table) (*storage.DB, error) {
+	db, err := e.siloStore(tenant, t, true)
+	if errors.Is(err, errUnpublished) {
+		return nil, nil
+	}
+	return db, err
+}
+
+func (e *Engine) siloStore(tenant tenancy.TenantID, t *Table, published bool) (*storage.DB, error) {
 	if t.Isolation != tenancy.Silo {
 		return e.db, nil
 	}
@@ -117,6 +141,9 @@ func (e *Engine) storeForTenant(tenant tenancy.TenantID, t *Table) (*storage.DB,
 			// removes the silo stores, waiting for opens in flight, so
 			// a straggler cannot re-create them.
 			return notFound(t.Name)
+		}
+		if published && e.byID[t.ID] == nil {
+			return errUnpublished
 		}
 		return nil
 	})

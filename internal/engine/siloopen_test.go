@@ -207,3 +207,49 @@ func TestSiloOpenPanicEndsTheOpen(t *testing.T) {
 	within(t, 10*time.Second, "a write after a panicked open", func() error { return put("k1") })
 	within(t, 10*time.Second, "DropTenant after a panicked open", func() error { return e.DropTenant(ctx, a) })
 }
+
+// TestBackgroundWorkDoesNotRecreateDroppedSilo: TTL expiry and index
+// backfill resolve a table, then open its stores namespace by namespace.
+// If the table is deleted in between, they must not re-create the silo
+// store (and its directory) that the drop closed and removed.
+func TestBackgroundWorkDoesNotRecreateDroppedSilo(t *testing.T) {
+	e, siloDir := siloTestEngine(t)
+	tbl := qtCreate(t, e, "silo_t", "pk:S", "", nil, wire.Tag{Key: tenancy.TagIsolation, Value: "silo"})
+	a := qtTenant(t)
+	qtPut(t, e, qtScope(t, a, "PutItem"), "silo_t", attr.Item{"pk": qtS("k")})
+	dir := filepath.Join(siloDir, a.String())
+	if entries, err := os.ReadDir(dir); err != nil || len(entries) == 0 {
+		t.Fatalf("tenant's silo store missing before the drop: %v %v", entries, err)
+	}
+
+	stale := tbl // what a TTL pass or a backfill resolved before the drop
+	var g tenancy.Guard
+	op, err := g.Admit(tenancy.Principal{Role: tenancy.RoleOperator, KeyID: "AKIDQTOP"}, "DeleteTable")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.DeleteTable(context.Background(), op, &wire.DeleteTableInput{TableName: "silo_t"}); err != nil {
+		t.Fatalf("DeleteTable: %v", err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Fatalf("the drop left %v in %s", entries, dir)
+	}
+
+	ns := namespace(qtScope(t, a, "PutItem"))
+	budget := 100
+	if _, err := e.expire(stale, ns, time.Now(), nil, &budget); err != nil {
+		t.Errorf("TTL expiry on the dropped table: %v", err)
+	}
+	if db, err := e.backgroundStore(a, stale); db != nil || err != nil {
+		t.Errorf("backgroundStore of the dropped table = %v, %v; want nil, nil", db, err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("background work re-created the dropped table's silo store: %v", entries)
+	}
+	e.mu.RLock()
+	n := len(e.silos)
+	e.mu.RUnlock()
+	if n != 0 {
+		t.Errorf("%d silo stores open after the drop", n)
+	}
+}

@@ -173,9 +173,9 @@ func (e *Engine) expire(t *Table, ns []byte, now time.Time, from []byte, budget 
 	if err != nil {
 		return nil, err
 	}
-	db, err := e.storeForTenant(tenantOfNS(ns), t)
-	if err != nil {
-		return nil, err
+	db, err := e.backgroundStore(tenantOfNS(ns), t)
+	if err != nil || db == nil {
+		return nil, err // nil: t was dropped meanwhile
 	}
 	h := &handle{t: t, ns: ns, db: db}
 	p := keyspace.Items(ns, t.ID)
