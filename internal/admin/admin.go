@@ -44,6 +44,7 @@ import (
 	"github.com/tenantdb/tenantdb/internal/audit"
 	"github.com/tenantdb/tenantdb/internal/auth"
 	"github.com/tenantdb/tenantdb/internal/catalog"
+	"github.com/tenantdb/tenantdb/internal/quota"
 	"github.com/tenantdb/tenantdb/internal/sigv4"
 	"github.com/tenantdb/tenantdb/internal/tenancy"
 )
@@ -85,6 +86,8 @@ type Handler struct {
 	o   Options
 	mux *http.ServeMux
 	log *slog.Logger
+	// quotas, set by ServeQuotas, forgets a deleted tenant's buckets.
+	quotas *quota.Manager
 }
 
 var _ http.Handler = (*Handler)(nil)

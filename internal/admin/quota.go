@@ -24,6 +24,7 @@ import (
 
 // ServeQuotas adds the quota and usage endpoints over q.
 func (h *Handler) ServeQuotas(q *quota.Manager) {
+	h.quotas = q
 	log := h.o.Audit
 	h.HandleTenant("GET /v1/tenants/{tenant}/quota", func(w http.ResponseWriter, r *http.Request, p tenancy.Principal, t tenancy.TenantID) {
 		out, err := q.GetQuota(r.Context(), t, r.URL.Query().Get("table"))

@@ -30,6 +30,9 @@ func (h *Handler) createTenant(c *call) error {
 	if r, ok := h.o.Dropper.(TenantReviver); ok && req.ID != "" {
 		r.ReviveTenant(t.ID)
 	}
+	if h.quotas != nil && req.ID != "" {
+		h.quotas.Remember(t.ID)
+	}
 	h.record(c, t.ID, "tenant.create", t.ID.String())
 	h.record(c, keyspace.Platform, "tenant.create", t.ID.String())
 	if req.OwnerSub != "" {
@@ -81,8 +84,15 @@ func (h *Handler) deleteTenant(c *call) error {
 	// NB: the log is retired before the tenant's range is deleted, so that
 	// no late record (a denial racing the deletion) lands in it after.
 	h.o.Audit.Retire(id)
+	// NB: so are the checkpoints of its token buckets.
+	if h.quotas != nil {
+		h.quotas.Forget(id)
+	}
 	if err := h.o.Catalog.DeleteTenant(c.ctx, id, drop); err != nil {
 		h.o.Audit.Unretire(id)
+		if h.quotas != nil {
+			h.quotas.Remember(id)
+		}
 		return err
 	}
 	h.o.Audit.Forget(id)

@@ -44,6 +44,7 @@ const (
 	subAudit      = 'a'
 	subUsage      = 'u'
 	subQuota      = 'q'
+	subCapacity   = 'b'
 	subNamespace  = 'n'
 )
 

@@ -73,3 +73,7 @@ func ParseCounter(ns, key []byte) (table uint64, index uint16, name string, ok b
 	b := key[len(ns)+1:]
 	return binary.BigEndian.Uint64(b), binary.BigEndian.Uint16(b[8:]), string(b[10:]), true
 }
+
+// Capacity returns the key of a tenant's checkpoint of its token buckets
+// (quota.Manager), inside the tenant's range like its quota records.
+func Capacity(t tenancy.TenantID) []byte { return append(Tenant(t), subCapacity) }

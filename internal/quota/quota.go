@@ -136,6 +136,10 @@ type Manager struct {
 	conns *gate
 
 	states sync.Map // tenancy.TenantID -> *tenantState
+	// saveMu serializes bucket checkpoints with Forget; forgotten holds
+	// the tenants being deleted, whose buckets are not checkpointed.
+	saveMu    sync.Mutex
+	forgotten sync.Map // tenancy.TenantID -> struct{}
 
 	closeOnce sync.Once
 	closed    chan struct{}
@@ -239,12 +243,17 @@ func New(o Options) (*Manager, error) {
 	return m, nil
 }
 
-// Close stops background work and writes pending usage. It does not wait
+// Close stops background work and writes pending usage and a checkpoint
+// of the token buckets. It does not wait
 // for requests still running; their usage is lost if they finish later.
 func (m *Manager) Close() error {
 	m.closeOnce.Do(func() { close(m.closed) })
 	<-m.done
-	return m.meter.flush()
+	err := m.meter.flush()
+	if cerr := m.saveBuckets(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // Flush writes pending usage now.
@@ -264,6 +273,9 @@ func (m *Manager) background() {
 		}
 		if err := m.meter.flush(); err != nil {
 			m.log.Error("quota: usage not flushed; retrying", "error", err)
+		}
+		if err := m.saveBuckets(); err != nil {
+			m.log.Error("quota: token buckets not checkpointed; retrying", "error", err)
 		}
 		if time.Since(lastRebalance) >= rebalanceEvery {
 			lastRebalance = time.Now()
@@ -313,6 +325,11 @@ type tenantState struct {
 	tread    map[string]*bucket // tables with a read limit
 	twrite   map[string]*bucket // tables with a write limit
 	lastUsed time.Time
+	// debits counts the debits of the buckets; savedGen is its value at
+	// the last checkpoint, and saved says the store holds one
+	// (capstate.go).
+	debits, savedGen uint64
+	saved            bool
 
 	metrics atomic.Pointer[tenantMetrics]
 	recent  atomic.Int64 // requests since the last metrics rebalance
@@ -344,6 +361,9 @@ func (m *Manager) state(t tenancy.TenantID) (*tenantState, error) {
 		st.control.tokens = st.control.size
 		st.record, st.tables = rec, tables
 		m.applyLocked(st, now, true)
+		if err := m.restoreBucketsLocked(st, now); err != nil {
+			return nil, err
+		}
 		st.loaded = true
 	}
 	return st, nil
@@ -457,12 +477,14 @@ func (st *tenantState) allow(c tenancy.ActionClass, in any, now time.Time) int {
 			return reasonControl
 		}
 		st.control.take(now, 1)
+		st.debits++
 	}
 	return -1
 }
 
 // debit charges u to st. REQUIRES: st.mu.
 func (st *tenantState) debit(u wire.Usage, now time.Time) {
+	st.debits++
 	st.read.take(now, u.ReadUnits)
 	st.write.take(now, u.WriteUnits)
 	if st.tread == nil && st.twrite == nil {

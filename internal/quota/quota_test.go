@@ -240,12 +240,13 @@ func TestValidation(t *testing.T) {
 func TestQuotasSurviveRestart(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "db")
 	ctx := context.Background()
+	c := &clock{t: t0}
 	open := func() (*storage.DB, *Manager) {
 		db, err := storage.Open(dir, storage.Options{NoSync: true, Logger: quiet})
 		if err != nil {
 			t.Fatal(err)
 		}
-		m, err := New(Options{DB: db})
+		m, err := New(Options{DB: db, Now: c.now})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -274,8 +275,16 @@ func TestQuotasSurviveRestart(t *testing.T) {
 	if q.ReadUnits != 7 || q.WriteUnits != 3 || q.Weight != 2 || !q.Set || len(q.Tables) != 1 || q.Tables[0].WriteUnits != 1 {
 		t.Fatalf("after restart quota = %+v tables %+v", q, q.Tables)
 	}
-	// The table quota applies: one write of 2 units empties its 1-unit bucket.
+	// The table bucket's state survives too: the write of 2 units before
+	// the restart left its 1-unit bucket in debt, so the restart does not
+	// hand the tenant a full bucket.
 	put := &wire.PutItemInput{TableName: "orders"}
+	if err := do(t, m, tid(1), "PutItem", put, wire.Usage{WriteUnits: 2, Table: "orders"}); !apierr.Is(err, apierr.ProvisionedThroughputExceeded) {
+		t.Fatalf("after restart the table's bucket was full again: %v", err)
+	}
+	// Refilled for 2 s, it holds its 1 unit: one write of 2 units passes
+	// and empties it.
+	c.add(2 * time.Second)
 	if err := do(t, m, tid(1), "PutItem", put, wire.Usage{WriteUnits: 2, Table: "orders"}); err != nil {
 		t.Fatal(err)
 	}
@@ -287,7 +296,7 @@ func TestQuotasSurviveRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Requests != 3 || r.ThrottledRequests != 1 || r.ConsumedWriteUnits != 4 {
+	if r.Requests != 4 || r.ThrottledRequests != 2 || r.ConsumedWriteUnits != 4 {
 		t.Fatalf("usage after restart = %+v", r.OpUsage)
 	}
 }
