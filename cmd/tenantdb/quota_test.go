@@ -280,6 +280,25 @@ func TestQuotaEndToEnd(t *testing.T) {
 	if r.Items != int64(rejected) {
 		t.Fatalf("noisy tenant's items = %d, want %d", r.Items, rejected)
 	}
+	// The token buckets survive the restart too: the noisy tenant,
+	// throttled seconds ago, does not have its 30 units of burst back
+	// (three 10-unit puts would need 21 units; it has earned at most one
+	// per second since).
+	nc = s.Client(noisy)
+	throttled := false
+	for i := 0; i < 3 && !throttled; i++ {
+		_, err := nc.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("orders"), Item: item("noisy", 1000+i, 10000)})
+		switch code := errCode(err); {
+		case err == nil:
+		case code == "ProvisionedThroughputExceededException":
+			throttled = true
+		default:
+			t.Fatalf("put after restart: %v", err)
+		}
+	}
+	if !throttled {
+		t.Fatal("after a restart the throttled tenant had its burst credit back")
+	}
 }
 
 func grepLines(s, substr string) string {
