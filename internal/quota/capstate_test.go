@@ -2,6 +2,7 @@ package quota
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -104,5 +105,40 @@ func TestForgetStopsCheckpoints(t *testing.T) {
 	}
 	if _, err := db.Get(keyspace.Capacity(a)); !errors.Is(err, storage.ErrNotFound) {
 		t.Fatalf("a forgotten tenant's buckets were checkpointed into its deleted range: %v", err)
+	}
+}
+
+// TestQuotaChangeRewritesCheckpoint: a quota change is checkpointed even
+// without a debit after it, so a restart does not refill the buckets at
+// the new rate since the last debit (less than they hold when the rate
+// was lowered: a checkpoint more restrictive than the truth).
+func TestQuotaChangeRewritesCheckpoint(t *testing.T) {
+	db := memDB(t)
+	c := &clock{t: t0}
+	opts := Options{DB: db, Now: c.now, FlushInterval: time.Hour,
+		Default: Limits{ReadUnits: 100, WriteUnits: 100, BurstSeconds: 300}}
+	m1 := newManager(t, opts)
+	a := tid(1)
+	put := &wire.PutItemInput{TableName: "t"}
+	if err := do(t, m1, a, "PutItem", put, wire.Usage{WriteUnits: 30000, Table: "t"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := m1.saveBuckets(); err != nil {
+		t.Fatal(err)
+	}
+	c.add(100 * time.Second) // refilled to 10000 of 30000
+	if _, err := m1.SetQuota(context.Background(), a, "", Update{WriteUnits: f64(50)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := m1.Close(); err != nil {
+		t.Fatal(err)
+	}
+	m2 := newManager(t, opts)
+	q, err := m2.GetQuota(context.Background(), a, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q.WriteUnits != 50 || q.Available == nil || q.Available.WriteUnits != 10000 {
+		t.Fatalf("after restart quota = %+v available %+v, want 10000 write units available", q, q.Available)
 	}
 }

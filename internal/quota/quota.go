@@ -325,9 +325,9 @@ type tenantState struct {
 	tread    map[string]*bucket // tables with a read limit
 	twrite   map[string]*bucket // tables with a write limit
 	lastUsed time.Time
-	// debits counts the debits of the buckets; savedGen is its value at
-	// the last checkpoint, and saved says the store holds one
-	// (capstate.go).
+	// debits counts the debits of the buckets (and changes of their
+	// quotas); savedGen is its value at the last checkpoint, and saved
+	// says the store holds one (capstate.go).
 	debits, savedGen uint64
 	saved            bool
 
@@ -376,6 +376,13 @@ func (m *Manager) applyLocked(st *tenantState, now time.Time, fill bool) {
 		inherit(&eff, *r)
 	}
 	st.eff = eff
+	if !fill {
+		// NB: a checkpoint taken before the change must be rewritten:
+		// restored, it would be refilled at the new rate since it was
+		// taken (capstate.go), less than the buckets hold if the rate
+		// was lowered, or apply to a table bucket removed since.
+		st.debits++
+	}
 	cfg := func(b *bucket, rate float64) {
 		b.refill(now)
 		b.configure(rate, eff.BurstSeconds)
