@@ -172,5 +172,12 @@ func (m *Manager) Forget(t tenancy.TenantID) {
 	m.saveMu.Unlock()
 }
 
-// Remember undoes Forget.
-func (m *Manager) Remember(t tenancy.TenantID) { m.forgotten.Delete(t) }
+// Remember undoes Forget. It drops t's in-memory state again: one that
+// a request racing the deletion loaded after Forget holds the deleted
+// tenant's buckets and quota records, not those of the id used again.
+func (m *Manager) Remember(t tenancy.TenantID) {
+	m.saveMu.Lock() // NB: no checkpoint sees the state once t is remembered
+	m.states.Delete(t)
+	m.forgotten.Delete(t)
+	m.saveMu.Unlock()
+}

@@ -142,3 +142,44 @@ func TestQuotaChangeRewritesCheckpoint(t *testing.T) {
 		t.Fatalf("after restart quota = %+v available %+v, want 10000 write units available", q, q.Available)
 	}
 }
+
+// TestRememberStartsFresh: a request racing a tenant's deletion (after
+// Forget, before the range is deleted) loads the deleted tenant's buckets
+// again; a tenant created later with the same id does not inherit them,
+// nor get them checkpointed into its new range.
+func TestRememberStartsFresh(t *testing.T) {
+	db := memDB(t)
+	c := &clock{t: t0}
+	m := newManager(t, Options{DB: db, Now: c.now, FlushInterval: time.Hour,
+		Default: Limits{ReadUnits: 1, WriteUnits: 1, BurstSeconds: 300}})
+	a := tid(1)
+	put := &wire.PutItemInput{TableName: "t"}
+	if err := do(t, m, a, "PutItem", put, wire.Usage{WriteUnits: 300, Table: "t"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.saveBuckets(); err != nil {
+		t.Fatal(err)
+	}
+	m.Forget(a)
+	// A request of the tenant being deleted, still admitted.
+	if err := do(t, m, a, "PutItem", put, wire.Usage{}); !apierr.Is(err, apierr.ProvisionedThroughputExceeded) {
+		t.Fatalf("racing request: %v", err)
+	}
+	if err := db.DeleteRange(keyspace.TenantRange(a)); err != nil {
+		t.Fatal(err)
+	}
+	m.Remember(a) // the id is created again
+	q, err := m.GetQuota(context.Background(), a, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q.Available == nil || q.Available.WriteUnits != 300 {
+		t.Fatalf("the new tenant inherited the deleted one's buckets: available %+v", q.Available)
+	}
+	if err := m.saveBuckets(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Get(keyspace.Capacity(a)); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("the deleted tenant's buckets were checkpointed into the new tenant's range: %v", err)
+	}
+}
