@@ -2,8 +2,6 @@ package engine
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"testing"
@@ -11,7 +9,6 @@ import (
 	"github.com/tenantdb/tenantdb/internal/apierr"
 	"github.com/tenantdb/tenantdb/internal/attr"
 	"github.com/tenantdb/tenantdb/internal/keyspace"
-	"github.com/tenantdb/tenantdb/internal/storage"
 	"github.com/tenantdb/tenantdb/internal/tenancy"
 	"github.com/tenantdb/tenantdb/internal/wire"
 )
@@ -21,17 +18,8 @@ import (
 // store, once DropTenant has run: the catalog deletes the range right after,
 // and a later write would be left behind for good.
 func TestDropTenantRefusesStragglers(t *testing.T) {
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	db, err := storage.Open("mem", storage.Options{InMemory: true, Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	siloDir := t.TempDir()
-	e, err := Open(db, Options{Logger: log, TTLInterval: -1, SiloDir: siloDir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.Close(); db.Close() })
+	e, siloDir := siloTestEngine(t)
+	db := e.db
 	ctx := context.Background()
 
 	qtCreate(t, e, "silo_t", "pk:S", "", nil, wire.Tag{Key: tenancy.TagIsolation, Value: "silo"})

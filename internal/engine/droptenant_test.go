@@ -3,31 +3,18 @@ package engine
 import (
 	"bytes"
 	"context"
-	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/tenantdb/tenantdb/internal/attr"
 	"github.com/tenantdb/tenantdb/internal/keyspace"
-	"github.com/tenantdb/tenantdb/internal/storage"
 	"github.com/tenantdb/tenantdb/internal/tenancy"
 	"github.com/tenantdb/tenantdb/internal/wire"
 )
 
 func TestDropTenantRemovesSilosAndRegistry(t *testing.T) {
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	db, err := storage.Open("mem", storage.Options{InMemory: true, Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	siloDir := t.TempDir()
-	e, err := Open(db, Options{Logger: log, TTLInterval: -1, SiloDir: siloDir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.Close(); db.Close() })
+	e, siloDir := siloTestEngine(t)
 
 	qtCreate(t, e, "silo_t", "pk:S", "", nil, wire.Tag{Key: tenancy.TagIsolation, Value: "silo"})
 	qtCreate(t, e, "pool_t", "pk:S", "", nil)

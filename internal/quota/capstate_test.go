@@ -78,10 +78,7 @@ func TestBucketsSurviveCrash(t *testing.T) {
 // no checkpoint of its buckets lands in its range (which the deletion
 // clears next), even for a debit that was pending.
 func TestForgetStopsCheckpoints(t *testing.T) {
-	db := memDB(t)
-	c := &clock{t: t0}
-	m := newManager(t, Options{DB: db, Now: c.now, FlushInterval: time.Hour,
-		Default: Limits{ReadUnits: 1, WriteUnits: 1, BurstSeconds: 300}})
+	db, _, m := checkpointManager(t)
 	a := tid(1)
 	put := &wire.PutItemInput{TableName: "t"}
 	if err := do(t, m, a, "PutItem", put, wire.Usage{WriteUnits: 50, Table: "t"}); err != nil {
@@ -148,10 +145,7 @@ func TestQuotaChangeRewritesCheckpoint(t *testing.T) {
 // again; a tenant created later with the same id does not inherit them,
 // nor get them checkpointed into its new range.
 func TestRememberStartsFresh(t *testing.T) {
-	db := memDB(t)
-	c := &clock{t: t0}
-	m := newManager(t, Options{DB: db, Now: c.now, FlushInterval: time.Hour,
-		Default: Limits{ReadUnits: 1, WriteUnits: 1, BurstSeconds: 300}})
+	db, _, m := checkpointManager(t)
 	a := tid(1)
 	put := &wire.PutItemInput{TableName: "t"}
 	if err := do(t, m, a, "PutItem", put, wire.Usage{WriteUnits: 300, Table: "t"}); err != nil {
@@ -182,4 +176,15 @@ func TestRememberStartsFresh(t *testing.T) {
 	if _, err := db.Get(keyspace.Capacity(a)); !errors.Is(err, storage.ErrNotFound) {
 		t.Fatalf("the deleted tenant's buckets were checkpointed into the new tenant's range: %v", err)
 	}
+}
+
+// checkpointManager returns a manager on a fresh store with a manual clock,
+// 1 unit/s read and write with 300 s of burst, and no background
+// checkpoints (the tests call saveBuckets).
+func checkpointManager(t *testing.T) (*storage.DB, *clock, *Manager) {
+	db := memDB(t)
+	c := &clock{t: t0}
+	m := newManager(t, Options{DB: db, Now: c.now, FlushInterval: time.Hour,
+		Default: Limits{ReadUnits: 1, WriteUnits: 1, BurstSeconds: 300}})
+	return db, c, m
 }
