@@ -162,11 +162,16 @@ func (m *Manager) saveBuckets() error {
 }
 
 // Forget drops tenant t's in-memory state and stops checkpoints of its
-// buckets: once it returns, none is written into t's range, which the
-// caller (tenant deletion) deletes next, earlier checkpoint included.
+// buckets and flushes of its usage: once it returns, neither is written
+// into t's range, which the caller (tenant deletion) deletes next,
+// earlier writes included. Usage t records meanwhile is dropped.
 // Remember undoes it (the deletion failed, or the id is used again).
 func (m *Manager) Forget(t tenancy.TenantID) {
 	m.forgotten.Store(t, struct{}{})
+	// NB: waits out a usage flush that took t's pending usage before the
+	// mark; later flushes drop it (meter.gone).
+	m.meter.flushMu.Lock()
+	m.meter.flushMu.Unlock()
 	m.saveMu.Lock() // NB: waits out a checkpoint that may hold t's state
 	m.states.Delete(t)
 	m.saveMu.Unlock()

@@ -188,3 +188,31 @@ func checkpointManager(t *testing.T) (*storage.DB, *clock, *Manager) {
 		Default: Limits{ReadUnits: 1, WriteUnits: 1, BurstSeconds: 300}})
 	return db, c, m
 }
+
+// TestForgetStopsUsageFlush: usage a tenant being deleted records (a
+// request in flight during the deletion) is not flushed into its deleted
+// range.
+func TestForgetStopsUsageFlush(t *testing.T) {
+	db, _, m := checkpointManager(t)
+	a := tid(1)
+	if err := do(t, m, a, "PutItem", &wire.PutItemInput{TableName: "t"}, wire.Usage{WriteUnits: 1, Table: "t"}); err != nil {
+		t.Fatal(err)
+	}
+	m.Forget(a)
+	lo, hi := keyspace.TenantRange(a)
+	if err := db.DeleteRange(lo, hi); err != nil { // the tenant's range goes
+		t.Fatal(err)
+	}
+	// A request admitted before the deletion ends after it.
+	if err := do(t, m, a, "GetItem", &wire.GetItemInput{TableName: "t"}, wire.Usage{ReadUnits: 1, Table: "t"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	it := db.NewIter(lo, hi)
+	defer it.Close()
+	for ok := it.First(); ok; ok = it.Next() {
+		t.Errorf("key %q written into the deleted tenant's range", it.Key())
+	}
+}

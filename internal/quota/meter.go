@@ -71,6 +71,10 @@ type meter struct {
 	// flushMu makes "take pending, apply batch" atomic with respect to
 	// report, so a report never misses counts in transit.
 	flushMu sync.RWMutex
+
+	// gone reports the tenants being deleted (Manager.Forget): their
+	// pending usage is dropped, not written into a range being deleted.
+	gone func(tenancy.TenantID) bool
 }
 
 // opNames are the operations metering knows, and opIndex their index.
@@ -147,6 +151,9 @@ func (m *meter) flush() error {
 		}
 	}
 	for k, p := range acc {
+		if m.gone != nil && m.gone(k.tenant) {
+			continue
+		}
 		for i, c := range p.ops {
 			op := opNames[i]
 			add(k, nameRequests, op, c.requests)

@@ -239,6 +239,7 @@ func New(o Options) (*Manager, error) {
 	if m.metrics, err = newMetrics(reg, o.MetricTenants, append(m.gates[:], m.conns)); err != nil {
 		return nil, fmt.Errorf("quota: registering metrics: %w", err)
 	}
+	m.meter.gone = func(t tenancy.TenantID) bool { _, ok := m.forgotten.Load(t); return ok }
 	go m.background()
 	return m, nil
 }
