@@ -24,15 +24,21 @@
 # --split) also pins the aggressor's client to those CPUs (taskset -c), so
 # that on a 2-core machine it cannot take the victim's client's or the
 # server's core: closer still to an aggressor on other machines.
-# bench/noisy.sh is the single run of tdbload noisy.
+# --fairness takes a list of true (fairness on), false (off) and separate:
+# the control, in which the aggressor's load goes to a second tenantdb
+# process of its own on the same machine (needs --split). It measures what
+# the machine alone does to the victim: the clients' and a second server's
+# CPU, with no shared server. bench/noisy.sh is the single run of tdbload
+# noisy. SERVER_GOMAXPROCS in the environment sets the servers' GOMAXPROCS
+# (not the clients').
 #
-#   bench/noisy-matrix.sh [--split] [--reps 3] [--phase-duration 10s] [--fairness "true false"]
+#   bench/noisy-matrix.sh [--split] [--reps 3] [--phase-duration 10s] [--fairness "true false separate"]
 #                  [--aggressor-quota 100] [--overload 10] [--aggressor-concurrency 128]
 #                  [--victim-rate 200] [--victim-concurrency 8] [--phase3-quota 1000000]
 #                  [--phase3-workload get] [--aggressor-cpus LIST] [--out DIR]
 #                  [-- extra tenantdb serve flags]
 #
-# Writes DIR/{fairness-<on|off>-<rep>.txt,.json}, DIR/summary.md (medians)
+# Writes DIR/{fairness-<on|off|separate>-<rep>.txt,.json}, DIR/summary.md (medians)
 # and DIR/env.txt, and prints the tables. DIR defaults to
 # bench/results/noisy-matrix-<time>.
 set -euo pipefail
@@ -71,16 +77,21 @@ while [ $# -gt 0 ]; do
 	--aggressor-cpus) split=true; acpus="$2"; shift 2 ;;
 	--out) out="$2"; shift 2 ;;
 	--) shift; extra=("$@"); break ;;
-	-h|--help) sed -n '2,39p' "$0"; exit 0 ;;
+	-h|--help) sed -n '2,45p' "$0"; exit 0 ;;
 	*) echo "noisy-matrix.sh: unknown argument $1" >&2; exit 2 ;;
 	esac
 done
+case " $fairness " in
+*" separate "*) [ "$split" = true ] || { echo "noisy-matrix.sh: --fairness separate needs --split (or --aggressor-cpus, --flood)" >&2; exit 2; } ;;
+esac
 [ -n "$out" ] || out="$root/bench/results/noisy-matrix-$(date -u +%Y%m%dT%H%M%SZ)"
 mkdir -p "$out"
 work="$(mktemp -d "${TMPDIR:-/tmp}/tdbnoisymatrix.XXXXXX")"
 pid=""
+aspid=""
 cleanup() {
 	if [ -n "$pid" ]; then kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; fi
+	if [ -n "$aspid" ]; then kill "$aspid" 2>/dev/null || true; wait "$aspid" 2>/dev/null || true; fi
 	rm -rf "$work"
 }
 trap cleanup EXIT
@@ -139,7 +150,7 @@ import json, os, re, statistics, sys
 rows = {}
 for path in sys.argv[1:]:
     name = os.path.basename(path)
-    fair = "on" if "-on-" in name else "off"
+    fair = re.match(r"fairness-(on|off|separate)-", name).group(1)
     phases = json.load(open(path))
     base = next((p["victim"] for p in phases if p["phase"] == 1), None)
     for p in phases:
@@ -157,7 +168,7 @@ for path in sys.argv[1:]:
 med = lambda k, rs: statistics.median(x[k] for x in rs)
 print("| fairness | phase | victim ops/s | vs solo | victim p50 ms | victim p99 ms | p99 vs solo | victim p99 from schedule ms | victim throttled/errors | aggressor ops/s | aggressor throttled | server cores | other load cores | verdict |")
 print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-for (fair, ph, nm), rs in sorted(rows.items(), key=lambda kv: (kv[0][0] != "on", kv[0][1])):
+for (fair, ph, nm), rs in sorted(rows.items(), key=lambda kv: (["on", "off", "separate"].index(kv[0][0]), kv[0][1])):
     tr, lr = med("tr", rs), med("lr", rs)
     verdict = "-"
     if ph != 1:
@@ -177,14 +188,14 @@ echo "noisy-matrix.sh: building" >&2
 	echo "commit: $(cd "$root" && git rev-parse --short HEAD)"
 	echo "cpus: $(nproc)  load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 	echo "go: $(go version)"
-	echo "args: split=$split flood=$flood reps=$reps phase_duration=$phase_dur aggressor_quota=$aquota overload=$overload aggressor_concurrency=$aconc aggressor_cpus=${acpus:-any} victim_rate=$vrate victim_concurrency=$vconc phase3_quota=$p3quota phase3_workload=$p3workload extra=${extra[*]:-}"
+	echo "args: split=$split flood=$flood reps=$reps phase_duration=$phase_dur aggressor_quota=$aquota overload=$overload aggressor_concurrency=$aconc aggressor_cpus=${acpus:-any} server_gomaxprocs=${SERVER_GOMAXPROCS:-default} victim_rate=$vrate victim_concurrency=$vconc phase3_quota=$p3quota phase3_workload=$p3workload extra=${extra[*]:-}"
 } >"$out/env.txt"
 
 # run_split NAME ENDPOINT CREDS HOOK: the three phases with the victim and
 # the aggressor in separate tdbload processes (the aggressor's niced), the
 # results assembled into tdbload noisy's JSON shape.
 run_split() {
-	local name=$1 endpoint=$2 creds=$3 hook=$4 d="$work/split-$1"
+	local name=$1 endpoint=$2 creds=$3 hook=$4 aendpoint=$5 d="$work/split-$1"
 	mkdir -p "$d"
 	# key create --json prints one JSON object per key (possibly indented)
 	python3 - "$creds" "$d" <<'PY'
@@ -198,8 +209,12 @@ for n, o in zip(("victim", "aggressor"), objs):
     open(f"{sys.argv[2]}/{n}.creds", "w").write(o["access_key_id"] + ":" + o["secret_access_key"] + "\n")
 PY
 	local common=(--endpoint "$endpoint" --preloaded 2000 --json)
+	local acommon=(--endpoint "$aendpoint" --preloaded 2000 --json)
+	local who ep
 	for who in victim aggressor; do
-		"$work/tdbload" run --endpoint "$endpoint" --tenants "$d/$who.creds" --create-table --preload 2000 \
+		ep=$endpoint
+		[ "$who" = victim ] || ep=$aendpoint
+		"$work/tdbload" run --endpoint "$ep" --tenants "$d/$who.creds" --create-table --preload 2000 \
 			--workload get --requests 1 --warmup 0 >/dev/null 2>"$work/tdbload.log" || { cat "$work/tdbload.log" >&2; exit 1; }
 	done
 	local secs=${phase_dur%s}
@@ -210,14 +225,14 @@ PY
 		TDBLOAD_PHASE=$phase sh -c "$hook"
 		local apid=""
 		case $phase in
-		2) "${pin[@]}" nice -n 19 "$work/tdbload" run "${common[@]}" --tenants "$d/aggressor.creds" --workload put \
+		2) "${pin[@]}" nice -n 19 "$work/tdbload" run "${acommon[@]}" --tenants "$d/aggressor.creds" --workload put \
 			--rate $((aquota * overload)) --concurrency "$aconc" --duration "$((secs + 3))s" --warmup 0 \
 			>"$d/aggressor-$phase.json" 2>/dev/null & apid=$! ;;
 		3) if [ "$flood" = true ]; then
-			"${pin[@]}" nice -n 19 "$work/flood" --endpoint "$endpoint" --key "$(tr -d "\n" <"$d/aggressor.creds")" \
+			"${pin[@]}" nice -n 19 "$work/flood" --endpoint "$aendpoint" --key "$(tr -d "\n" <"$d/aggressor.creds")" \
 				--concurrency "$aconc" --duration "$((secs + 3))s" --json >"$d/flood.json" 2>/dev/null & apid=$!
 		else
-			"${pin[@]}" nice -n 19 "$work/tdbload" run "${common[@]}" --tenants "$d/aggressor.creds" --workload "$p3workload" \
+			"${pin[@]}" nice -n 19 "$work/tdbload" run "${acommon[@]}" --tenants "$d/aggressor.creds" --workload "$p3workload" \
 				--concurrency "$aconc" --duration "$((secs + 3))s" --warmup 0 \
 				>"$d/aggressor-$phase.json" 2>/dev/null & apid=$!
 		fi ;;
@@ -245,44 +260,74 @@ print(json.dumps(out))
 PY
 }
 
+# start_server DATA FAIRNESS: starts tenantdb on a free port with a fresh data
+# directory; sets spid and sendpoint.
+start_server() {
+	local data=$1 fair=$2 try port log="$work/serve-$(basename "$1").log"
+	spid=""
+	for try in 1 2 3 4 5; do
+		port=$((20000 + RANDOM % 20000))
+		sendpoint="http://127.0.0.1:$port"
+		env ${SERVER_GOMAXPROCS:+GOMAXPROCS=$SERVER_GOMAXPROCS} \
+			"$work/tenantdb" serve --addr "127.0.0.1:$port" --data-dir "$data" --log-level error \
+			--default-tenant=false --fairness="$fair" "${extra[@]}" >"$log" 2>&1 &
+		spid=$!
+		for _ in $(seq 1 300); do
+			grep -q "listening on" "$log" && break
+			kill -0 "$spid" 2>/dev/null || break
+			sleep 0.1
+		done
+		grep -q "listening on" "$log" && [ -f "$data/operator-credentials" ] && return 0
+		wait "$spid" 2>/dev/null || true
+		spid=""
+		grep -q "address already in use" "$log" || { cat "$log" >&2; exit 1; }
+	done
+	cat "$log" >&2
+	exit 1
+}
+
 for rep in $(seq 1 "$reps"); do
 	for fair in $fairness; do
-		name="fairness-$([ "$fair" = true ] && echo on || echo off)-$rep"
+		case $fair in
+		true) label=on ;;
+		false) label=off ;;
+		separate) label=separate ;;
+		*) echo "noisy-matrix.sh: --fairness takes true, false and separate, not $fair" >&2; exit 2 ;;
+		esac
+		name="fairness-$label-$rep"
 		data="$work/data-$name"
-		for try in 1 2 3 4 5; do
-			port=$((20000 + RANDOM % 20000))
-			endpoint="http://127.0.0.1:$port"
-			"$work/tenantdb" serve --addr "127.0.0.1:$port" --data-dir "$data" --log-level error \
-				--default-tenant=false --fairness="$fair" "${extra[@]}" >"$work/serve.log" 2>&1 &
-			pid=$!
-			for _ in $(seq 1 300); do
-				grep -q "listening on" "$work/serve.log" && break
-				kill -0 "$pid" 2>/dev/null || break
-				sleep 0.1
-			done
-			grep -q "listening on" "$work/serve.log" && [ -f "$data/operator-credentials" ] && break
-			wait "$pid" 2>/dev/null || true
-			pid=""
-			grep -q "address already in use" "$work/serve.log" || { cat "$work/serve.log" >&2; exit 1; }
-		done
-		[ -n "$pid" ] || { cat "$work/serve.log" >&2; exit 1; }
+		if [ "$fair" = separate ]; then
+			start_server "$data" true
+		else
+			start_server "$data" "$fair"
+		fi
+		pid=$spid endpoint=$sendpoint
+		aendpoint=$endpoint adata=$data
+		if [ "$fair" = separate ]; then
+			# the control: the aggressor gets a tenantdb process of its own
+			start_server "$work/data-$name-aggressor" true
+			aspid=$spid aendpoint=$sendpoint adata="$work/data-$name-aggressor"
+		fi
 		export TENANTDB_ENDPOINT="$endpoint" TENANTDB_CREDENTIALS="$data/operator-credentials"
 		v=$("$work/tenantdb" tenant create victim --json | sed -n 's/.*"id": *"\([0-9a-f]*\)".*/\1/p')
-		a=$("$work/tenantdb" tenant create aggressor --json | sed -n 's/.*"id": *"\([0-9a-f]*\)".*/\1/p')
+		a=$(TENANTDB_ENDPOINT="$aendpoint" TENANTDB_CREDENTIALS="$adata/operator-credentials" \
+			"$work/tenantdb" tenant create aggressor --json | sed -n 's/.*"id": *"\([0-9a-f]*\)".*/\1/p')
 		creds="$work/creds-$name.txt"
-		for t in "$v" "$a"; do
-			"$work/tenantdb" key create --tenant "$t" --role admin --json >>"$creds"
-			echo >>"$creds"
-		done
+		"$work/tenantdb" key create --tenant "$v" --role admin --json >>"$creds"
+		echo >>"$creds"
+		TENANTDB_ENDPOINT="$aendpoint" TENANTDB_CREDENTIALS="$adata/operator-credentials" \
+			"$work/tenantdb" key create --tenant "$a" --role admin --json >>"$creds"
+		echo >>"$creds"
 		opkey=$(sed -n 's/^tenantdb_key *= *//p' "$data/operator-credentials")
+		aq="TENANTDB_ENDPOINT='$aendpoint' TENANTDB_CREDENTIALS='$adata/operator-credentials' '$work/tenantdb' quota set --tenant $a"
 		hook="curl -s -H 'Authorization: Bearer $opkey' $endpoint/metrics >'$out/$name.metrics-'\$TDBLOAD_PHASE
 			case \$TDBLOAD_PHASE in
-			2) '$work/tenantdb' quota set --tenant $a --read-units $aquota --write-units $aquota --burst-seconds 1 >/dev/null ;;
-			3) '$work/tenantdb' quota set --tenant $a --read-units $p3quota --write-units $p3quota --burst-seconds 1 >/dev/null ;;
+			2) $aq --read-units $aquota --write-units $aquota --burst-seconds 1 >/dev/null ;;
+			3) $aq --read-units $p3quota --write-units $p3quota --burst-seconds 1 >/dev/null ;;
 			esac"
 		echo "noisy-matrix.sh: $name (server pid $pid)" >&2
 		if [ "$split" = true ]; then
-			run_split "$name" "$endpoint" "$creds" "$hook"
+			run_split "$name" "$endpoint" "$creds" "$hook" "$aendpoint"
 		else
 			"$work/tdbload" noisy --endpoint "$endpoint" --tenants "$creds" --create-table \
 				--victim-rate "$vrate" --victim-concurrency "$vconc" \
@@ -295,6 +340,7 @@ for rep in $(seq 1 "$reps"); do
 		kill "$pid"
 		wait "$pid" 2>/dev/null || true
 		pid=""
+		if [ -n "$aspid" ]; then kill "$aspid"; wait "$aspid" 2>/dev/null || true; aspid=""; fi
 		python3 "$work/summary.py" "$out/$name.json" >"$out/$name.txt"
 		python3 "$work/server_latency.py" "$out/$name" "$v" "$a" >>"$out/$name.txt"
 		echo "== $name" && cat "$out/$name.txt"
