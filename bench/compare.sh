@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # compare.sh: run the same tdbload workloads, same client, same concurrency,
 # against (a) the no-op server, (b) dynalite and (c) tenantdb (when given),
-# alternating targets, and print a markdown table of medians.
+# alternating targets, and print a markdown table of medians. The target
+# floor (not run by default) is `tdbload noop --storage`: the no-op plus
+# tenantdb's storage package doing what a put must (read the old item, write
+# the new one with a synced WAL), and nothing else; the least any server
+# that stores items durably in that store spends per request.
 #
 #   bench/compare.sh [--duration 10s] [--reps 3] [--concurrency 64] [--item-size 1024]
 #                    [--workloads put,get,query,batchwrite,transact,mixed] [--preload 20000]
-#                    [--targets noop,dynalite,tenantdb] [--out DIR]
+#                    [--targets noop,dynalite,tenantdb,floor] [--out DIR]
 #                    [--tenantdb-cmd 'CMD'] [--tenantdb-credentials FILE|ID:SECRET]
 #                    [--tenantdb-units 1000000]
 #
@@ -44,6 +48,7 @@ tenantdb_units=1000000
 port_noop="${PORT_NOOP:-18101}"
 port_dynalite="${PORT_DYNALITE:-18102}"
 port_tenantdb="${PORT_TENANTDB:-18103}"
+port_floor="${PORT_FLOOR:-18104}"
 
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -110,6 +115,13 @@ for t in "${target_list[@]}"; do
 		wait_port "$port_noop" "$p" || die "the no-op server did not start on port $port_noop"
 		endpoint[noop]="http://127.0.0.1:$port_noop"; pid[noop]=$p; cred_args[noop]=""
 		;;
+	floor)
+		# the storage floor: the no-op plus tenantdb's store doing a put's read and synced write
+		"$tdbload" noop --addr "127.0.0.1:$port_floor" --item-size "$item_size" --storage "$work/floor-data" >>"$log" 2>&1 &
+		p=$!; pids+=("$p")
+		wait_port "$port_floor" "$p" || die "the storage floor did not start on port $port_floor"
+		endpoint[floor]="http://127.0.0.1:$port_floor"; pid[floor]=$p; cred_args[floor]=""
+		;;
 	dynalite)
 		p="$("$here/dynalite.sh" --port "$port_dynalite" --path "$work/dynalite-data" --log "$work/dynalite.log" 2>>"$log")" ||
 			die "dynalite did not start (see $log)"
@@ -155,7 +167,7 @@ for t in "${target_list[@]}"; do
 			fi
 		fi
 		;;
-	*) die "unknown target $t (want noop, dynalite or tenantdb)" ;;
+	*) die "unknown target $t (want noop, floor, dynalite or tenantdb)" ;;
 	esac
 	say "$t: ${endpoint[$t]} pid ${pid[$t]}"
 done

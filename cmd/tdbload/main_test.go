@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -15,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/tenantdb/tenantdb/internal/loadgen"
+	"github.com/tenantdb/tenantdb/internal/storage"
 )
 
 // TestMain lets the test binary act as tdbload itself, for the aggressor
@@ -36,7 +39,7 @@ func startNoop(t *testing.T) string {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- serveNoop(ctx, ln, 1024) }()
+	go func() { done <- serveNoop(ctx, ln, newNoopHandler(1024)) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
@@ -167,5 +170,64 @@ func TestBadArguments(t *testing.T) {
 		if err := run(context.Background(), args, &stdout, &stderr); err == nil {
 			t.Errorf("tdbload %v: got nil error", args)
 		}
+	}
+}
+
+// TestNoopStorageFloor checks that the no-op's storage floor really stores
+// what the SDK puts, durably, under the item's key: the floor is only a
+// fair baseline if it does the write.
+func TestNoopStorageFloor(t *testing.T) {
+	dir := t.TempDir()
+	db, err := storage.Open(dir, storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newNoopHandler(1024)
+	h.db = db
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- serveNoop(ctx, ln, h) }()
+	endpoint := "http://" + ln.Addr().String()
+	out := runTdbload(t, "run", "--endpoint", endpoint, "--workload", "put", "--duration", "0", "--requests", "50",
+		"--warmup", "0", "--concurrency", "4", "--keyspace", "10", "--batch-size", "5", "--json")
+	var r loadgen.Result
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("--json output is not a Result: %v\n%s", err, out)
+	}
+	if r.OK != 50 || r.Errors != 0 {
+		t.Fatalf("ok %d, errors %d %+v; want 50 ok", r.OK, r.Errors, r.ErrorsByCode)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	// Every put addressed one of 10 items; count what the floor stored.
+	found := 0
+	for i := range 10 {
+		pk := fmt.Sprintf("p%08d", i)
+		for j := range 20 {
+			key := []byte("tdbload\x00" + pk + "\x00" + fmt.Sprintf("s%02d", j))
+			v, err := db.Get(key)
+			if errors.Is(err, storage.ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Contains(v, []byte(`"Item":`)) {
+				t.Errorf("%q holds %.60q, want a PutItem body", key, v)
+			}
+			found++
+		}
+	}
+	if found == 0 {
+		t.Fatal("the storage floor stored nothing under the items' keys")
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
 	}
 }

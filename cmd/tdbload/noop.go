@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/tenantdb/tenantdb/internal/storage"
 )
 
 // runNoop serves fixed DynamoDB-shaped answers until ctx is canceled.
@@ -21,21 +24,31 @@ func runNoop(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.SetOutput(stderr)
 	addr := fs.String("addr", "127.0.0.1:8001", "listen address")
 	itemSize := fs.Int("item-size", 1024, "size in bytes of the item GetItem returns (Query returns 20)")
+	storeDir := fs.String("storage", "", "the storage floor: also read the addressed item's key from, and durably write each PutItem's body to, a store in this directory (tenantdb's storage package, same options)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	h := newNoopHandler(*itemSize)
+	if *storeDir != "" {
+		db, err := storage.Open(*storeDir, storage.Options{})
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		h.db = db
 	}
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "tdbload noop: listening on http://%s\n", ln.Addr())
-	return serveNoop(ctx, ln, *itemSize)
+	return serveNoop(ctx, ln, h)
 }
 
-// serveNoop serves the no-op handler on ln until ctx is canceled.
-func serveNoop(ctx context.Context, ln net.Listener, itemSize int) error {
+// serveNoop serves h on ln until ctx is canceled.
+func serveNoop(ctx context.Context, ln net.Listener, h *noopHandler) error {
 	srv := &http.Server{
-		Handler:           newNoopHandler(itemSize),
+		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 	}
@@ -72,8 +85,15 @@ func newNoopResponse(body string) noopResponse {
 
 // noopHandler answers every DynamoDB operation with a fixed body, after
 // reading the whole request, like the cheapest possible server would.
+//
+// With db set it is the storage floor: the least a server that keeps items
+// durably in tenantdb's store must do beyond the no-op. GetItem and PutItem
+// read the addressed item's key (found by a byte scan, not a parse), and
+// PutItem then writes the request body there in a synced batch, as tenantdb
+// does for a put: the read for the old item's size, the write, group commit.
 type noopHandler struct {
 	fixed map[string]noopResponse
+	db    *storage.DB
 }
 
 const noopTargetPrefix = "DynamoDB_20120810."
@@ -135,6 +155,12 @@ func (h *noopHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	op, ok := strings.CutPrefix(r.Header.Get("X-Amz-Target"), noopTargetPrefix)
+	if h.db != nil && (op == "PutItem" || op == "GetItem") {
+		if err := h.store(op, body); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+	}
 	resp, fixed := h.fixed[op]
 	status := http.StatusOK
 	switch {
@@ -158,4 +184,43 @@ func (h *noopHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hdr["X-Amzn-Requestid"] = []string{"tdbload-noop"}
 	w.WriteHeader(status)
 	w.Write(resp.body)
+}
+
+// store does the storage floor's work for a PutItem or GetItem body: the
+// key is the table name and the values of the first "pk" and "sk"
+// attributes of type S.
+func (h *noopHandler) store(op string, body []byte) error {
+	var kb [256]byte
+	key := append(kb[:0], jsonStringAfter(body, `"TableName":"`)...)
+	key = append(key, 0)
+	key = append(key, jsonStringAfter(body, `"pk":{"S":"`)...)
+	key = append(key, 0)
+	key = append(key, jsonStringAfter(body, `"sk":{"S":"`)...)
+	// tenantdb reads the old item for its size; the floor reads and drops it.
+	err := h.db.View(key, func([]byte) error { return nil })
+	if err != nil && !errors.Is(err, storage.ErrNotFound) {
+		return err
+	}
+	if op != "PutItem" {
+		return nil
+	}
+	b := h.db.NewBatch()
+	defer b.Close()
+	b.Set(key, body)
+	return h.db.Apply(b)
+}
+
+// jsonStringAfter returns the bytes from just after the first occurrence of
+// prefix up to the next double quote (nil if prefix is absent). The SDK
+// writes no spaces, and tdbload's keys hold no escapes.
+func jsonStringAfter(body []byte, prefix string) []byte {
+	i := bytes.Index(body, []byte(prefix))
+	if i < 0 {
+		return nil
+	}
+	rest := body[i+len(prefix):]
+	if j := bytes.IndexByte(rest, '"'); j >= 0 {
+		return rest[:j]
+	}
+	return nil
 }
