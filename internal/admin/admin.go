@@ -169,7 +169,7 @@ func (h *Handler) routes() {
 	h.handle("GET /v1/platform/tenants", platformUser, h.platformTenants)
 
 	h.mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, apierr.New(apierr.NotFound, "no such admin endpoint: %s %s", r.Method, clip(r.URL.Path)))
+		writeError(w, apierr.New(apierr.NotFound, "no such admin endpoint: %s %s", r.Method, apierr.Clip(r.URL.Path)))
 	})
 }
 
@@ -279,10 +279,10 @@ func (h *Handler) authorize(c *call, aud audience) error {
 		id, err := tenancy.ParseTenantID(c.r.PathValue("tenant"))
 		if err != nil || strings.Contains(c.r.PathValue("tenant"), "-") || id != p.Tenant {
 			// NB: the same answer as for a tenant that does not exist.
-			return h.deny(c, tenantNotFound(), "cross-tenant attempt on "+clip(c.r.URL.Path))
+			return h.deny(c, tenantNotFound(), "cross-tenant attempt on "+apierr.Clip(c.r.URL.Path))
 		}
 		if aud == tenantWide && p.Env != LiveEnv {
-			return h.deny(c, apierr.New(apierr.AccessDenied, "%s reports on every environment of the tenant; use an admin key of the %s environment (this key is of %s)", c.action, LiveEnv, p.Env), "environment "+clip(p.Env)+" on a tenant-wide route")
+			return h.deny(c, apierr.New(apierr.AccessDenied, "%s reports on every environment of the tenant; use an admin key of the %s environment (this key is of %s)", c.action, LiveEnv, p.Env), "environment "+apierr.Clip(p.Env)+" on a tenant-wide route")
 		}
 		t, err := h.o.Catalog.Tenant(c.ctx, id)
 		if err != nil {
@@ -411,7 +411,7 @@ func decode(r *http.Request, v any) error {
 	dec := json.NewDecoder(strings.NewReader(string(body)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return apierr.Validationf("malformed JSON body: %s", clip(err.Error()))
+		return apierr.Validationf("malformed JSON body: %s", apierr.Clip(err.Error()))
 	}
 	if dec.More() {
 		return apierr.Validationf("malformed JSON body: more than one value")
@@ -457,11 +457,4 @@ type errorBody struct {
 		Code    string `json:"code"`
 		Message string `json:"message"`
 	} `json:"error"`
-}
-
-func clip(s string) string {
-	if len(s) > 128 {
-		return s[:128] + "..."
-	}
-	return s
 }

@@ -397,7 +397,7 @@ func TestErrorsAndAuth(t *testing.T) {
 		status, body := h.raw(t, tc.method, tc.path, tc.bearer, tc.body)
 		var eb errorBody
 		if err := json.Unmarshal([]byte(body), &eb); err != nil || status != tc.status || eb.Error.Code != tc.code || eb.Error.Message == "" {
-			t.Errorf("%s %s: %d %s; want %d %s", tc.method, tc.path, status, clip(body), tc.status, tc.code)
+			t.Errorf("%s %s: %d %s; want %d %s", tc.method, tc.path, status, apierr.Clip(body), tc.status, tc.code)
 		}
 	}
 }

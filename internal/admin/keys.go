@@ -46,7 +46,7 @@ func (h *Handler) createKey(c *call) error {
 		}
 	}
 	if !c.p.IsOperator() && env != c.p.Env {
-		return h.deny(c, apierr.New(apierr.AccessDenied, "an admin key may create keys only in its own environment (%s)", c.p.Env), "other environment "+clip(env))
+		return h.deny(c, apierr.New(apierr.AccessDenied, "an admin key may create keys only in its own environment (%s)", c.p.Env), "other environment "+apierr.Clip(env))
 	}
 	nk := auth.NewKey{Tenant: c.tenant.ID, Role: role, Env: env, CreatedBy: c.p.KeyID}
 	if req.ExpiresAt != nil {
@@ -186,7 +186,7 @@ func (h *Handler) createSession(c *call) error {
 	}
 	s, err := h.o.Auth.IssueSession(c.ctx, sr)
 	if apierr.Is(err, apierr.AccessDenied) {
-		return h.deny(c, err, "session: "+apiMessage(err))
+		return h.deny(c, err, "session: "+apierr.Message(err))
 	}
 	if err != nil {
 		return err
@@ -200,12 +200,4 @@ func (h *Handler) createSession(c *call) error {
 		out.Tables, out.Actions = s.Policy.Tables, s.Policy.Actions
 	}
 	return WriteJSON(c.w, http.StatusCreated, out)
-}
-
-func apiMessage(err error) string {
-	var e *apierr.Error
-	if errors.As(err, &e) {
-		return e.Message
-	}
-	return err.Error()
 }

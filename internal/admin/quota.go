@@ -46,7 +46,7 @@ func (h *Handler) ServeQuotas(q *quota.Manager) {
 		dec := json.NewDecoder(r.Body)
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&u); err != nil {
-			WriteError(w, apierr.Validationf("malformed JSON body: %s", clip(err.Error())))
+			WriteError(w, apierr.Validationf("malformed JSON body: %s", apierr.Clip(err.Error())))
 			return
 		}
 		table := r.URL.Query().Get("table")

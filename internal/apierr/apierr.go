@@ -11,6 +11,7 @@ package apierr
 import (
 	"errors"
 	"fmt"
+	"unicode/utf8"
 )
 
 // Kind is the class of a failure as the client sees it.
@@ -142,4 +143,36 @@ func (k Kind) String() string {
 		return kindNames[k]
 	}
 	return fmt.Sprintf("Kind(%d)", int(k))
+}
+
+// InternalMessage is what a client is told of a failure that carries no
+// client-safe message.
+const InternalMessage = "Internal server error"
+
+// Message returns the message of err that may be shown to a client: the
+// Message of the first *Error in its chain, or InternalMessage for an
+// untyped error, whose text may name internals (file paths, another
+// tenant's keys) and belongs in the server log only.
+func Message(err error) string {
+	var e *Error
+	if errors.As(err, &e) && e.Message != "" {
+		return e.Message
+	}
+	return InternalMessage
+}
+
+// maxEcho is how many bytes of a client-supplied string a message echoes.
+const maxEcho = 128
+
+// Clip bounds how much of a client-supplied string an error message
+// echoes: at most 128 bytes, cut at a character boundary, then "...".
+func Clip(s string) string {
+	if len(s) <= maxEcho {
+		return s
+	}
+	cut := maxEcho
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "..."
 }

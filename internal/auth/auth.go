@@ -201,7 +201,7 @@ const (
 // usable checks an entry's lasting error and expiry.
 func (a *Authenticator) usable(ctx context.Context, e *entry, now time.Time, action string) error {
 	if e.err != nil {
-		a.denied(ctx, e.p, action, apiMessage(e.err))
+		a.denied(ctx, e.p, action, apierr.Message(e.err))
 		return e.err
 	}
 	if !e.expires.IsZero() && !now.Before(e.expires) {
@@ -212,14 +212,6 @@ func (a *Authenticator) usable(ctx context.Context, e *entry, now time.Time, act
 		return apierr.New(apierr.ExpiredToken, "The security token included in the request is expired: the access key expired")
 	}
 	return nil
-}
-
-func apiMessage(err error) string {
-	var e *apierr.Error
-	if errors.As(err, &e) {
-		return e.Message
-	}
-	return err.Error()
 }
 
 func (a *Authenticator) denied(ctx context.Context, p tenancy.Principal, action, reason string) {

@@ -152,7 +152,7 @@ func (v *JWTVerifier) Verify(token string) (Claims, error) {
 			return Claims{}, jwtError(nil, "token signature is invalid")
 		}
 	default:
-		return Claims{}, jwtError(nil, "token algorithm %q is not accepted", clip(hdr.Alg))
+		return Claims{}, jwtError(nil, "token algorithm %q is not accepted", apierr.Clip(hdr.Alg))
 	}
 
 	pb, err := base64.RawURLEncoding.DecodeString(parts[1])
@@ -241,13 +241,6 @@ func numericDate(n json.Number) (time.Time, error) {
 	}
 	sec := int64(f)
 	return time.Unix(sec, int64((f-float64(sec))*1e9)), nil
-}
-
-func clip(s string) string {
-	if len(s) > 64 {
-		return s[:64] + "..."
-	}
-	return s
 }
 
 // ParseJWKS parses a JSON Web Key Set and returns its RSA (RS256, at least

@@ -88,17 +88,10 @@ func (p *Params) validate() error {
 			return apierr.Validationf("ExpressionAttributeValues contains invalid value: Supplied AttributeValue is empty, must contain exactly one of the supported datatypes for key %s", k)
 		}
 		if err := attr.ValidateSet(v); err != nil {
-			return apierr.Validationf("ExpressionAttributeValues contains invalid value: %s for key %s", apiMessage(err), k)
+			return apierr.Validationf("ExpressionAttributeValues contains invalid value: %s for key %s", apierr.Message(err), k)
 		}
 	}
 	return nil
-}
-
-func apiMessage(err error) string {
-	if e, ok := err.(*apierr.Error); ok {
-		return e.Message
-	}
-	return err.Error()
 }
 
 func validPlaceholder(k string, prefix byte) bool {

@@ -135,7 +135,7 @@ func (s *Server) handle(r *http.Request, x *exchange, in *buffer) (wire.Output, 
 	}
 	op, ok := wire.OperationFromTarget(target[0])
 	if !ok {
-		return nil, apierr.New(apierr.UnknownOperation, "Unknown operation %s", clip(target[0]))
+		return nil, apierr.New(apierr.UnknownOperation, "Unknown operation %s", apierr.Clip(target[0]))
 	}
 	x.op = op
 	call := dispatch[op]

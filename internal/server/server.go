@@ -252,7 +252,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case path == "/" || path == "/healthz":
 		s.writePlainError(w, apierr.New(apierr.MethodNotAllowed, "Method %s is not allowed on %s", r.Method, path))
 	default:
-		s.writePlainError(w, apierr.New(apierr.NotFound, "No such resource: %s", clip(path)))
+		s.writePlainError(w, apierr.New(apierr.NotFound, "No such resource: %s", apierr.Clip(path)))
 	}
 }
 
@@ -277,13 +277,4 @@ func (s *Server) writePlainError(w http.ResponseWriter, err error) {
 	h.Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_, _ = w.Write(body)
-}
-
-// clip bounds how much of a client-supplied string an error echoes.
-func clip(s string) string {
-	const max = 128
-	if len(s) <= max {
-		return s
-	}
-	return s[:max] + "..."
 }

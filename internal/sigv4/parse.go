@@ -130,7 +130,7 @@ func Parse(r *Request) (*Auth, error) {
 		if !ok {
 			return nil, apierr.New(apierr.IncompleteSignature,
 				"'%s' not a valid key=value pair (missing equal-sign) in Authorization header: '%s'.",
-				clip(tok), echo(h))
+				apierr.Clip(tok), echo(h))
 		}
 		var dst *string
 		var seen *bool
@@ -172,7 +172,7 @@ func Parse(r *Request) (*Auth, error) {
 	}
 	if algorithm != Algorithm {
 		return nil, apierr.New(apierr.IncompleteSignature,
-			"Unsupported AWS 'algorithm': '%s'. Only '%s' is supported.", clip(algorithm), Algorithm)
+			"Unsupported AWS 'algorithm': '%s'. Only '%s' is supported.", apierr.Clip(algorithm), Algorithm)
 	}
 
 	a := new(Auth)
@@ -242,11 +242,11 @@ func (a *Auth) setCredential(c string) error {
 	}
 	if parts[4] != Terminator {
 		return apierr.New(apierr.IncompleteSignature,
-			"Credential should be scoped with a valid terminator: '%s', not '%s'.", Terminator, clip(parts[4]))
+			"Credential should be scoped with a valid terminator: '%s', not '%s'.", Terminator, apierr.Clip(parts[4]))
 	}
 	if !isDate(parts[1]) {
 		return apierr.New(apierr.IncompleteSignature,
-			"Credential should be scoped to a date in the form YYYYMMDD, not '%s'.", clip(parts[1]))
+			"Credential should be scoped to a date in the form YYYYMMDD, not '%s'.", apierr.Clip(parts[1]))
 	}
 	a.AccessKeyID, a.Date, a.Region, a.Service = parts[0], parts[1], parts[2], parts[3]
 	return nil
@@ -254,7 +254,7 @@ func (a *Auth) setCredential(c string) error {
 
 func credentialError(c string) error {
 	return apierr.New(apierr.IncompleteSignature,
-		"Credential must have exactly 5 slash-delimited elements, e.g. keyid/date/region/service/term, got '%s'", clip(c))
+		"Credential must have exactly 5 slash-delimited elements, e.g. keyid/date/region/service/term, got '%s'", apierr.Clip(c))
 }
 
 func isDate(s string) bool {
@@ -285,7 +285,7 @@ func (a *Auth) setSignedHeaders(sh string) error {
 		name, tail, more := strings.Cut(rest, ";")
 		if name == "" || !isLowerToken(name) {
 			return apierr.New(apierr.IncompleteSignature,
-				"SignedHeaders must be a ';'-separated list of lower-case header names, got '%s'.", clip(sh))
+				"SignedHeaders must be a ';'-separated list of lower-case header names, got '%s'.", apierr.Clip(sh))
 		}
 		list = append(list, name)
 		if !more {
@@ -350,10 +350,10 @@ func parseTime(header, v string) (time.Time, error) {
 			}
 		}
 		return time.Time{}, apierr.New(apierr.IncompleteSignature,
-			"Date header must be an HTTP date or in the ISO8601 basic format \"yyyyMMdd'T'HHmmss'Z'\", got '%s'.", clip(v))
+			"Date header must be an HTTP date or in the ISO8601 basic format \"yyyyMMdd'T'HHmmss'Z'\", got '%s'.", apierr.Clip(v))
 	}
 	return time.Time{}, apierr.New(apierr.IncompleteSignature,
-		"X-Amz-Date must be in the ISO8601 basic format \"yyyyMMdd'T'HHmmss'Z'\", got '%s'.", clip(v))
+		"X-Amz-Date must be in the ISO8601 basic format \"yyyyMMdd'T'HHmmss'Z'\", got '%s'.", apierr.Clip(v))
 }
 
 // parseAmzDate parses "yyyymmddThhmmssZ" exactly, without allocating.
@@ -393,7 +393,7 @@ func echo(h string) string {
 	for from := 0; ; {
 		i := strings.Index(h[from:], key)
 		if i < 0 {
-			return clip(h)
+			return apierr.Clip(h)
 		}
 		j := from + i + len(key)
 		k := j
@@ -403,14 +403,4 @@ func echo(h string) string {
 		h = h[:j] + mask + h[k:]
 		from = j + len(mask)
 	}
-}
-
-// clip bounds how much of a client-supplied string is echoed back in an
-// error message.
-func clip(s string) string {
-	const max = 256
-	if len(s) <= max {
-		return s
-	}
-	return s[:max] + "..."
 }

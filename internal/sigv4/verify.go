@@ -67,7 +67,7 @@ func Verify(r *Request, a *Auth, key []byte, now time.Time) error {
 			if !isLowerHex(v[0], 2*sha256.Size) {
 				return apierr.New(apierr.InvalidSignature,
 					"X-Amz-Content-Sha256 must be the hex SHA-256 of the request body; unsigned and streaming payloads are not supported, got '%s'.",
-					clip(v[0]))
+					apierr.Clip(v[0]))
 			}
 			return apierr.New(apierr.InvalidSignature,
 				"The provided 'x-amz-content-sha256' header does not match what was computed.")
@@ -135,7 +135,7 @@ func checkSigned(r *Request, a *Auth) error {
 	for name := range r.Header {
 		if len(name) > 6 && strings.EqualFold(name[:6], "x-amz-") && !a.signs(name) {
 			return apierr.New(apierr.IncompleteSignature,
-				"There were headers present in the request which were not signed: %s.", clip(strings.ToLower(name)))
+				"There were headers present in the request which were not signed: %s.", apierr.Clip(strings.ToLower(name)))
 		}
 	}
 	return nil
@@ -158,7 +158,7 @@ func checkTime(a *Auth, now time.Time) error {
 	if string(appendAmzDate(d[:0], t)[:8]) != a.Date {
 		return apierr.New(apierr.InvalidSignature,
 			"Date in Credential scope does not match YYYYMMDD from ISO-8601 version of date from HTTP: '%s' != '%s', from '%s'.",
-			clip(a.Date), t.Format("20060102"), t.Format(amzDateLayout))
+			apierr.Clip(a.Date), t.Format("20060102"), t.Format(amzDateLayout))
 	}
 	now = now.UTC()
 	if lo := now.Add(-MaxSkew); t.Before(lo) {
@@ -195,7 +195,7 @@ func appendAmzDate(b []byte, t time.Time) []byte {
 // Errors are InvalidSignature with AWS's wording.
 func (a *Auth) CheckScope(region, service string) error {
 	if a.Region != region {
-		return apierr.New(apierr.InvalidSignature, "Credential should be scoped to a valid region, not '%s'.", clip(a.Region))
+		return apierr.New(apierr.InvalidSignature, "Credential should be scoped to a valid region, not '%s'.", apierr.Clip(a.Region))
 	}
 	if a.Service != service {
 		return apierr.New(apierr.InvalidSignature, "Credential should be scoped to correct service: '%s'.", service)

@@ -26,7 +26,7 @@ import (
 func Decode(op string, body []byte) (any, error) {
 	newIn, ok := inputs[op]
 	if !ok {
-		return nil, apierr.New(apierr.UnknownOperation, "Unknown operation %s", clip(op))
+		return nil, apierr.New(apierr.UnknownOperation, "Unknown operation %s", apierr.Clip(op))
 	}
 	if err := checkObject(body); err != nil {
 		return nil, err
@@ -82,7 +82,7 @@ func decodeError(err error) error {
 			field = "(request)"
 		}
 		return apierr.Wrap(apierr.Serialization, err, "Unexpected value type for member %s: expected %s, got %s",
-			clip(field), jsonKind(te.Type), clip(te.Value))
+			apierr.Clip(field), jsonKind(te.Type), apierr.Clip(te.Value))
 	}
 	return apierr.Wrap(apierr.Serialization, err, "Could not parse the request body")
 }
@@ -113,13 +113,4 @@ func jsonKind(t reflect.Type) string {
 		return "a structure"
 	}
 	return "a value"
-}
-
-// clip bounds how much client input an error message echoes.
-func clip(s string) string {
-	const max = 128
-	if len(s) <= max {
-		return s
-	}
-	return s[:max] + "..."
 }

@@ -63,7 +63,7 @@ var errorTable = [apierr.KindCount]ErrorShape{
 }
 
 // internalMessage is what an untyped error tells the client.
-const internalMessage = "Internal server error"
+const internalMessage = apierr.InternalMessage
 
 // Shape returns the wire shape of kind k. Unknown kinds are internal errors.
 func Shape(k apierr.Kind) ErrorShape {
