@@ -24,9 +24,9 @@ import (
 //	tns/<table:8><namespace>           namespace holds data of table (empty value)
 //	drop/<table:8><index:2>            pending removal of a table's (index 0) or an index's data
 var (
-	seqTableKey = keyspace.System("seq/table")
-	regRoot     = "tns/"
-	dropRoot    = "drop/"
+	seqTableKey = keyspace.System(keyspace.SysTableSeq)
+	regRoot     = keyspace.SysTableRegistry
+	dropRoot    = keyspace.SysPendingDrops
 )
 
 // Counter names under keyspace.Counter.

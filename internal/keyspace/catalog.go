@@ -16,23 +16,13 @@ package keyspace
 
 import "github.com/tenantdb/tenantdb/internal/tenancy"
 
-const (
-	catMembership = 'M'
-
-	subLastUsed   = 'l'
-	subMember     = 'p'
-	subInvite     = 'v'
-	subAuditHead  = 'A'
-	membershipSep = 0x00
-)
-
 // Platform is the pseudo-tenant that owns operator credentials and the
 // platform audit log.
 var Platform = tenancy.TenantID{}
 
 // TenantSlugs returns the range of all slug -> tenant id entries, which
 // is also the list of all tenants.
-func TenantSlugs() (lo, hi []byte) { return prefixRange([]byte{catalogPrefix, 'X'}) }
+func TenantSlugs() (lo, hi []byte) { return prefixRange([]byte{catalogPrefix, catSlug}) }
 
 // Membership returns the key of platform user sub's membership of tenant t.
 // sub must not contain a 0x00 byte.

@@ -30,43 +30,17 @@ import (
 	"github.com/tenantdb/tenantdb/internal/tenancy"
 )
 
-// Top-level prefixes.
-const (
-	sysPrefix     = 's'
-	catalogPrefix = 'c'
-	tenantPrefix  = 't'
-)
-
-// Tenant-level sub-prefixes.
-const (
-	subRecord     = 'i'
-	subCredential = 'k'
-	subAudit      = 'a'
-	subUsage      = 'u'
-	subQuota      = 'q'
-	subCapacity   = 'b'
-	subNamespace  = 'n'
-)
-
-// Namespace-level sub-prefixes.
-const (
-	nsTable   = 'T'
-	nsItem    = 'd'
-	nsIndex   = 'x'
-	nsCounter = 'm'
-)
-
 // System returns the key of a server-wide value.
 func System(name string) []byte { return append([]byte{sysPrefix}, name...) }
 
 // SharedTable returns the key of a shared table's definition.
-func SharedTable(name string) []byte { return append([]byte{catalogPrefix, nsTable}, name...) }
+func SharedTable(name string) []byte { return append([]byte{catalogPrefix, catTable}, name...) }
 
 // SharedTables returns the range of all shared table definitions.
-func SharedTables() (lo, hi []byte) { return prefixRange([]byte{catalogPrefix, nsTable}) }
+func SharedTables() (lo, hi []byte) { return prefixRange([]byte{catalogPrefix, catTable}) }
 
 // TenantSlug returns the key mapping a tenant slug to its id.
-func TenantSlug(slug string) []byte { return append([]byte{catalogPrefix, 'X'}, slug...) }
+func TenantSlug(slug string) []byte { return append([]byte{catalogPrefix, catSlug}, slug...) }
 
 // Tenant returns the prefix of everything a tenant owns.
 func Tenant(t tenancy.TenantID) []byte {
@@ -122,7 +96,7 @@ func Quota(t tenancy.TenantID, table string) []byte {
 func Namespace(t tenancy.TenantID, env string) []byte {
 	b := append(Tenant(t), subNamespace)
 	b = append(b, env...)
-	return append(b, 0)
+	return append(b, envSep)
 }
 
 // NamespaceRange returns the range of a tenant environment's data.

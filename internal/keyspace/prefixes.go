@@ -1,0 +1,61 @@
+package keyspace
+
+// Every prefix byte and system key name of the key space, by level. The
+// layout they build is drawn in the package comment.
+//
+// NB: two prefixes of one level must differ (TestPrefixesDistinct), and
+// no constant of this package is declared outside this file
+// (TestPrefixesInOneFile): a new record kind is added here, beside all
+// the others, so that a collision is seen before it can mix two kinds of
+// record in one range.
+
+// Top level: the first byte of every key.
+const (
+	sysPrefix     = 's' // server-wide values: sequences, registries, pending drops
+	catalogPrefix = 'c' // server-wide catalog: shared tables, slugs, memberships
+	tenantPrefix  = 't' // everything a tenant owns, followed by its 16-byte id
+)
+
+// Catalog level: the byte after catalogPrefix.
+const (
+	catTable      = 'T' // shared (operator) table definitions
+	catSlug       = 'X' // tenant slug -> tenant id
+	catMembership = 'M' // platform user memberships: sub 0x00 tenant
+)
+
+// Tenant level: the byte after tenantPrefix and the tenant id.
+const (
+	subRecord     = 'i' // the tenant record
+	subCredential = 'k' // credentials, by key id
+	subLastUsed   = 'l' // credentials' last use, by key id
+	subAudit      = 'a' // audit records, by sequence
+	subAuditHead  = 'A' // the audit chain's head
+	subUsage      = 'u' // usage buckets, by hour
+	subQuota      = 'q' // quotas, by table ("" tenant-wide)
+	subCapacity   = 'b' // token bucket checkpoint
+	subMember     = 'p' // memberships of platform users, by sub
+	subInvite     = 'v' // invitations, by token hash
+	subNamespace  = 'n' // environments' data: env 0x00 ...
+)
+
+// Namespace level: the byte after Namespace(tenant, env).
+const (
+	nsTable   = 'T' // tenant-owned table definitions, by name
+	nsItem    = 'd' // items
+	nsIndex   = 'x' // index entries
+	nsCounter = 'm' // statistics counters
+)
+
+// Separators.
+const (
+	membershipSep = 0x00 // ends the sub of a membership key
+	envSep        = 0x00 // ends the environment of a namespace
+)
+
+// System key names, under sysPrefix (System(name)). None may be a prefix
+// of another.
+const (
+	SysTableSeq      = "seq/table" // next table id
+	SysTableRegistry = "tns/"      // <table:8><namespace>: namespace holds data of table
+	SysPendingDrops  = "drop/"     // <table:8><index:2>: pending removal of data
+)
