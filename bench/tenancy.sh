@@ -4,9 +4,11 @@
 # `serve` runs by default and one with --bench-bypass-tenancy (signatures
 # trusted after a key's first request, guard checks off), alternating the
 # order each repetition, and prints the medians with ratios against the
-# bypassed server.
+# bypassed server. The flag exists only in builds with the benchbypass
+# tag: the script builds such a binary itself unless TENANTDB_BIN names
+# one (go build -tags benchbypass -o /tmp/tenantdb-bench ./cmd/tenantdb).
 #
-#   TENANTDB_BIN=/tmp/tenantdb bench/tenancy.sh [--duration 10s] [--reps 3]
+#   [TENANTDB_BIN=/tmp/tenantdb-bench] bench/tenancy.sh [--duration 10s] [--reps 3]
 #       [--concurrency 64] [--item-size 1024] [--workloads put,get,query]
 #       [--preload 20000] [--out DIR]
 #
@@ -27,11 +29,11 @@ while [ $# -gt 0 ]; do
 	--workloads) workloads="$2"; shift 2 ;;
 	--preload) preload="$2"; shift 2 ;;
 	--out) out="$2"; shift 2 ;;
-	-h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+	-h|--help) sed -n '2,16p' "$0"; exit 0 ;;
 	*) echo "tenancy.sh: unknown argument $1" >&2; exit 2 ;;
 	esac
 done
-bin="${TENANTDB_BIN:?set TENANTDB_BIN to a built tenantdb binary}"
+bin="${TENANTDB_BIN:-}"
 [ -n "$out" ] || out="$here/results/tenancy-$(date -u +%Y%m%dT%H%M%SZ)"
 mkdir -p "$out" "$here/.cache/bin"
 log="$out/tenancy.log"
@@ -52,6 +54,13 @@ trap 'exit 130' INT TERM
 say "building tdbload"
 (cd "$root" && go build -o "$here/.cache/bin/tdbload" ./cmd/tdbload)
 tdbload="$here/.cache/bin/tdbload"
+if [ -z "$bin" ]; then
+	say "building tenantdb with -tags benchbypass"
+	(cd "$root" && go build -tags benchbypass -o "$here/.cache/bin/tenantdb-benchbypass" ./cmd/tenantdb)
+	bin="$here/.cache/bin/tenantdb-benchbypass"
+fi
+{ "$bin" serve --help 2>&1 || true; } | grep -q -- -bench-bypass-tenancy ||
+	die "$bin has no --bench-bypass-tenancy: build it with go build -tags benchbypass"
 
 declare -A port pid
 port[tenantdb]=$port_full port[tenantdb-bypass]=$port_bypass

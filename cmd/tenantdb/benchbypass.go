@@ -1,54 +1,27 @@
+//go:build benchbypass
+
 package main
 
 import (
-	"context"
-	"strings"
-	"sync"
+	"flag"
 
-	"github.com/tenantdb/tenantdb/internal/server"
-	"github.com/tenantdb/tenantdb/internal/sigv4"
-	"github.com/tenantdb/tenantdb/internal/tenancy"
+	"github.com/tenantdb/tenantdb/internal/node"
 )
 
-// bypassAuth is the authenticator of `serve --bench-bypass-tenancy`, a
-// benchmark-only mode that measures what authentication and isolation cost
-// (issue 3: under 5% of throughput). A credential's first request is
-// authenticated in full; afterwards its access key id alone is trusted and
-// no signature is verified. With it the guard skips its role, policy and
-// leading-key checks (tenancy.Guard.BypassChecks). The tenant still comes
-// from the credential, so data stays in the tenant's key range and a run
-// stores the same keys as a normal one. NB: anyone who knows an access key
-// id can act as its key in this mode; it must never serve real clients.
-type bypassAuth struct {
-	next  server.Authenticator
-	known sync.Map // access key id -> tenancy.Principal
+// benchConfig holds the benchmark-only settings of `serve`, which exist
+// only in builds with the benchbypass tag (bench/tenancy.sh builds one):
+//
+//	go build -tags benchbypass -o /tmp/tenantdb-bench ./cmd/tenantdb
+type benchConfig struct {
+	// BenchBypassTenancy skips signature verification after a
+	// credential's first request and the guard's checks, to measure what
+	// they cost (node.Options.BenchBypassTenancy). INSECURE: it lets anyone
+	// who knows an access key id use it.
+	BenchBypassTenancy bool
 }
 
-func (b *bypassAuth) Authenticate(ctx context.Context, r *sigv4.Request) (tenancy.Principal, error) {
-	akid, ok := accessKeyID(r.Header["Authorization"])
-	if !ok {
-		return b.next.Authenticate(ctx, r)
-	}
-	if p, ok := b.known.Load(akid); ok {
-		return p.(tenancy.Principal), nil
-	}
-	p, err := b.next.Authenticate(ctx, r)
-	if err == nil {
-		b.known.Store(akid, p)
-	}
-	return p, err
+func (c *benchConfig) addFlags(fs *flag.FlagSet) {
+	fs.BoolVar(&c.BenchBypassTenancy, "bench-bypass-tenancy", c.BenchBypassTenancy, "INSECURE, benchmarks only: trust access key ids after their first signed request and skip the guard's checks, to measure their cost")
 }
 
-// accessKeyID returns the access key id of a SigV4 Authorization header
-// ("AWS4-HMAC-SHA256 Credential=<akid>/<date>/...").
-func accessKeyID(h []string) (string, bool) {
-	if len(h) != 1 {
-		return "", false
-	}
-	_, rest, ok := strings.Cut(h[0], "Credential=")
-	if !ok {
-		return "", false
-	}
-	akid, _, ok := strings.Cut(rest, "/")
-	return akid, ok && akid != ""
-}
+func (c benchConfig) apply(o *node.Options) { o.BenchBypassTenancy = c.BenchBypassTenancy }

@@ -4,48 +4,46 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"log/slog"
-	"net/http/httptest"
+	"net"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tenantdb/tenantdb/internal/admin"
 	"github.com/tenantdb/tenantdb/internal/audit"
 	"github.com/tenantdb/tenantdb/internal/auth"
-	"github.com/tenantdb/tenantdb/internal/catalog"
-	"github.com/tenantdb/tenantdb/internal/storage"
+	"github.com/tenantdb/tenantdb/internal/node"
 )
 
-// cliServer runs the admin API in-process and returns its URL and the
-// path of an operator credentials file.
+// cliServer runs a node in-process and returns its URL and the path of
+// an operator credentials file.
 func cliServer(t *testing.T) (string, string) {
 	t.Helper()
-	quiet := slog.New(slog.DiscardHandler)
-	db, err := storage.Open(t.TempDir(), storage.Options{InMemory: true, NoSync: true, Logger: quiet})
+	ctx := context.Background()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	sk, _ := auth.NewServerKey(make([]byte, 32))
-	cat := catalog.Open(db, catalog.Options{})
-	log := audit.Open(db, audit.Options{Logger: quiet})
-	a := auth.New(cat, sk, auth.Options{Denied: log.Denied, Logger: quiet})
-	h, err := admin.New(admin.Options{Catalog: cat, Auth: a, Audit: log, Logger: quiet})
+	n, err := node.Open(ctx, node.Options{InMemory: true, Endpoint: l.Addr().String()})
 	if err != nil {
+		l.Close()
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(h)
+	served := make(chan error, 1)
+	go func() { served <- n.Serve(l) }()
 	t.Cleanup(func() {
-		srv.Close()
-		a.Close()
-		db.Close()
+		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		n.Shutdown(sctx)
+		<-served
+		n.Close()
 	})
-	dir := t.TempDir()
-	path, err := a.BootstrapOperator(context.Background(), dir, "", "us-east-1")
-	if err != nil {
+	path := filepath.Join(t.TempDir(), auth.OperatorCredentialsFile)
+	if err := auth.WriteCredentialsFile(path, auth.OperatorProfile, n.Bootstrap().Operator, "us-east-1"); err != nil {
 		t.Fatal(err)
 	}
-	return srv.URL, path
+	return "http://" + l.Addr().String(), path
 }
 
 // cli runs tenantdb with args and returns stdout, stderr and the exit code.

@@ -5,13 +5,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"text/tabwriter"
 	"time"
 
 	"github.com/tenantdb/tenantdb/internal/admin"
-	"github.com/tenantdb/tenantdb/internal/auth"
 )
 
 var _ = register(&command{
@@ -21,8 +19,8 @@ var _ = register(&command{
 })
 
 // PlatformConfig configures platform users' sign-in (OIDC ID tokens) for
-// `tenantdb serve`. Without JWKS or HS256Secret the platform endpoints are
-// off.
+// `tenantdb serve` (node.Platform). Without JWKS or HS256Secret the
+// platform endpoints are off.
 type PlatformConfig struct {
 	// JWKS is a JWKS URL or file for RS256/ES256 tokens (TENANTDB_JWKS).
 	JWKS string
@@ -50,23 +48,6 @@ func (c *PlatformConfig) addFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.HS256Secret, "jwt-hs256-secret", c.HS256Secret, "accept HS256 ID tokens signed with this secret; local development only (env TENANTDB_JWT_HS256_SECRET)")
 	fs.StringVar(&c.Issuer, "jwt-issuer", c.Issuer, "required iss of ID tokens (env TENANTDB_JWT_ISSUER)")
 	fs.StringVar(&c.Audience, "jwt-audience", c.Audience, "required aud of ID tokens (env TENANTDB_JWT_AUDIENCE)")
-}
-
-// open returns the verifier and key set to put into admin.Options (both
-// nil when platform sign-in is not configured).
-func (c PlatformConfig) open(ctx context.Context, log *slog.Logger) (*auth.JWTVerifier, *admin.JWKS, error) {
-	if c.JWKS == "" && c.HS256Secret == "" {
-		return nil, nil, nil
-	}
-	v := auth.NewJWTVerifier(auth.JWTOptions{HS256Secret: []byte(c.HS256Secret), Issuer: c.Issuer, Audience: c.Audience})
-	if c.JWKS == "" {
-		return v, nil, nil
-	}
-	j, err := admin.LoadJWKS(ctx, c.JWKS, v, log)
-	if err != nil {
-		return nil, nil, err
-	}
-	return v, j, nil
 }
 
 func runPlatform(ctx context.Context, args []string, stdout, stderr io.Writer) error {

@@ -9,24 +9,13 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"path/filepath"
 	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-
-	"github.com/tenantdb/tenantdb/internal/admin"
-	"github.com/tenantdb/tenantdb/internal/audit"
 	"github.com/tenantdb/tenantdb/internal/auth"
-	"github.com/tenantdb/tenantdb/internal/catalog"
-	"github.com/tenantdb/tenantdb/internal/engine"
-	"github.com/tenantdb/tenantdb/internal/quota"
-	"github.com/tenantdb/tenantdb/internal/server"
-	"github.com/tenantdb/tenantdb/internal/storage"
-	"github.com/tenantdb/tenantdb/internal/tenancy"
+	"github.com/tenantdb/tenantdb/internal/node"
 )
 
 var _ = register(&command{
@@ -72,11 +61,9 @@ type Config struct {
 	// UnsafeNoSync acknowledges writes before the WAL is synced. For
 	// benchmarks only: acknowledged writes can be lost in a machine crash.
 	UnsafeNoSync bool
-	// BenchBypassTenancy skips signature verification after a
-	// credential's first request and the guard's checks, to measure what
-	// they cost (benchbypass.go). For benchmarks only: it lets anyone who
-	// knows an access key id use it.
-	BenchBypassTenancy bool
+	// benchConfig holds the benchmark-only settings, which exist only in
+	// builds with the benchbypass tag (benchbypass.go).
+	benchConfig
 	// Platform configures platform users' OIDC sign-in (platform.go).
 	Platform PlatformConfig
 	// ShutdownTimeout bounds the wait for in-flight requests on SIGTERM.
@@ -179,7 +166,7 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	fs.BoolVar(&cfg.ConnGate, "conn-gate", cfg.ConnGate, "gate each connection's next request per tenant from its first byte, so that reading, SigV4 and decoding are fairly shared too (env TENANTDB_CONN_GATE)")
 	fs.BoolVar(&cfg.Pprof, "pprof", cfg.Pprof, "serve Go's profiler under /debug/pprof/ (unauthenticated: private listeners only)")
 	fs.BoolVar(&cfg.UnsafeNoSync, "unsafe-no-sync", cfg.UnsafeNoSync, "acknowledge writes before the WAL is synced (benchmarks only)")
-	fs.BoolVar(&cfg.BenchBypassTenancy, "bench-bypass-tenancy", cfg.BenchBypassTenancy, "INSECURE, benchmarks only: trust access key ids after their first signed request and skip the guard's checks, to measure their cost")
+	cfg.benchConfig.addFlags(fs)
 	cfg.Platform.addFlags(fs)
 	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", cfg.ShutdownTimeout, "how long to wait for in-flight requests on shutdown")
 	if err := fs.Parse(args); err != nil {
@@ -203,9 +190,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 }
 
 // serve runs the server until ctx is done, then shuts down gracefully:
-// stop accepting, finish in-flight requests, close the engine, then the
-// store. Progress lines for humans (and tests/harness, which waits for
-// "listening on") go to out.
+// stop accepting, finish in-flight requests, close the node. Progress
+// lines for humans (and tests/harness, which waits for "listening on") go
+// to out.
 func serve(ctx context.Context, cfg Config, out io.Writer) (err error) {
 	level, _ := cfg.level()
 	hopts := &slog.HandlerOptions{Level: level}
@@ -224,118 +211,24 @@ func serve(ctx context.Context, cfg Config, out io.Writer) (err error) {
 	}
 	defer l.Close()
 
-	db, err := storage.Open(filepath.Join(cfg.DataDir, "db"), storage.Options{
-		NoSync: cfg.UnsafeNoSync,
-		Logger: log,
-	})
+	n, err := node.Open(ctx, cfg.nodeOptions(l.Addr().String(), os.Getenv(auth.ServerKeyEnv), log))
 	if err != nil {
 		return err
 	}
 	defer func() {
-		if cerr := db.Close(); cerr != nil && err == nil {
+		if cerr := n.Close(); cerr != nil && err == nil {
 			err = cerr
 		}
 	}()
-
-	key, _, err := auth.LoadServerKey(cfg.DataDir, os.Getenv(auth.ServerKeyEnv))
-	if err != nil {
-		return err
-	}
-	cat := catalog.Open(db, catalog.Options{})
-	auditLog := audit.Open(db, audit.Options{Logger: log})
-	defer auditLog.Close() // pending summaries of coalesced denials, before db.Close
-	authn := auth.New(cat, key, auth.Options{
-		Logger: log,
-		Denied: auditLog.Denied,
-	})
-	defer authn.Close()
-	credPath, err := authn.BootstrapOperator(ctx, cfg.DataDir, cfg.OperatorKey, cfg.Region)
-	if err != nil {
-		return err
-	}
-	if credPath != "" {
-		fmt.Fprintf(out, "tenantdb: operator credential written to %s (profile %s)\n", credPath, auth.OperatorProfile)
-		if cfg.DefaultTenant {
-			p, err := createDefaultTenant(ctx, cat, authn, cfg.DataDir, cfg.Region)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(out, "tenantdb: tenant %q with an admin key written to %s (profile default)\n", defaultTenantName, p)
+	if b := n.Bootstrap(); b.OperatorFile != "" {
+		fmt.Fprintf(out, "tenantdb: operator credential written to %s (profile %s)\n", b.OperatorFile, auth.OperatorProfile)
+		if b.DefaultFile != "" {
+			fmt.Fprintf(out, "tenantdb: tenant %q with an admin key written to %s (profile default)\n", node.DefaultTenantName, b.DefaultFile)
 		}
-	}
-
-	eng, err := engine.Open(db, engine.Options{
-		Logger:   log.With("component", "engine"),
-		Region:   cfg.Region,
-		SiloDir:  filepath.Join(cfg.DataDir, "silos"),
-		Endpoint: l.Addr().String(),
-	})
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if cerr := eng.Close(); cerr != nil && err == nil {
-			err = cerr
-		}
-	}()
-
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	quotas, err := quota.New(quota.Options{
-		DB:         db,
-		Storage:    quota.CounterStorage{DB: db, Silos: eng.SiloStores},
-		Logger:     log.With("component", "quota"),
-		Registerer: reg,
-		Disabled:   !cfg.Fairness,
-	})
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if cerr := quotas.Close(); cerr != nil && err == nil {
-			err = cerr
-		}
-	}()
-	adminOpts := admin.Options{Catalog: cat, Auth: authn, Audit: auditLog, Logger: log}
-	if adminOpts.JWT, adminOpts.JWKS, err = cfg.Platform.open(ctx, log); err != nil {
-		return err
-	}
-	if d, ok := any(eng).(admin.TenantDropper); ok {
-		adminOpts.Dropper = d
-	}
-	adm, err := admin.New(adminOpts)
-	if err != nil {
-		return err
-	}
-	adm.ServeQuotas(quotas)
-	var dataAuth server.Authenticator = authn
-	guard := &tenancy.Guard{}
-	if cfg.BenchBypassTenancy {
-		log.Warn("--bench-bypass-tenancy: signatures are not verified after a key's first request and tenancy checks are off; benchmarks only")
-		dataAuth, guard.BypassChecks = &bypassAuth{next: authn}, true
-	}
-	var connGate server.ConnGate
-	if cfg.ConnGate {
-		connGate = quotas
-	}
-	srv, err := server.New(server.Options{
-		Backend:   quotas.Wrap(eng),
-		Auth:      dataAuth,
-		Guard:     guard,
-		Admin:     adm,
-		Denied:    auditLog.Denied,
-		Registry:  reg,
-		Logger:    log,
-		Profiling: cfg.Pprof,
-		OpsAuth:   authn.AuthenticateOperator,
-		ConnGate:  connGate,
-	})
-	if err != nil {
-		return err
 	}
 
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(l) }()
+	go func() { errc <- n.Serve(l) }()
 	fmt.Fprintf(out, "tenantdb: listening on http://%s, data in %s\n", l.Addr(), cfg.DataDir)
 	log.Info("tenantdb started", "addr", l.Addr().String(), "data_dir", cfg.DataDir)
 
@@ -347,17 +240,27 @@ func serve(ctx context.Context, cfg Config, out io.Writer) (err error) {
 	log.Info("shutting down")
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		log.Warn("shutdown did not finish in time; closing connections", "err", err)
-		srv.Close()
-	}
+	_ = n.Shutdown(sctx) // logged; connections closed if it timed out
 	return <-errc
 }
 
-// The engine is the server's backend; the quota decorator stands between.
-var (
-	_ server.Backend  = (*engine.Engine)(nil)
-	_ quota.Backend   = (*engine.Engine)(nil)
-	_ server.Backend  = (*quota.Limited)(nil)
-	_ server.ConnGate = (*quota.Manager)(nil)
-)
+// nodeOptions maps c onto the assembly's options for a node serving at
+// endpoint, with the server key material serverKey (auth.ServerKeyEnv).
+func (c Config) nodeOptions(endpoint, serverKey string, log *slog.Logger) node.Options {
+	o := node.Options{
+		DataDir:       c.DataDir,
+		ServerKey:     serverKey,
+		OperatorKey:   c.OperatorKey,
+		Region:        c.Region,
+		Endpoint:      endpoint,
+		DefaultTenant: c.DefaultTenant,
+		Fairness:      c.Fairness,
+		ConnGate:      c.ConnGate,
+		Pprof:         c.Pprof,
+		UnsafeNoSync:  c.UnsafeNoSync,
+		Platform:      node.Platform(c.Platform),
+		Logger:        log,
+	}
+	c.benchConfig.apply(&o)
+	return o
+}

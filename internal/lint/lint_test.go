@@ -1,18 +1,20 @@
 // Package lint enforces tenantdb's structural rules in its tests: who may
 // import Pebble and net/http, what the vocabulary packages may import, that
-// the layers only import downwards, and that every package has exactly
-// one package comment.
+// the layers only import downwards, that only internal/node wires the
+// server, and that every package has exactly one package comment.
 package lint
 
 import (
 	"bytes"
 	"encoding/json"
+	"go/ast"
 	"go/parser"
 	"go/token"
 	"io"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -26,9 +28,12 @@ type pkg struct {
 	GoFiles      []string
 	TestGoFiles  []string
 	XTestGoFiles []string
-	Imports      []string
-	TestImports  []string
-	XTestImports []string
+	// IgnoredGoFiles are files excluded by build constraints (such as
+	// the benchbypass tag's).
+	IgnoredGoFiles []string
+	Imports        []string
+	TestImports    []string
+	XTestImports   []string
 }
 
 // rel is the import path inside the module ("internal/wire").
@@ -138,6 +143,74 @@ func TestImportDirections(t *testing.T) {
 			if slices.Contains(mustNot[p.rel()], imp) {
 				t.Errorf("%s imports %s, against the direction of the layers", p.rel(), imp)
 			}
+		}
+	}
+}
+
+// TestOnlyNodeAssembles: the constructors that wire a server process are
+// called only by internal/node, the one assembly that `tenantdb serve` and
+// the black-box suites share, and by the tests of those five packages
+// (which build the neighbours they need, e.g. admin's tests an auth).
+func TestOnlyNodeAssembles(t *testing.T) {
+	constructors := map[string][]string{ // package -> functions
+		"internal/server": {"New"},
+		"internal/engine": {"Open"},
+		"internal/quota":  {"New"},
+		"internal/admin":  {"New"},
+		"internal/auth":   {"New"},
+	}
+	for _, p := range packages(t) {
+		if p.rel() == "internal/node" {
+			continue
+		}
+		if strings.HasPrefix(p.rel(), "internal/") && slices.Contains(ours(p.allImports()), "internal/node") {
+			t.Errorf("%s imports internal/node; only commands and black-box tests may", p.rel())
+		}
+		files := slices.Concat(p.GoFiles, p.IgnoredGoFiles)
+		if _, wired := constructors[p.rel()]; !wired {
+			files = slices.Concat(files, p.TestGoFiles, p.XTestGoFiles)
+		} else {
+			files = slices.DeleteFunc(files, func(f string) bool { return strings.HasSuffix(f, "_test.go") })
+		}
+		fset := token.NewFileSet()
+		for _, f := range files {
+			af, err := parser.ParseFile(fset, filepath.Join(p.Dir, f), nil, parser.SkipObjectResolution)
+			if err != nil {
+				t.Errorf("%s: %v", p.rel(), err)
+				continue
+			}
+			names := map[string]string{} // local name -> package, for ours
+			for _, imp := range af.Imports {
+				path, _ := strconv.Unquote(imp.Path.Value)
+				rel, ok := strings.CutPrefix(path, module+"/")
+				if _, wired := constructors[rel]; !ok || !wired {
+					continue
+				}
+				name := filepath.Base(rel)
+				if imp.Name != nil {
+					name = imp.Name.Name
+				}
+				names[name] = rel
+			}
+			ast.Inspect(af, func(n ast.Node) bool {
+				call, ok := n.(*ast.CallExpr)
+				if !ok {
+					return true
+				}
+				sel, ok := call.Fun.(*ast.SelectorExpr)
+				if !ok {
+					return true
+				}
+				id, ok := sel.X.(*ast.Ident)
+				if !ok {
+					return true
+				}
+				if rel, ok := names[id.Name]; ok && slices.Contains(constructors[rel], sel.Sel.Name) {
+					t.Errorf("%s: calls %s.%s; only internal/node wires the server (node.Open)",
+						fset.Position(call.Pos()), id.Name, sel.Sel.Name)
+				}
+				return true
+			})
 		}
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -17,7 +16,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -25,17 +23,9 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
-	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/tenantdb/tenantdb/internal/audit"
-	"github.com/tenantdb/tenantdb/internal/auth"
-	"github.com/tenantdb/tenantdb/internal/catalog"
-	"github.com/tenantdb/tenantdb/internal/engine"
+	"github.com/tenantdb/tenantdb/internal/node"
 	"github.com/tenantdb/tenantdb/internal/quota"
-	"github.com/tenantdb/tenantdb/internal/server"
-	"github.com/tenantdb/tenantdb/internal/sigv4"
-	"github.com/tenantdb/tenantdb/internal/storage"
-	"github.com/tenantdb/tenantdb/internal/tenancy"
 )
 
 // Concurrency is the number of client connections, as in issue 2's
@@ -55,90 +45,49 @@ const preload = 4000
 
 const table = "bench"
 
-// mode selects what the benchmark server skips.
-type mode int
-
-const (
-	full     mode = iota // as `tenantdb serve`: auth, guard, quota admission, synced WAL
-	bypassed             // tenancy checks bypassed (auth signature, guard), as `serve --bench-bypass-tenancy`
-)
-
 // target is a running server and the credential to sign for.
 type target struct {
 	addr         string
 	akid, secret string
 }
 
-// startTenantDB starts a server wired like `tenantdb serve` on a temp-dir
-// Pebble store (synced WAL), with fairness on and the bench tenant's
-// quota raised out of the way, creates the bench table and preloads it.
-func startTenantDB(b *testing.B, m mode) *target {
+// startTenantDB starts a server assembled like `tenantdb serve`
+// (internal/node) on a temp-dir Pebble store (synced WAL), with fairness
+// on and the default tenant's quota raised out of the way, creates the
+// bench table and preloads it. o may set the benchmark-only options
+// (bypass_bench_test.go).
+func startTenantDB(b *testing.B, o node.Options) *target {
 	b.Helper()
 	ctx := context.Background()
-	log := slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelError}))
-	dir := b.TempDir()
-	db, err := storage.Open(dir+"/db", storage.Options{Logger: log})
-	if err != nil {
-		b.Fatal(err)
-	}
-	var master [32]byte
-	rand.Read(master[:])
-	key, err := auth.NewServerKey(master[:])
-	if err != nil {
-		b.Fatal(err)
-	}
-	cat := catalog.Open(db, catalog.Options{})
-	auditLog := audit.Open(db, audit.Options{Logger: log})
-	authn := auth.New(cat, key, auth.Options{Logger: log, Denied: auditLog.Denied})
-	ten, err := cat.CreateTenant(ctx, catalog.NewTenant{Name: "bench"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	ik, err := authn.CreateKey(ctx, auth.NewKey{Tenant: ten.ID, Role: tenancy.RoleAdmin, Env: "live", CreatedBy: "bench"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	eng, err := engine.Open(db, engine.Options{Logger: log, SiloDir: dir + "/silos"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	reg := prometheus.NewRegistry()
-	quotas, err := quota.New(quota.Options{DB: db, Logger: log, Registerer: reg})
-	if err != nil {
-		b.Fatal(err)
-	}
-	units := 1e9
-	if _, err := quotas.SetQuota(ctx, ten.ID, "", quota.Update{ReadUnits: &units, WriteUnits: &units}); err != nil {
-		b.Fatal(err)
-	}
-	var authenticator server.Authenticator = authn
-	if m == bypassed {
-		authenticator = &bypassAuth{a: authn}
-	}
-	srv, err := server.New(server.Options{
-		Backend: quotas.Wrap(eng), Auth: authenticator, Guard: &tenancy.Guard{BypassChecks: m == bypassed},
-		Denied: auditLog.Denied, Registry: reg, Logger: log,
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)
 	}
+	o.DataDir = b.TempDir()
+	o.Endpoint = l.Addr().String()
+	o.DefaultTenant = true
+	o.Fairness = true
+	o.Logger = slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelError}))
+	n, err := node.Open(ctx, o)
+	if err != nil {
+		l.Close()
+		b.Fatal(err)
+	}
+	ik := n.Bootstrap().Default
+	units := 1e9
+	if _, err := n.Quotas().SetQuota(ctx, ik.Tenant, "", quota.Update{ReadUnits: &units, WriteUnits: &units}); err != nil {
+		b.Fatal(err)
+	}
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(l) }()
+	go func() { served <- n.Serve(l) }()
 	b.Cleanup(func() {
 		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
-		srv.Shutdown(sctx)
+		n.Shutdown(sctx)
 		<-served
-		quotas.Close()
-		authn.Close()
-		eng.Close()
-		db.Close()
+		n.Close()
 	})
-	t := &target{addr: l.Addr().String(), akid: ik.Key.AccessKeyID(), secret: ik.Key.Secret}
+	t := &target{addr: l.Addr().String(), akid: ik.AccessKeyID(), secret: ik.Secret}
 	c := t.dial(b)
 	defer c.close()
 	c.must(b, t.sign(b, "CreateTable", `{"TableName":"`+table+`","BillingMode":"PAY_PER_REQUEST",`+
@@ -152,32 +101,6 @@ func startTenantDB(b *testing.B, m mode) *target {
 		c.must(b, t.sign(b, "BatchWriteItem", `{"RequestItems":{"`+table+`":[`+strings.Join(reqs, ",")+`]}}`))
 	}
 	return t
-}
-
-// bypassAuth is the benchmark-only authenticator of mode bypassed: after
-// a credential's first fully verified request it trusts its access key id
-// without verifying signatures (what `serve --bench-bypass-tenancy` does).
-type bypassAuth struct {
-	a     server.Authenticator
-	known sync.Map // access key id -> tenancy.Principal
-}
-
-func (ba *bypassAuth) Authenticate(ctx context.Context, r *sigv4.Request) (tenancy.Principal, error) {
-	h := r.Header["Authorization"]
-	if len(h) == 1 {
-		if _, rest, ok := strings.Cut(h[0], "Credential="); ok {
-			akid, _, _ := strings.Cut(rest, "/")
-			if p, ok := ba.known.Load(akid); ok {
-				return p.(tenancy.Principal), nil
-			}
-			p, err := ba.a.Authenticate(ctx, r)
-			if err == nil {
-				ba.known.Store(akid, p)
-			}
-			return p, err
-		}
-	}
-	return ba.a.Authenticate(ctx, r)
 }
 
 // startNoop starts a net/http server answering every request with a fixed
@@ -430,16 +353,7 @@ func run(b *testing.B, t *target, name, op string, body func(int) string) {
 
 // BenchmarkServer runs each workload against tenantdb as `serve` runs it.
 func BenchmarkServer(b *testing.B) {
-	t := startTenantDB(b, full)
-	for _, w := range workloads {
-		b.Run(w.name, func(b *testing.B) { run(b, t, w.name, w.op, w.body) })
-	}
-}
-
-// BenchmarkServerBypass runs them with tenancy checks bypassed (issue 3's
-// benchmark-only mode): no signature verification, no guard checks.
-func BenchmarkServerBypass(b *testing.B) {
-	t := startTenantDB(b, bypassed)
+	t := startTenantDB(b, node.Options{})
 	for _, w := range workloads {
 		b.Run(w.name, func(b *testing.B) { run(b, t, w.name, w.op, w.body) })
 	}

@@ -2,8 +2,8 @@
 // out credentials and aws-sdk-go-v2 clients for it.
 //
 // By default the server runs in-process on 127.0.0.1:0, over in-memory
-// storage, wired like `tenantdb serve` (storage, catalog, auth, audit,
-// quota, admin, engine, server). With TENANTDB_BIN set to a built tenantdb
+// storage, assembled by internal/node exactly as `tenantdb serve`
+// assembles it. With TENANTDB_BIN set to a built tenantdb
 // binary, Start runs that binary instead, on a temporary data directory,
 // so that the same suites test the real executable:
 //
@@ -17,7 +17,6 @@ package harness
 import (
 	"bufio"
 	"context"
-	"crypto/rand"
 	"fmt"
 	"io"
 	"log/slog"
@@ -35,18 +34,12 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tenantdb/tenantdb/internal/admin"
-	"github.com/tenantdb/tenantdb/internal/audit"
 	"github.com/tenantdb/tenantdb/internal/auth"
 	"github.com/tenantdb/tenantdb/internal/catalog"
-	"github.com/tenantdb/tenantdb/internal/engine"
-	"github.com/tenantdb/tenantdb/internal/quota"
+	"github.com/tenantdb/tenantdb/internal/node"
 	"github.com/tenantdb/tenantdb/internal/sdkhttp"
-	"github.com/tenantdb/tenantdb/internal/server"
-	"github.com/tenantdb/tenantdb/internal/storage"
-	"github.com/tenantdb/tenantdb/internal/tenancy"
 )
 
 // BinEnv names the environment variable that selects binary mode.
@@ -68,6 +61,12 @@ type Options struct {
 	// Fairness enables quota admission control (as `tenantdb serve` does by
 	// default). Off by default so that suites are never throttled.
 	Fairness bool
+	// ConnGate gates each connection's next request per tenant (serve
+	// --conn-gate); it needs Fairness.
+	ConnGate bool
+	// Platform configures platform users' OIDC sign-in (serve --jwks,
+	// --jwt-hs256-secret, --jwt-issuer, --jwt-audience); zero means off.
+	Platform node.Platform
 	// Logger receives the in-process server's logs; nil discards them
 	// below Error.
 	Logger *slog.Logger
@@ -109,81 +108,54 @@ func startInProcess(t testing.TB, o Options) *Server {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelError}))
 	}
-	db, err := storage.Open("harness", storage.Options{InMemory: true, Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var master [32]byte
-	rand.Read(master[:])
-	key, err := auth.NewServerKey(master[:])
-	if err != nil {
-		t.Fatal(err)
-	}
-	cat := catalog.Open(db, catalog.Options{})
-	auditLog := audit.Open(db, audit.Options{Logger: log})
-	authn := auth.New(cat, key, auth.Options{Logger: log, Denied: auditLog.Denied})
-	op, _, err := authn.EnsureOperator(ctx, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	eng, err := engine.Open(db, engine.Options{Logger: log, InMemory: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := prometheus.NewRegistry()
-	quotas, err := quota.New(quota.Options{DB: db, Storage: quota.CounterStorage{DB: db, Silos: eng.SiloStores}, Logger: log, Registerer: reg, Disabled: !o.Fairness})
-	if err != nil {
-		t.Fatal(err)
-	}
-	adminOpts := admin.Options{Catalog: cat, Auth: authn, Audit: auditLog, Logger: log}
-	if d, ok := any(eng).(admin.TenantDropper); ok {
-		adminOpts.Dropper = d
-	}
-	adm, err := admin.New(adminOpts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	adm.ServeQuotas(quotas)
-	srv, err := server.New(server.Options{
-		Backend: quotas.Wrap(eng), Auth: authn, Guard: &tenancy.Guard{}, Admin: adm,
-		Denied: auditLog.Denied, Registry: reg, Logger: log, OpsAuth: authn.AuthenticateOperator,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
+	n, err := node.Open(ctx, node.Options{
+		InMemory:      true,
+		Region:        Region,
+		Endpoint:      l.Addr().String(),
+		DefaultTenant: true,
+		Fairness:      o.Fairness,
+		ConnGate:      o.ConnGate,
+		Platform:      o.Platform,
+		Logger:        log,
+	})
+	if err != nil {
+		l.Close()
+		t.Fatal(err)
+	}
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(l) }()
+	go func() { served <- n.Serve(l) }()
 	t.Cleanup(func() {
 		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
-		if err := srv.Shutdown(sctx); err != nil {
+		if err := n.Shutdown(sctx); err != nil {
 			t.Errorf("harness: shutdown: %v", err)
 		}
 		if err := <-served; err != nil {
 			t.Errorf("harness: serve: %v", err)
 		}
-		if err := quotas.Close(); err != nil {
-			t.Errorf("harness: quota close: %v", err)
-		}
-		authn.Close()
-		auditLog.Close()
-		if err := eng.Close(); err != nil {
-			t.Errorf("harness: engine close: %v", err)
-		}
-		if err := db.Close(); err != nil {
-			t.Errorf("harness: storage close: %v", err)
+		if err := n.Close(); err != nil {
+			t.Errorf("harness: close: %v", err)
 		}
 	})
-	s := &Server{
+	b := n.Bootstrap()
+	return &Server{
 		Endpoint: "http://" + l.Addr().String(),
-		Operator: Credential{AccessKeyID: op.AccessKeyID(), SecretAccessKey: op.Secret, Key: op.String()},
+		Operator: credential(b.Operator),
+		Default:  credential(b.Default),
 	}
-	s.Default = s.NewTenant(t, "default", "admin")
-	return s
+}
+
+// credential returns k as a Credential.
+func credential(k auth.APIKey) Credential {
+	c := Credential{AccessKeyID: k.AccessKeyID(), SecretAccessKey: k.Secret, Key: k.String()}
+	if !k.IsOperator() {
+		c.TenantID = k.Tenant.String()
+	}
+	return c
 }
 
 var listeningRE = regexp.MustCompile(`listening on (http://\S+),`)
@@ -198,8 +170,18 @@ func StartBinary(t testing.TB, bin, dataDir string, extraArgs ...string) *Server
 
 func startBinary(t testing.TB, bin, dataDir string, o Options, extraArgs ...string) *Server {
 	t.Helper()
-	args := append([]string{"serve", "--addr", "127.0.0.1:0", "--data-dir", dataDir, "--log-level", "warn",
-		fmt.Sprintf("--fairness=%v", o.Fairness)}, extraArgs...)
+	args := []string{"serve", "--addr", "127.0.0.1:0", "--data-dir", dataDir, "--log-level", "warn",
+		fmt.Sprintf("--fairness=%v", o.Fairness)}
+	if o.ConnGate {
+		args = append(args, "--conn-gate")
+	}
+	for flag, v := range map[string]string{"--jwks": o.Platform.JWKS, "--jwt-hs256-secret": o.Platform.HS256Secret,
+		"--jwt-issuer": o.Platform.Issuer, "--jwt-audience": o.Platform.Audience} {
+		if v != "" {
+			args = append(args, flag, v)
+		}
+	}
+	args = append(args, extraArgs...)
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), "TENANTDB_ADDR=", "TENANTDB_DATA_DIR=")
 	stderr, err := cmd.StderrPipe()
@@ -247,9 +229,9 @@ func startBinary(t testing.TB, bin, dataDir string, o Options, extraArgs ...stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.Operator = Credential{AccessKeyID: op.AccessKeyID(), SecretAccessKey: op.Secret, Key: op.String()}
-	if d, err := auth.ReadCredentialsFile(filepath.Join(dataDir, "default-credentials"), "default"); err == nil {
-		s.Default = Credential{TenantID: d.Tenant.String(), AccessKeyID: d.AccessKeyID(), SecretAccessKey: d.Secret, Key: d.String()}
+	s.Operator = credential(op)
+	if d, err := auth.ReadCredentialsFile(filepath.Join(dataDir, node.DefaultCredentialsFile), "default"); err == nil {
+		s.Default = credential(d)
 	} else {
 		s.Default = s.NewTenant(t, "default", "admin")
 	}

@@ -15,9 +15,8 @@ import (
 
 	"github.com/tenantdb/tenantdb/internal/apierr"
 	"github.com/tenantdb/tenantdb/internal/attr"
-	"github.com/tenantdb/tenantdb/internal/engine"
+	"github.com/tenantdb/tenantdb/internal/node"
 	"github.com/tenantdb/tenantdb/internal/quota"
-	"github.com/tenantdb/tenantdb/internal/storage"
 	"github.com/tenantdb/tenantdb/internal/tenancy"
 	"github.com/tenantdb/tenantdb/internal/wire"
 )
@@ -53,8 +52,6 @@ func item(i int) attr.Item {
 func key(i int) attr.Item { return attr.Item{"pk": attr.Str(fmt.Sprint("item-", i))} }
 
 type env struct {
-	db    *storage.DB
-	eng   *engine.Engine
 	q     *quota.Manager
 	b     *quota.Limited
 	v, a  *tenant
@@ -63,23 +60,21 @@ type env struct {
 
 func open(b *testing.B, fair bool) *env {
 	b.Helper()
-	log := slog.New(slog.DiscardHandler)
-	db, err := storage.Open("noisy", storage.Options{InMemory: true, Logger: log})
-	if err != nil {
-		b.Fatal(err)
-	}
-	eng, err := engine.Open(db, engine.Options{Logger: log, InMemory: true, TTLInterval: -1})
-	if err != nil {
-		b.Fatal(err)
-	}
-	q, err := quota.New(quota.Options{DB: db, Logger: log, Disabled: !fair, MaxInflight: *maxInflight, TenantInflight: *tenantInfl})
-	if err != nil {
-		b.Fatal(err)
-	}
-	e := &env{db: db, eng: eng, q: q, b: q.Wrap(eng),
-		v: &tenant{id: tenancy.NewTenantID()}, a: &tenant{id: tenancy.NewTenantID()}}
-	e.close = func() { q.Close(); eng.Close(); db.Close() }
 	ctx := context.Background()
+	n, err := node.Open(ctx, node.Options{
+		InMemory:       true,
+		Fairness:       fair,
+		MaxInflight:    *maxInflight,
+		TenantInflight: *tenantInfl,
+		TTLInterval:    -1,
+		Logger:         slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	e := &env{q: n.Quotas(), b: n.Backend(),
+		v: &tenant{id: tenancy.NewTenantID()}, a: &tenant{id: tenancy.NewTenantID()}}
+	e.close = func() { n.Close() }
 	for _, t := range []*tenant{e.v, e.a} {
 		_, err := e.b.CreateTable(ctx, t.scope("CreateTable"), &wire.CreateTableInput{
 			TableName:            "bench",

@@ -1,4 +1,4 @@
-package main
+package node
 
 import (
 	"context"
@@ -18,28 +18,33 @@ import (
 //
 // works without first creating a tenant through the admin API.
 const (
-	defaultTenantName = "default"
+	// DefaultTenantName is the default tenant's name.
+	DefaultTenantName = "default"
 	// DefaultCredentialsFile is the default tenant's credential file name
 	// inside the data directory, in AWS shared-credentials format with the
 	// profile "default".
 	DefaultCredentialsFile = "default-credentials"
 )
 
-// createDefaultTenant creates tenant "default" and an admin key for it,
-// writes the key to <dataDir>/default-credentials (mode 0600) and returns
-// that path.
-func createDefaultTenant(ctx context.Context, cat *catalog.Catalog, a *auth.Authenticator, dataDir, region string) (string, error) {
-	t, err := cat.CreateTenant(ctx, catalog.NewTenant{Name: defaultTenantName})
+// createDefaultTenant creates tenant "default" and an admin key for it
+// and, unless dataDir is "", writes the key to
+// <dataDir>/default-credentials (mode 0600). It returns the key and the
+// file's path.
+func createDefaultTenant(ctx context.Context, cat *catalog.Catalog, a *auth.Authenticator, dataDir, region string) (auth.APIKey, string, error) {
+	t, err := cat.CreateTenant(ctx, catalog.NewTenant{Name: DefaultTenantName})
 	if err != nil {
-		return "", fmt.Errorf("creating the default tenant: %w", err)
+		return auth.APIKey{}, "", fmt.Errorf("creating the default tenant: %w", err)
 	}
 	ik, err := a.CreateKey(ctx, auth.NewKey{Tenant: t.ID, Role: tenancy.RoleAdmin, Env: "live", CreatedBy: "bootstrap"})
 	if err != nil {
-		return "", fmt.Errorf("creating the default tenant's key: %w", err)
+		return auth.APIKey{}, "", fmt.Errorf("creating the default tenant's key: %w", err)
+	}
+	if dataDir == "" {
+		return ik.Key, "", nil
 	}
 	path := filepath.Join(dataDir, DefaultCredentialsFile)
 	if err := auth.WriteCredentialsFile(path, "default", ik.Key, region); err != nil {
-		return "", err
+		return auth.APIKey{}, "", err
 	}
-	return path, nil
+	return ik.Key, path, nil
 }

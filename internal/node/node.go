@@ -1,0 +1,335 @@
+// Package node assembles one tenantdb server process: storage, catalog,
+// audit log, authentication, the operator and default-tenant bootstrap,
+// engine, quotas, the admin API and the HTTP server, opened in that order
+// and closed in reverse by one Close.
+//
+// It is the only place that wires the process (a test in internal/lint
+// enforces it): `tenantdb serve` maps its Config onto Options, and the
+// black-box suites (tests/harness in-process, tests/bench, tests/noisy)
+// open the same Node, so that they test the binary's real wiring.
+package node
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/tenantdb/tenantdb/internal/admin"
+	"github.com/tenantdb/tenantdb/internal/audit"
+	"github.com/tenantdb/tenantdb/internal/auth"
+	"github.com/tenantdb/tenantdb/internal/catalog"
+	"github.com/tenantdb/tenantdb/internal/engine"
+	"github.com/tenantdb/tenantdb/internal/quota"
+	"github.com/tenantdb/tenantdb/internal/server"
+	"github.com/tenantdb/tenantdb/internal/storage"
+	"github.com/tenantdb/tenantdb/internal/tenancy"
+)
+
+// Options configure a Node. The zero value (apart from DataDir or
+// InMemory) is a working node without fairness; `tenantdb serve` fills it
+// from its Config.
+type Options struct {
+	// DataDir holds the store (db/), silo stores (silos/), the server key
+	// and the credential files. Open creates it (mode 0700).
+	DataDir string
+	// InMemory keeps the store and silo stores in memory and writes no
+	// files (tests, benchmarks); DataDir is then ignored.
+	InMemory bool
+	// ServerKey is the server key's material in the format of
+	// auth.ServerKeyEnv; "" loads or creates <DataDir>/server.key, or, in
+	// memory, uses a random key.
+	ServerKey string
+	// OperatorKey, if set, is the operator credential (a full sk_op_ key)
+	// to install instead of generating one.
+	OperatorKey string
+	// Region appears in ARNs and generated credential files; "" means
+	// "us-east-1".
+	Region string
+	// Endpoint is the address DescribeEndpoints reports: the listen
+	// address Serve will be given.
+	Endpoint string
+	// DefaultTenant creates, on a fresh store, a tenant named "default"
+	// with an admin key (written to <DataDir>/default-credentials unless
+	// InMemory).
+	DefaultTenant bool
+	// Fairness turns on per-tenant admission control (quota.Options.Disabled
+	// is its negation). Metering stays on without it.
+	Fairness bool
+	// ConnGate extends fair admission to reading, authenticating and
+	// decoding requests (server.ConnGate). Needs Fairness to have effect.
+	ConnGate bool
+	// Pprof serves Go's profiler under /debug/pprof/ (unauthenticated).
+	Pprof bool
+	// UnsafeNoSync acknowledges writes before the WAL is synced
+	// (benchmarks only).
+	UnsafeNoSync bool
+	// Platform configures platform users' OIDC sign-in; zero means off.
+	Platform Platform
+	// Logger receives the node's logs; nil discards them.
+	Logger *slog.Logger
+
+	// MaxInflight and TenantInflight override quota.Options' admission
+	// limits (0: quota's defaults); for benchmarks that explore them.
+	MaxInflight, TenantInflight int
+	// TTLInterval overrides engine.Options.TTLInterval (0: the engine's
+	// default; negative disables the sweeper).
+	TTLInterval time.Duration
+
+	benchOptions
+}
+
+// Bootstrap is what Open created on a fresh store (zero on a store that
+// already had an operator).
+type Bootstrap struct {
+	// Operator is the operator key Open created or installed; OperatorFile
+	// is where it was written ("" in memory or when nothing was created).
+	Operator     auth.APIKey
+	OperatorFile string
+	// Default is the default tenant's admin key (Options.DefaultTenant);
+	// DefaultFile is where it was written ("" in memory).
+	Default     auth.APIKey
+	DefaultFile string
+}
+
+// Node is an assembled tenantdb server.
+type Node struct {
+	log       *slog.Logger
+	db        *storage.DB
+	catalog   *catalog.Catalog
+	audit     *audit.Log
+	auth      *auth.Authenticator
+	engine    *engine.Engine
+	quotas    *quota.Manager
+	backend   *quota.Limited
+	server    *server.Server
+	bootstrap Bootstrap
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Open opens everything a server needs, bootstraps the operator (and the
+// default tenant) on a fresh store and builds the HTTP server, which
+// Serve then runs. On error everything opened so far is closed again.
+func Open(ctx context.Context, o Options) (_ *Node, err error) {
+	if o.Region == "" {
+		o.Region = "us-east-1"
+	}
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	n := &Node{log: log}
+	defer func() {
+		if err != nil {
+			n.Close()
+		}
+	}()
+
+	dbDir := "memory"
+	if !o.InMemory {
+		if o.DataDir == "" {
+			return nil, errors.New("node: DataDir must be set unless InMemory")
+		}
+		if err := os.MkdirAll(o.DataDir, 0o700); err != nil {
+			return nil, err
+		}
+		dbDir = filepath.Join(o.DataDir, "db")
+	}
+	if n.db, err = storage.Open(dbDir, storage.Options{InMemory: o.InMemory, NoSync: o.UnsafeNoSync, Logger: log}); err != nil {
+		return nil, err
+	}
+	key, err := serverKey(o)
+	if err != nil {
+		return nil, err
+	}
+	n.catalog = catalog.Open(n.db, catalog.Options{})
+	n.audit = audit.Open(n.db, audit.Options{Logger: log})
+	n.auth = auth.New(n.catalog, key, auth.Options{Logger: log, Denied: n.audit.Denied})
+	if err := n.bootstrapStore(ctx, o); err != nil {
+		return nil, err
+	}
+
+	eo := engine.Options{
+		Logger:      log.With("component", "engine"),
+		Region:      o.Region,
+		Endpoint:    o.Endpoint,
+		InMemory:    o.InMemory,
+		TTLInterval: o.TTLInterval,
+	}
+	if !o.InMemory {
+		eo.SiloDir = filepath.Join(o.DataDir, "silos")
+	}
+	if n.engine, err = engine.Open(n.db, eo); err != nil {
+		return nil, err
+	}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if n.quotas, err = quota.New(quota.Options{
+		DB:             n.db,
+		Storage:        quota.CounterStorage{DB: n.db, Silos: n.engine.SiloStores},
+		Logger:         log.With("component", "quota"),
+		Registerer:     reg,
+		Disabled:       !o.Fairness,
+		MaxInflight:    o.MaxInflight,
+		TenantInflight: o.TenantInflight,
+	}); err != nil {
+		return nil, err
+	}
+	n.backend = n.quotas.Wrap(n.engine)
+
+	adminOpts := admin.Options{Catalog: n.catalog, Auth: n.auth, Audit: n.audit, Logger: log}
+	if adminOpts.JWT, adminOpts.JWKS, err = o.Platform.open(ctx, log); err != nil {
+		return nil, err
+	}
+	if d, ok := any(n.engine).(admin.TenantDropper); ok {
+		adminOpts.Dropper = d
+	}
+	adm, err := admin.New(adminOpts)
+	if err != nil {
+		return nil, err
+	}
+	adm.ServeQuotas(n.quotas)
+
+	guard := &tenancy.Guard{}
+	var dataAuth server.Authenticator = n.auth
+	dataAuth = o.benchOptions.wrap(dataAuth, guard, log)
+	var connGate server.ConnGate
+	if o.ConnGate {
+		connGate = n.quotas
+	}
+	if n.server, err = server.New(server.Options{
+		Backend:   n.backend,
+		Auth:      dataAuth,
+		Guard:     guard,
+		Admin:     adm,
+		Denied:    n.audit.Denied,
+		Registry:  reg,
+		Logger:    log,
+		Profiling: o.Pprof,
+		OpsAuth:   n.auth.AuthenticateOperator,
+		ConnGate:  connGate,
+	}); err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
+func serverKey(o Options) (*auth.ServerKey, error) {
+	if !o.InMemory {
+		key, _, err := auth.LoadServerKey(o.DataDir, o.ServerKey)
+		return key, err
+	}
+	if o.ServerKey != "" {
+		key, _, err := auth.LoadServerKey("", o.ServerKey)
+		return key, err
+	}
+	var master [32]byte
+	rand.Read(master[:])
+	return auth.NewServerKey(master[:])
+}
+
+// bootstrapStore installs the operator and, when it was created, the
+// default tenant.
+func (n *Node) bootstrapStore(ctx context.Context, o Options) error {
+	op, created, err := n.auth.EnsureOperator(ctx, o.OperatorKey)
+	if err != nil || !created {
+		return err
+	}
+	n.bootstrap.Operator = op
+	if !o.InMemory {
+		path := filepath.Join(o.DataDir, auth.OperatorCredentialsFile)
+		if err := auth.WriteCredentialsFile(path, auth.OperatorProfile, op, o.Region); err != nil {
+			return err
+		}
+		n.bootstrap.OperatorFile = path
+	}
+	if !o.DefaultTenant {
+		return nil
+	}
+	dir := o.DataDir
+	if o.InMemory {
+		dir = ""
+	}
+	n.bootstrap.Default, n.bootstrap.DefaultFile, err = createDefaultTenant(ctx, n.catalog, n.auth, dir, o.Region)
+	return err
+}
+
+// Bootstrap returns what Open created on a fresh store.
+func (n *Node) Bootstrap() Bootstrap { return n.bootstrap }
+
+// Quotas returns the node's quota manager.
+func (n *Node) Quotas() *quota.Manager { return n.quotas }
+
+// Backend returns the engine behind the quota decorator: what the server
+// calls for every data-plane request (benchmarks drive it directly).
+func (n *Node) Backend() *quota.Limited { return n.backend }
+
+// Serve accepts connections on l until Shutdown or Close and then returns
+// nil; otherwise it returns the listener's error.
+func (n *Node) Serve(l net.Listener) error { return n.server.Serve(l) }
+
+// Shutdown stops accepting connections and waits, until ctx ends, for
+// in-flight requests to finish; if they do not, it closes their
+// connections and returns ctx's error.
+func (n *Node) Shutdown(ctx context.Context) error {
+	err := n.server.Shutdown(ctx)
+	if err != nil {
+		n.log.Warn("shutdown did not finish in time; closing connections", "err", err)
+		n.server.Close()
+	}
+	return err
+}
+
+// Close closes the quota manager, engine, authenticator, audit log and
+// store, in that order (after Shutdown, or on a node that never served),
+// and returns the first error. Only the first call does anything.
+func (n *Node) Close() error {
+	n.closeOnce.Do(func() {
+		var errs []error
+		if n.quotas != nil {
+			errs = append(errs, n.quotas.Close())
+		}
+		if n.engine != nil {
+			errs = append(errs, n.engine.Close())
+		}
+		if n.auth != nil {
+			n.auth.Close()
+		}
+		if n.audit != nil {
+			n.audit.Close() // pending summaries of coalesced denials, before the store
+		}
+		if n.db != nil {
+			errs = append(errs, n.db.Close())
+		}
+		n.closeErr = firstErr(errs)
+	})
+	return n.closeErr
+}
+
+func firstErr(errs []error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// The engine is the server's backend; the quota decorator stands between.
+var (
+	_ server.Backend  = (*engine.Engine)(nil)
+	_ quota.Backend   = (*engine.Engine)(nil)
+	_ server.Backend  = (*quota.Limited)(nil)
+	_ server.ConnGate = (*quota.Manager)(nil)
+)
