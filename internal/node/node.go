@@ -34,9 +34,9 @@ import (
 	"github.com/tenantdb/tenantdb/internal/tenancy"
 )
 
-// Options configure a Node. The zero value (apart from DataDir or
-// InMemory) is a working node without fairness; `tenantdb serve` fills it
-// from its Config.
+// Options configure a Node. Set DataDir or InMemory; the rest may stay
+// zero (no fairness, no default tenant, platform sign-in off).
+// `tenantdb serve` fills it from its Config.
 type Options struct {
 	// DataDir holds the store (db/), silo stores (silos/), the server key
 	// and the credential files. Open creates it (mode 0700).
@@ -202,8 +202,7 @@ func Open(ctx context.Context, o Options) (_ *Node, err error) {
 	adm.ServeQuotas(n.quotas)
 
 	guard := &tenancy.Guard{}
-	var dataAuth server.Authenticator = n.auth
-	dataAuth = o.benchOptions.wrap(dataAuth, guard, log)
+	dataAuth := o.benchOptions.wrap(n.auth, guard, log) // n.auth itself unless benchbypass
 	var connGate server.ConnGate
 	if o.ConnGate {
 		connGate = n.quotas
