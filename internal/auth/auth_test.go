@@ -29,6 +29,7 @@ import (
 
 	"github.com/tenantdb/tenantdb/internal/apierr"
 	"github.com/tenantdb/tenantdb/internal/catalog"
+	"github.com/tenantdb/tenantdb/internal/dynamo"
 	"github.com/tenantdb/tenantdb/internal/keyspace"
 	"github.com/tenantdb/tenantdb/internal/sigv4"
 	"github.com/tenantdb/tenantdb/internal/storage"
@@ -470,10 +471,10 @@ func TestSessions(t *testing.T) {
 	}
 	// Policy narrowing through the guard.
 	var g tenancy.Guard
-	if sc, err := g.Admit(p, "GetItem"); err != nil || !sc.AllowsTable("Orders") || sc.AllowsTable("Users") {
+	if sc, err := g.Admit(p, dynamo.ActionOf("GetItem")); err != nil || !sc.AllowsTable("Orders") || sc.AllowsTable("Users") {
 		t.Errorf("GetItem: %v; Orders %v Users %v", err, sc.AllowsTable("Orders"), sc.AllowsTable("Users"))
 	}
-	if _, err := g.Admit(p, "PutItem"); !apierr.Is(err, apierr.AccessDenied) {
+	if _, err := g.Admit(p, dynamo.ActionOf("PutItem")); !apierr.Is(err, apierr.AccessDenied) {
 		t.Errorf("PutItem outside the policy: %v", err)
 	}
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tenantdb/tenantdb/internal/apierr"
 	"github.com/tenantdb/tenantdb/internal/catalog"
+	"github.com/tenantdb/tenantdb/internal/dynamo"
 	"github.com/tenantdb/tenantdb/internal/keyspace"
 	"github.com/tenantdb/tenantdb/internal/tenancy"
 )
@@ -95,7 +96,7 @@ func (a *Authenticator) IssueSession(ctx context.Context, req SessionRequest) (S
 			return Session{}, apierr.Validationf("a policy lists at most %d tables and %d actions", maxPolicyList, maxPolicyList)
 		}
 		for _, act := range p.Actions {
-			if act != "*" && tenancy.ClassOf(strings.TrimPrefix(act, "dynamodb:")) == tenancy.ClassUnknown {
+			if _, ok := dynamo.Lookup(strings.TrimPrefix(act, "dynamodb:")); act != "*" && !ok {
 				return Session{}, apierr.Validationf("unknown action %q in policy", act)
 			}
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tenantdb/tenantdb/internal/apierr"
 	"github.com/tenantdb/tenantdb/internal/attr"
+	"github.com/tenantdb/tenantdb/internal/dynamo"
 	"github.com/tenantdb/tenantdb/internal/keyspace"
 	"github.com/tenantdb/tenantdb/internal/storage"
 	"github.com/tenantdb/tenantdb/internal/tenancy"
@@ -107,7 +108,7 @@ func (a wtActor) as(role tenancy.Role) wtActor {
 func (a wtActor) scope(action string) tenancy.Scope {
 	a.env.t.Helper()
 	var g tenancy.Guard
-	s, err := g.Admit(a.p, action)
+	s, err := g.Admit(a.p, dynamo.ActionOf(action))
 	if err != nil {
 		a.env.t.Fatalf("Admit %s: %v", action, err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tenantdb/tenantdb/internal/apierr"
 	"github.com/tenantdb/tenantdb/internal/attr"
+	"github.com/tenantdb/tenantdb/internal/dynamo"
 	"github.com/tenantdb/tenantdb/internal/keyspace"
 	"github.com/tenantdb/tenantdb/internal/tenancy"
 	"github.com/tenantdb/tenantdb/internal/wire"
@@ -318,7 +319,7 @@ func TestSiloAndTenantTables(t *testing.T) {
 
 	// A tenant's own table.
 	var g tenancy.Guard
-	admin, err := g.Admit(tenancy.Principal{Tenant: a.Tenant(), Env: "live", Role: tenancy.RoleAdmin, KeyID: "AKIDQTADMIN"}, "CreateTable")
+	admin, err := g.Admit(tenancy.Principal{Tenant: a.Tenant(), Env: "live", Role: tenancy.RoleAdmin, KeyID: "AKIDQTADMIN"}, dynamo.ActionOf("CreateTable"))
 	if err != nil {
 		t.Fatal(err)
 	}

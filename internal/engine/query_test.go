@@ -10,6 +10,7 @@ import (
 
 	"github.com/tenantdb/tenantdb/internal/apierr"
 	"github.com/tenantdb/tenantdb/internal/attr"
+	"github.com/tenantdb/tenantdb/internal/dynamo"
 	"github.com/tenantdb/tenantdb/internal/expr"
 	"github.com/tenantdb/tenantdb/internal/tenancy"
 	"github.com/tenantdb/tenantdb/internal/wire"
@@ -563,7 +564,7 @@ func TestQueryScopeRequired(t *testing.T) {
 	_, err := qtQuery(t, e, tenancy.Scope{}, &in)
 	qtWantErr(t, err, apierr.AccessDenied, "")
 	var g tenancy.Guard
-	op, err := g.Admit(tenancy.Principal{Role: tenancy.RoleOperator, KeyID: "op"}, "DescribeTable")
+	op, err := g.Admit(tenancy.Principal{Role: tenancy.RoleOperator, KeyID: "op"}, dynamo.ActionOf("DescribeTable"))
 	if err != nil {
 		t.Fatal(err)
 	}

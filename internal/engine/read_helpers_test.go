@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/tenantdb/tenantdb/internal/attr"
+	"github.com/tenantdb/tenantdb/internal/dynamo"
 	"github.com/tenantdb/tenantdb/internal/expr"
 	"github.com/tenantdb/tenantdb/internal/storage"
 	"github.com/tenantdb/tenantdb/internal/tenancy"
@@ -45,7 +46,7 @@ func qtTenant(t testing.TB) tenancy.TenantID {
 func qtScope(t testing.TB, tenant tenancy.TenantID, action string) tenancy.Scope {
 	t.Helper()
 	var g tenancy.Guard
-	s, err := g.Admit(tenancy.Principal{Tenant: tenant, Env: "live", Role: tenancy.RoleApp, KeyID: "AKIDQT"}, action)
+	s, err := g.Admit(tenancy.Principal{Tenant: tenant, Env: "live", Role: tenancy.RoleApp, KeyID: "AKIDQT"}, dynamo.ActionOf(action))
 	if err != nil {
 		t.Fatalf("Admit: %v", err)
 	}
@@ -88,7 +89,7 @@ func qtCreate(t testing.TB, e *Engine, name, hash, rng string, indexes []qtIndex
 		}
 	}
 	var g tenancy.Guard
-	op, err := g.Admit(tenancy.Principal{Role: tenancy.RoleOperator, KeyID: "AKIDQTOP"}, "CreateTable")
+	op, err := g.Admit(tenancy.Principal{Role: tenancy.RoleOperator, KeyID: "AKIDQTOP"}, dynamo.ActionOf("CreateTable"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +123,7 @@ func qtAddCreatingIndex(t testing.TB, e *Engine, name string, ix *Index) {
 func qtPut(t testing.TB, e *Engine, s tenancy.Scope, table string, items ...attr.Item) {
 	t.Helper()
 	var g tenancy.Guard
-	s, err := g.Admit(tenancy.Principal{Tenant: s.Tenant(), Env: s.Env(), Role: tenancy.RoleApp, KeyID: s.KeyID()}, "BatchWriteItem")
+	s, err := g.Admit(tenancy.Principal{Tenant: s.Tenant(), Env: s.Env(), Role: tenancy.RoleApp, KeyID: s.KeyID()}, dynamo.ActionOf("BatchWriteItem"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tenantdb/tenantdb/internal/attr"
+	"github.com/tenantdb/tenantdb/internal/dynamo"
 	"github.com/tenantdb/tenantdb/internal/storage"
 	"github.com/tenantdb/tenantdb/internal/tenancy"
 	"github.com/tenantdb/tenantdb/internal/wire"
@@ -224,7 +225,7 @@ func TestBackgroundWorkDoesNotRecreateDroppedSilo(t *testing.T) {
 
 	stale := tbl // what a TTL pass or a backfill resolved before the drop
 	var g tenancy.Guard
-	op, err := g.Admit(tenancy.Principal{Role: tenancy.RoleOperator, KeyID: "AKIDQTOP"}, "DeleteTable")
+	op, err := g.Admit(tenancy.Principal{Role: tenancy.RoleOperator, KeyID: "AKIDQTOP"}, dynamo.ActionOf("DeleteTable"))
 	if err != nil {
 		t.Fatal(err)
 	}

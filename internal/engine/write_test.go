@@ -6,6 +6,7 @@ import (
 
 	"github.com/tenantdb/tenantdb/internal/apierr"
 	"github.com/tenantdb/tenantdb/internal/attr"
+	"github.com/tenantdb/tenantdb/internal/dynamo"
 	"github.com/tenantdb/tenantdb/internal/tenancy"
 	"github.com/tenantdb/tenantdb/internal/wire"
 )
@@ -250,7 +251,7 @@ func TestSharedTableTenantsSeeOwnItems(t *testing.T) {
 	wtSameItem(t, a.get("Items", key), ia)
 	// A read-only key cannot write (the guard refuses to admit it).
 	var g tenancy.Guard
-	if _, err := g.Admit(a.as(tenancy.RoleRead).p, "PutItem"); apierr.KindOf(err) != apierr.AccessDenied {
+	if _, err := g.Admit(a.as(tenancy.RoleRead).p, dynamo.ActionOf("PutItem")); apierr.KindOf(err) != apierr.AccessDenied {
 		t.Fatalf("read role admitted for PutItem: %v", err)
 	}
 }

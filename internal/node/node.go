@@ -27,6 +27,7 @@ import (
 	"github.com/tenantdb/tenantdb/internal/audit"
 	"github.com/tenantdb/tenantdb/internal/auth"
 	"github.com/tenantdb/tenantdb/internal/catalog"
+	"github.com/tenantdb/tenantdb/internal/dynamo"
 	"github.com/tenantdb/tenantdb/internal/engine"
 	"github.com/tenantdb/tenantdb/internal/quota"
 	"github.com/tenantdb/tenantdb/internal/server"
@@ -186,7 +187,7 @@ func Open(ctx context.Context, o Options) (_ *Node, err error) {
 	}); err != nil {
 		return nil, err
 	}
-	n.backend = n.quotas.Wrap(n.engine)
+	n.backend = n.quotas.Wrap(dynamo.Bind(n.engine))
 
 	adminOpts := admin.Options{Catalog: n.catalog, Auth: n.auth, Audit: n.audit, Logger: log}
 	if adminOpts.JWT, adminOpts.JWKS, err = o.Platform.open(ctx, log); err != nil {
@@ -327,8 +328,7 @@ func firstErr(errs []error) error {
 
 // The engine is the server's backend; the quota decorator stands between.
 var (
-	_ server.Backend  = (*engine.Engine)(nil)
-	_ quota.Backend   = (*engine.Engine)(nil)
-	_ server.Backend  = (*quota.Limited)(nil)
+	_ dynamo.Backend  = (*engine.Engine)(nil)
+	_ dynamo.Handler  = (*quota.Limited)(nil)
 	_ server.ConnGate = (*quota.Manager)(nil)
 )

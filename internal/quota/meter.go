@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tenantdb/tenantdb/internal/dynamo"
 	"github.com/tenantdb/tenantdb/internal/keyspace"
 	"github.com/tenantdb/tenantdb/internal/storage"
 	"github.com/tenantdb/tenantdb/internal/tenancy"
@@ -79,7 +80,7 @@ type meter struct {
 
 // opNames are the operations metering knows, and opIndex their index.
 var (
-	opNames = wire.Operations()
+	opNames = dynamo.Names()
 	opIndex = func() map[string]int {
 		m := make(map[string]int, len(opNames))
 		for i, n := range opNames {

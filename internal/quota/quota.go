@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tenantdb/tenantdb/internal/apierr"
+	"github.com/tenantdb/tenantdb/internal/dynamo"
 	"github.com/tenantdb/tenantdb/internal/storage"
 	"github.com/tenantdb/tenantdb/internal/tenancy"
 	"github.com/tenantdb/tenantdb/internal/wire"
@@ -461,10 +462,10 @@ func (st *tenantState) full(now time.Time) bool {
 	return true
 }
 
-// allow checks st's buckets for an operation of class c on the tables of
-// in and returns the throttle reason, or -1. REQUIRES: st.mu.
-func (st *tenantState) allow(c tenancy.ActionClass, in any, now time.Time) int {
-	switch c {
+// allow checks st's buckets for op on the tables of its input in and
+// returns the throttle reason, or -1. REQUIRES: st.mu.
+func (st *tenantState) allow(op *dynamo.Op, in any, now time.Time) int {
+	switch c := op.Class; c {
 	case tenancy.ClassRead, tenancy.ClassWrite:
 		b, tb := &st.read, st.tread
 		if c == tenancy.ClassWrite {
@@ -474,7 +475,7 @@ func (st *tenantState) allow(c tenancy.ActionClass, in any, now time.Time) int {
 			return reasonCapacity
 		}
 		if tb != nil {
-			for _, t := range tablesOf(in) {
+			for _, t := range op.Tables(in) {
 				if tbk := tb[t]; tbk != nil && !tbk.allow(now) {
 					return reasonCapacity
 				}
@@ -536,8 +537,8 @@ func shedError(reason int, cause error) error {
 	}
 }
 
-// Admit decides whether the operation of scope s (s.Action()) with the
-// decoded input in may run now. It returns at once with
+// Admit decides whether op, admitted by the guard as s, with the decoded
+// input in may run now. It returns at once with
 // ProvisionedThroughputExceeded when the tenant's (or one of the tables')
 // read or write capacity is used up, and with Throttling when its
 // control-plane rate is; it waits in the fair queue while the server is
@@ -545,12 +546,11 @@ func shedError(reason int, cause error) error {
 // wait timed out) or ServiceUnavailable (the server's queue is full, or
 // ctx ended) when the request is shed. A rejected request has had no
 // effect. On success the caller runs the operation and calls Done.
-func (m *Manager) Admit(ctx context.Context, s tenancy.Scope, in any) (*Ticket, error) {
-	op := s.Action()
+func (m *Manager) Admit(ctx context.Context, s tenancy.Scope, o *dynamo.Op, in any) (*Ticket, error) {
+	op := o.Name
 	tk := &Ticket{m: m, op: op}
 	t := s.Tenant()
-	ac := tenancy.ClassOf(op)
-	class := classOf(ac)
+	class := classOf(o.Class)
 	f, weight, maxInflight := m.opFlows[class], float64(DefaultWeight), 0
 	var now time.Time
 	if !t.IsZero() {
@@ -565,7 +565,7 @@ func (m *Manager) Admit(ctx context.Context, s tenancy.Scope, in any) (*Ticket, 
 		if !m.opts.Disabled {
 			st.mu.Lock()
 			st.lastUsed = now
-			reason := st.allow(ac, in, now)
+			reason := st.allow(o, in, now)
 			weight, maxInflight = st.eff.Weight, st.eff.MaxInflight
 			st.mu.Unlock()
 			if reason >= 0 {

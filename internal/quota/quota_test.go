@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tenantdb/tenantdb/internal/apierr"
+	"github.com/tenantdb/tenantdb/internal/dynamo"
 	"github.com/tenantdb/tenantdb/internal/storage"
 	"github.com/tenantdb/tenantdb/internal/tenancy"
 	"github.com/tenantdb/tenantdb/internal/wire"
@@ -52,13 +53,23 @@ func newManager(t *testing.T, o Options) *Manager {
 	return m
 }
 
+// lookup returns the operation named name.
+func lookup(t testing.TB, name string) *dynamo.Op {
+	t.Helper()
+	op, ok := dynamo.Lookup(name)
+	if !ok {
+		t.Fatalf("no operation %s", name)
+	}
+	return op
+}
+
 func scope(t *testing.T, tenant tenancy.TenantID, op string) tenancy.Scope {
 	t.Helper()
 	role := tenancy.RoleAdmin
 	if tenant.IsZero() {
 		role = tenancy.RoleOperator
 	}
-	s, err := (&tenancy.Guard{}).Admit(tenancy.Principal{Tenant: tenant, Env: "live", Role: role, KeyID: "test"}, op)
+	s, err := (&tenancy.Guard{}).Admit(tenancy.Principal{Tenant: tenant, Env: "live", Role: role, KeyID: "test"}, dynamo.ActionOf(op))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +79,7 @@ func scope(t *testing.T, tenant tenancy.TenantID, op string) tenancy.Scope {
 // do admits one operation and, if admitted, finishes it with usage u.
 func do(t *testing.T, m *Manager, tenant tenancy.TenantID, op string, in any, u wire.Usage) error {
 	t.Helper()
-	tk, err := m.Admit(context.Background(), scope(t, tenant, op), in)
+	tk, err := m.Admit(context.Background(), scope(t, tenant, op), lookup(t, op), in)
 	if err != nil {
 		return err
 	}
@@ -326,7 +337,7 @@ func TestUsageReport(t *testing.T) {
 	must("Query", &wire.QueryInput{TableName: "u"}, wire.Usage{ReadUnits: 0.5, Table: "u"})
 
 	// A failed conditional write is charged one unit.
-	tk, err := m.Admit(ctx, scope(t, a, "UpdateItem"), &wire.UpdateItemInput{TableName: "t"})
+	tk, err := m.Admit(ctx, scope(t, a, "UpdateItem"), lookup(t, "UpdateItem"), &wire.UpdateItemInput{TableName: "t"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -445,7 +456,8 @@ func benchmarkAdmit(b *testing.B, parallel bool) {
 		b.Fatal(err)
 	}
 	defer m.Close()
-	s, _ := (&tenancy.Guard{}).Admit(tenancy.Principal{Tenant: tid(1), Env: "live", Role: tenancy.RoleApp, KeyID: "k"}, "PutItem")
+	s, _ := (&tenancy.Guard{}).Admit(tenancy.Principal{Tenant: tid(1), Env: "live", Role: tenancy.RoleApp, KeyID: "k"}, dynamo.ActionOf("PutItem"))
+	put := lookup(b, "PutItem")
 	in := &wire.PutItemInput{TableName: "t"}
 	out := &wire.PutItemOutput{Metered: wire.Metered{U: wire.Usage{WriteUnits: 1, Table: "t"}}}
 	ctx := context.Background()
@@ -453,7 +465,7 @@ func benchmarkAdmit(b *testing.B, parallel bool) {
 	b.ResetTimer()
 	if !parallel {
 		for i := 0; i < b.N; i++ {
-			tk, err := m.Admit(ctx, s, in)
+			tk, err := m.Admit(ctx, s, put, in)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -463,7 +475,7 @@ func benchmarkAdmit(b *testing.B, parallel bool) {
 	}
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			tk, err := m.Admit(ctx, s, in)
+			tk, err := m.Admit(ctx, s, put, in)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/tenantdb/tenantdb/internal/apierr"
 	"github.com/tenantdb/tenantdb/internal/audit"
+	"github.com/tenantdb/tenantdb/internal/dynamo"
 	"github.com/tenantdb/tenantdb/internal/sigv4"
 	"github.com/tenantdb/tenantdb/internal/tenancy"
 	"github.com/tenantdb/tenantdb/internal/wire"
@@ -133,16 +134,15 @@ func (s *Server) handle(r *http.Request, x *exchange, in *buffer) (wire.Output, 
 	if len(target) == 0 || target[0] == "" {
 		return nil, apierr.New(apierr.UnknownOperation, "The request has no X-Amz-Target header naming an operation")
 	}
-	op, ok := wire.OperationFromTarget(target[0])
+	op, ok := dynamo.FromTarget(target[0])
 	if !ok {
 		return nil, apierr.New(apierr.UnknownOperation, "Unknown operation %s", apierr.Clip(target[0]))
 	}
-	x.op = op
-	call := dispatch[op]
+	x.op = op.Name
 
-	scope, err := s.guard.Admit(p, op)
+	scope, err := s.guard.Admit(p, op.Action)
 	if err != nil {
-		s.reportDenied(ctx, p, op, err)
+		s.reportDenied(ctx, p, op.Name, err)
 		return nil, err
 	}
 	// NB: a decoded request can take tens of times its wire size in
@@ -156,7 +156,7 @@ func (s *Server) handle(r *http.Request, x *exchange, in *buffer) (wire.Output, 
 		}
 		defer s.bigBodies.Release(n)
 	}
-	req, err := wire.Decode(op, body)
+	req, err := op.Decode(body)
 	if err != nil {
 		return nil, err
 	}
@@ -164,9 +164,9 @@ func (s *Server) handle(r *http.Request, x *exchange, in *buffer) (wire.Output, 
 		// The Backend's own admission takes over from here.
 		gc.handOff()
 	}
-	out, err := call(ctx, s.backend, scope, req)
+	out, err := s.backend.Handle(ctx, scope, op, req)
 	if err != nil {
-		s.reportDenied(ctx, p, op, err)
+		s.reportDenied(ctx, p, op.Name, err)
 	}
 	return out, err
 }

@@ -6,11 +6,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tenantdb/tenantdb/internal/apierr"
+	"github.com/tenantdb/tenantdb/internal/dynamo"
 	"github.com/tenantdb/tenantdb/internal/wire"
 )
 
 // metrics are the server's Prometheus collectors. Label values are bounded:
-// op is one of wire.Operations or "unknown", code one of the error codes or
+// op is one of dynamo.Names or "unknown", code one of the error codes or
 // "OK". Per-tenant figures belong to the quota package, which caps their
 // cardinality.
 type metrics struct {
@@ -49,7 +50,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			return nil, err
 		}
 	}
-	for _, op := range append(wire.Operations(), unknownOpLabel) {
+	for _, op := range append(dynamo.Names(), unknownOpLabel) {
 		m.ok[op] = m.requests.WithLabelValues(op, "OK")
 		m.hist[op] = m.latency.WithLabelValues(op)
 	}

@@ -3,10 +3,11 @@
 // API under /v1/, health checks and Prometheus /metrics.
 //
 // A DynamoDB request flows one way: read the body (bounded) →
-// authenticate (SigV4, through the Authenticator) → tenancy.Guard.Admit
-// (which alone issues the tenant Scope) → wire.Decode → Backend → encode.
+// authenticate (SigV4, through the Authenticator) → find the operation in
+// package dynamo's table by its X-Amz-Target → tenancy.Guard.Admit (which
+// alone issues the tenant Scope) → decode → the dynamo.Handler → encode.
 // Handlers stay thin; policies that apply to every operation (quotas,
-// metering, audit of denials) wrap the Backend as decorators.
+// metering) wrap the Handler as decorators.
 package server
 
 import (
@@ -24,6 +25,7 @@ import (
 	"golang.org/x/sync/semaphore"
 
 	"github.com/tenantdb/tenantdb/internal/apierr"
+	"github.com/tenantdb/tenantdb/internal/dynamo"
 	"github.com/tenantdb/tenantdb/internal/sigv4"
 	"github.com/tenantdb/tenantdb/internal/tenancy"
 	"github.com/tenantdb/tenantdb/internal/wire"
@@ -44,8 +46,9 @@ const MaxRequestBytes = 16 << 20
 
 // Options configure a Server. Backend, Auth and Guard are required.
 type Options struct {
-	// Backend runs the operations.
-	Backend Backend
+	// Backend runs the operations: the engine, bound with dynamo.Bind,
+	// under its decorators (quotas, metering).
+	Backend dynamo.Handler
 	// Auth authenticates every DynamoDB request.
 	Auth Authenticator
 	// Guard admits a principal to an operation and issues its Scope.
@@ -91,7 +94,7 @@ type Options struct {
 // Server serves tenantdb's HTTP API. It is an http.Handler; Serve runs it
 // on a listener with the configured timeouts.
 type Server struct {
-	backend Backend
+	backend dynamo.Handler
 	auth    Authenticator
 	guard   *tenancy.Guard
 	admin   http.Handler

@@ -6,34 +6,28 @@ import (
 	"github.com/tenantdb/tenantdb/internal/apierr"
 )
 
-// ActionClass groups DynamoDB actions by what they touch.
+// ActionClass groups actions by what they touch; it is what the guard
+// decides on. Package dynamo's operations table gives each DynamoDB
+// operation its class.
+//
+// NB: the zero ActionClass is ClassUnknown, so an Action built without a
+// class is refused, never admitted as metadata.
 type ActionClass uint8
 
 // The action classes.
 const (
-	ClassMeta  ActionClass = iota // DescribeTable, ListTables, DescribeTimeToLive, ListTagsOfResource, DescribeLimits, DescribeEndpoints
-	ClassRead                     // GetItem, Query, Scan, BatchGetItem, TransactGetItems
-	ClassWrite                    // PutItem, UpdateItem, DeleteItem, BatchWriteItem, TransactWriteItems
-	ClassDDL                      // CreateTable, UpdateTable, DeleteTable, UpdateTimeToLive, TagResource, UntagResource
-	ClassUnknown
+	ClassUnknown ActionClass = iota // not an action tenantdb serves: UnknownOperation
+	ClassMeta                       // describe and list: DescribeTable, ListTables, ...
+	ClassRead                       // read items: GetItem, Query, Scan, ...
+	ClassWrite                      // write items: PutItem, BatchWriteItem, ...
+	ClassDDL                        // change tables: CreateTable, UpdateTimeToLive, TagResource, ...
 )
 
-var actionClasses = map[string]ActionClass{
-	"DescribeTable": ClassMeta, "ListTables": ClassMeta, "DescribeTimeToLive": ClassMeta,
-	"ListTagsOfResource": ClassMeta, "DescribeLimits": ClassMeta, "DescribeEndpoints": ClassMeta,
-	"GetItem": ClassRead, "Query": ClassRead, "Scan": ClassRead, "BatchGetItem": ClassRead, "TransactGetItems": ClassRead,
-	"PutItem": ClassWrite, "UpdateItem": ClassWrite, "DeleteItem": ClassWrite, "BatchWriteItem": ClassWrite,
-	"TransactWriteItems": ClassWrite,
-	"CreateTable":        ClassDDL, "UpdateTable": ClassDDL, "DeleteTable": ClassDDL, "UpdateTimeToLive": ClassDDL,
-	"TagResource": ClassDDL, "UntagResource": ClassDDL,
-}
-
-// ClassOf returns the class of a DynamoDB action name.
-func ClassOf(action string) ActionClass {
-	if c, ok := actionClasses[action]; ok {
-		return c
-	}
-	return ClassUnknown
+// Action is what a principal asks the guard to admit: an action's name
+// ("PutItem") and its class.
+type Action struct {
+	Name  string
+	Class ActionClass
 }
 
 // Scope is a tenant-scoped (or operator-scoped) permission to run one
@@ -89,10 +83,11 @@ type Guard struct {
 	bypassChecks bool
 }
 
-// Admit decides whether p may perform action and returns the Scope to run
-// it with. Errors are AccessDenied (role or policy forbids the action) or
-// UnknownOperation.
-func (g *Guard) Admit(p Principal, action string) (Scope, error) {
+// Admit decides whether p may perform a and returns the Scope to run it
+// with. Errors are AccessDenied (role or policy forbids the action) or
+// UnknownOperation (a's class is ClassUnknown).
+func (g *Guard) Admit(p Principal, a Action) (Scope, error) {
+	action := a.Name
 	s := Scope{tenant: p.Tenant, env: p.Env, role: p.Role, keyID: p.KeyID, action: action, policy: p.Policy, valid: true}
 	if benchBypass && g.bypassChecks {
 		s.bypass = true
@@ -104,14 +99,11 @@ func (g *Guard) Admit(p Principal, action string) (Scope, error) {
 	if p.Role != RoleOperator && p.Tenant.IsZero() {
 		return Scope{}, apierr.New(apierr.AccessDenied, "The credential is not bound to a tenant")
 	}
-	class := ClassOf(action)
 	deny := func() (Scope, error) {
 		return Scope{}, apierr.New(apierr.AccessDenied,
 			"User: %s is not authorized to perform: dynamodb:%s", p.KeyID, action)
 	}
-	switch class {
-	case ClassUnknown:
-		return Scope{}, apierr.New(apierr.UnknownOperation, "Unknown operation %s", action)
+	switch a.Class {
 	case ClassMeta:
 	case ClassRead:
 		if p.Role == RoleOperator {
@@ -125,6 +117,8 @@ func (g *Guard) Admit(p Principal, action string) (Scope, error) {
 		if p.Role != RoleOperator && p.Role != RoleAdmin {
 			return deny()
 		}
+	default: // ClassUnknown
+		return Scope{}, apierr.New(apierr.UnknownOperation, "Unknown operation %s", action)
 	}
 	if p.Policy != nil && !p.Policy.Allows(action, "") {
 		return deny()

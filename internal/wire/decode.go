@@ -9,41 +9,39 @@ import (
 	"github.com/tenantdb/tenantdb/internal/apierr"
 )
 
-// Decode parses the JSON body of a request for operation op into a new
-// value of the operation's input type (*PutItemInput for "PutItem", ...).
+// Decode parses the JSON body of a request into in, a new (zero) value of
+// the operation's input type (*PutItemInput for PutItem, ...), which the
+// caller takes from package dynamo's operations table.
 //
 // Decoding is strict about syntax and types and lenient about members it
 // does not know, as DynamoDB is (newer SDKs send members older servers
 // lack). Errors are *apierr.Error:
 //
-//   - UnknownOperation if op is not an operation tenantdb serves;
 //   - Serialization if the body is not a JSON object, is not valid JSON,
 //     has trailing data, or gives a member a value of the wrong JSON type
 //     (the message names the member);
 //   - Validation or Serialization as package attr reports them for
 //     malformed attribute values (empty sets, bad numbers, two types in one
 //     value, ...).
-func Decode(op string, body []byte) (any, error) {
-	newIn, ok := inputs[op]
-	if !ok {
-		return nil, apierr.New(apierr.UnknownOperation, "Unknown operation %s", apierr.Clip(op))
-	}
+//
+// After an error, in holds an unspecified partial decoding.
+func Decode(body []byte, in any) error {
 	if err := checkObject(body); err != nil {
-		return nil, err
+		return err
 	}
-	if in, ok := fastDecode(op, body); ok {
-		return in, nil
+	if fastDecode(body, in) {
+		return nil
 	}
-	return decodeJSON(newIn(), body)
+	return decodeJSON(body, in)
 }
 
 // decodeJSON decodes body into in with encoding/json, the reference that
 // the fast decoders must agree with.
-func decodeJSON(in any, body []byte) (any, error) {
+func decodeJSON(body []byte, in any) error {
 	if err := json.Unmarshal(body, in); err != nil {
-		return nil, decodeError(err)
+		return decodeError(err)
 	}
-	return in, nil
+	return nil
 }
 
 // checkObject rejects bodies whose first token does not open an object.

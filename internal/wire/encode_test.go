@@ -241,25 +241,3 @@ func TestAppendStringMatchesJSON(t *testing.T) {
 		}
 	}
 }
-
-func TestOperationFromTarget(t *testing.T) {
-	for _, c := range []struct {
-		target, op string
-		ok         bool
-	}{
-		{"DynamoDB_20120810.PutItem", "PutItem", true},
-		{"DynamoDB_20120810.ExecuteStatement", "ExecuteStatement", false},
-		{"DynamoDB_20120810.", "", false},
-		{"DynamoDBStreams_20120810.GetRecords", "", false},
-		{"", "", false},
-		{"PutItem", "", false},
-	} {
-		op, ok := OperationFromTarget(c.target)
-		if op != c.op || ok != c.ok {
-			t.Errorf("OperationFromTarget(%q) = %q, %v; want %q, %v", c.target, op, ok, c.op, c.ok)
-		}
-	}
-	if n := len(Operations()); n != 22 {
-		t.Errorf("%d operations, want 22", n)
-	}
-}

@@ -31,25 +31,25 @@ func batchWriteBody(n int) []byte {
 // batchwrite workload: 25 items of ~1 KB.
 func BenchmarkDecodeBatchWrite25(b *testing.B) {
 	body := batchWriteBody(25)
-	if _, ok := fastDecode("BatchWriteItem", body); !ok {
+	if !fastDecode(body, new(BatchWriteItemInput)) {
 		b.Fatal("the fast decoder gave up")
 	}
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	for b.Loop() {
-		fastDecode("BatchWriteItem", body)
+		fastDecode(body, new(BatchWriteItemInput))
 	}
 }
 
 // BenchmarkDecodePutItem1K is the request decode of tdbload's put.
 func BenchmarkDecodePutItem1K(b *testing.B) {
 	body := []byte(`{"TableName":"bench","Item":` + benchItem(7) + `}`)
-	if _, ok := fastDecode("PutItem", body); !ok {
+	if !fastDecode(body, new(PutItemInput)) {
 		b.Fatalf("the fast decoder gave up on %s", body)
 	}
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	for b.Loop() {
-		fastDecode("PutItem", body)
+		fastDecode(body, new(PutItemInput))
 	}
 }

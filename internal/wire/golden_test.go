@@ -126,7 +126,7 @@ func canonical(t testing.TB, data []byte, edits ...func(any) any) string {
 // decoded input (re-encoded) or the error response a client would get.
 func TestDecodeGolden(t *testing.T) {
 	runGolden(t, "testdata/decode/*.txt", func(t *testing.T, c goldenCase) string {
-		in, err := Decode(c.op, []byte(c.body))
+		in, err := decodeOp(c.op, []byte(c.body))
 		if err != nil {
 			body, status := AppendError(nil, err)
 			return fmt.Sprintf("error %d\n%s", status, canonical(t, body))

@@ -15,6 +15,7 @@ import (
 
 	"github.com/tenantdb/tenantdb/internal/apierr"
 	"github.com/tenantdb/tenantdb/internal/attr"
+	"github.com/tenantdb/tenantdb/internal/dynamo"
 	"github.com/tenantdb/tenantdb/internal/node"
 	"github.com/tenantdb/tenantdb/internal/quota"
 	"github.com/tenantdb/tenantdb/internal/tenancy"
@@ -36,11 +37,22 @@ type tenant struct {
 }
 
 func (t *tenant) scope(op string) tenancy.Scope {
-	s, err := t.guard.Admit(tenancy.Principal{Tenant: t.id, Env: "live", Role: tenancy.RoleAdmin, KeyID: "bench"}, op)
+	s, err := t.guard.Admit(tenancy.Principal{Tenant: t.id, Env: "live", Role: tenancy.RoleAdmin, KeyID: "bench"}, dynamo.ActionOf(op))
 	if err != nil {
 		panic(err)
 	}
 	return s
+}
+
+// The operations the benchmark runs.
+var createTable, putItem, getItem = lookup("CreateTable"), lookup("PutItem"), lookup("GetItem")
+
+func lookup(name string) *dynamo.Op {
+	op, ok := dynamo.Lookup(name)
+	if !ok {
+		panic("no operation " + name)
+	}
+	return op
 }
 
 const items = 2000
@@ -76,7 +88,7 @@ func open(b *testing.B, fair bool) *env {
 		v: &tenant{id: tenancy.NewTenantID()}, a: &tenant{id: tenancy.NewTenantID()}}
 	e.close = func() { n.Close() }
 	for _, t := range []*tenant{e.v, e.a} {
-		_, err := e.b.CreateTable(ctx, t.scope("CreateTable"), &wire.CreateTableInput{
+		_, err := e.b.Handle(ctx, t.scope("CreateTable"), createTable, &wire.CreateTableInput{
 			TableName:            "bench",
 			AttributeDefinitions: []wire.AttributeDefinition{{AttributeName: "pk", AttributeType: "S"}},
 			KeySchema:            []wire.KeySchemaElement{{AttributeName: "pk", KeyType: "HASH"}},
@@ -92,7 +104,7 @@ func open(b *testing.B, fair bool) *env {
 				defer wg.Done()
 				s := t.scope("PutItem")
 				for i := w; i < items; i += 8 {
-					if _, err := e.b.PutItem(ctx, s, &wire.PutItemInput{TableName: "bench", Item: item(i)}); err != nil {
+					if _, err := e.b.Handle(ctx, s, putItem, &wire.PutItemInput{TableName: "bench", Item: item(i)}); err != nil {
 						b.Error(err)
 						return
 					}
@@ -138,9 +150,9 @@ func runVictim(e *env, rate float64, d time.Duration) victimRun {
 				get := r.IntN(2) == 0
 				t0 := time.Now()
 				if get {
-					_, err = e.b.GetItem(ctx, gs, &wire.GetItemInput{TableName: "bench", Key: key(i)})
+					_, err = e.b.Handle(ctx, gs, getItem, &wire.GetItemInput{TableName: "bench", Key: key(i)})
 				} else {
-					_, err = e.b.PutItem(ctx, ps, &wire.PutItemInput{TableName: "bench", Item: item(i)})
+					_, err = e.b.Handle(ctx, ps, putItem, &wire.PutItemInput{TableName: "bench", Item: item(i)})
 				}
 				l, call := time.Since(at), time.Since(t0)
 				if err != nil {
@@ -217,9 +229,9 @@ func aggressor(e *env, op string, conc int, rate float64, stop <-chan struct{}) 
 				i := r.IntN(items)
 				var err error
 				if op == "GetItem" {
-					_, err = e.b.GetItem(ctx, s, &wire.GetItemInput{TableName: "bench", Key: key(i)})
+					_, err = e.b.Handle(ctx, s, getItem, &wire.GetItemInput{TableName: "bench", Key: key(i)})
 				} else {
-					_, err = e.b.PutItem(ctx, s, &wire.PutItemInput{TableName: "bench", Item: item(i)})
+					_, err = e.b.Handle(ctx, s, putItem, &wire.PutItemInput{TableName: "bench", Item: item(i)})
 				}
 				switch {
 				case err == nil:

@@ -1,0 +1,117 @@
+package dynamo
+
+import (
+	"context"
+
+	"github.com/tenantdb/tenantdb/internal/tenancy"
+	"github.com/tenantdb/tenantdb/internal/wire"
+)
+
+// Backend executes DynamoDB operations for a tenant: one method per
+// operation of the table, each taking the Scope the guard issued. The
+// local engine (*engine.Engine) implements it; a remote engine can too.
+// The server reaches a Backend through Bind and any decorators.
+type Backend interface {
+	CreateTable(context.Context, tenancy.Scope, *wire.CreateTableInput) (*wire.CreateTableOutput, error)
+	DescribeTable(context.Context, tenancy.Scope, *wire.DescribeTableInput) (*wire.DescribeTableOutput, error)
+	ListTables(context.Context, tenancy.Scope, *wire.ListTablesInput) (*wire.ListTablesOutput, error)
+	DeleteTable(context.Context, tenancy.Scope, *wire.DeleteTableInput) (*wire.DeleteTableOutput, error)
+	UpdateTable(context.Context, tenancy.Scope, *wire.UpdateTableInput) (*wire.UpdateTableOutput, error)
+	PutItem(context.Context, tenancy.Scope, *wire.PutItemInput) (*wire.PutItemOutput, error)
+	GetItem(context.Context, tenancy.Scope, *wire.GetItemInput) (*wire.GetItemOutput, error)
+	UpdateItem(context.Context, tenancy.Scope, *wire.UpdateItemInput) (*wire.UpdateItemOutput, error)
+	DeleteItem(context.Context, tenancy.Scope, *wire.DeleteItemInput) (*wire.DeleteItemOutput, error)
+	Query(context.Context, tenancy.Scope, *wire.QueryInput) (*wire.QueryOutput, error)
+	Scan(context.Context, tenancy.Scope, *wire.ScanInput) (*wire.ScanOutput, error)
+	BatchGetItem(context.Context, tenancy.Scope, *wire.BatchGetItemInput) (*wire.BatchGetItemOutput, error)
+	BatchWriteItem(context.Context, tenancy.Scope, *wire.BatchWriteItemInput) (*wire.BatchWriteItemOutput, error)
+	TransactWriteItems(context.Context, tenancy.Scope, *wire.TransactWriteItemsInput) (*wire.TransactWriteItemsOutput, error)
+	TransactGetItems(context.Context, tenancy.Scope, *wire.TransactGetItemsInput) (*wire.TransactGetItemsOutput, error)
+	UpdateTimeToLive(context.Context, tenancy.Scope, *wire.UpdateTimeToLiveInput) (*wire.UpdateTimeToLiveOutput, error)
+	DescribeTimeToLive(context.Context, tenancy.Scope, *wire.DescribeTimeToLiveInput) (*wire.DescribeTimeToLiveOutput, error)
+	TagResource(context.Context, tenancy.Scope, *wire.TagResourceInput) (*wire.EmptyOutput, error)
+	UntagResource(context.Context, tenancy.Scope, *wire.UntagResourceInput) (*wire.EmptyOutput, error)
+	ListTagsOfResource(context.Context, tenancy.Scope, *wire.ListTagsOfResourceInput) (*wire.ListTagsOfResourceOutput, error)
+	DescribeEndpoints(context.Context, tenancy.Scope, *wire.DescribeEndpointsInput) (*wire.DescribeEndpointsOutput, error)
+	DescribeLimits(context.Context, tenancy.Scope, *wire.DescribeLimitsInput) (*wire.DescribeLimitsOutput, error)
+}
+
+// The services whose X-Amz-Target prefixes tenantdb answers, all on the
+// same endpoint. DynamoDB Streams' operations (ListStreams, GetRecords,
+// ...) will be entries under "DynamoDBStreams_20120810".
+const (
+	dynamoDB = "DynamoDB_20120810"
+)
+
+// table lists every operation tenantdb serves: its service, name, class,
+// the Backend method that executes it (which fixes its input type), and
+// the tables whose items it touches. See the package comment.
+var table = []*Op{
+	define(dynamoDB, "CreateTable", tenancy.ClassDDL, Backend.CreateTable, nil),
+	define(dynamoDB, "DescribeTable", tenancy.ClassMeta, Backend.DescribeTable, nil),
+	define(dynamoDB, "ListTables", tenancy.ClassMeta, Backend.ListTables, nil),
+	define(dynamoDB, "DeleteTable", tenancy.ClassDDL, Backend.DeleteTable, nil),
+	define(dynamoDB, "UpdateTable", tenancy.ClassDDL, Backend.UpdateTable, nil),
+	define(dynamoDB, "PutItem", tenancy.ClassWrite, Backend.PutItem, func(in *wire.PutItemInput) []string { return []string{in.TableName} }),
+	define(dynamoDB, "GetItem", tenancy.ClassRead, Backend.GetItem, func(in *wire.GetItemInput) []string { return []string{in.TableName} }),
+	define(dynamoDB, "UpdateItem", tenancy.ClassWrite, Backend.UpdateItem, func(in *wire.UpdateItemInput) []string { return []string{in.TableName} }),
+	define(dynamoDB, "DeleteItem", tenancy.ClassWrite, Backend.DeleteItem, func(in *wire.DeleteItemInput) []string { return []string{in.TableName} }),
+	define(dynamoDB, "Query", tenancy.ClassRead, Backend.Query, func(in *wire.QueryInput) []string { return []string{in.TableName} }),
+	define(dynamoDB, "Scan", tenancy.ClassRead, Backend.Scan, func(in *wire.ScanInput) []string { return []string{in.TableName} }),
+	define(dynamoDB, "BatchGetItem", tenancy.ClassRead, Backend.BatchGetItem, batchGetTables),
+	define(dynamoDB, "BatchWriteItem", tenancy.ClassWrite, Backend.BatchWriteItem, batchWriteTables),
+	define(dynamoDB, "TransactWriteItems", tenancy.ClassWrite, Backend.TransactWriteItems, transactWriteTables),
+	define(dynamoDB, "TransactGetItems", tenancy.ClassRead, Backend.TransactGetItems, transactGetTables),
+	define(dynamoDB, "UpdateTimeToLive", tenancy.ClassDDL, Backend.UpdateTimeToLive, nil),
+	define(dynamoDB, "DescribeTimeToLive", tenancy.ClassMeta, Backend.DescribeTimeToLive, nil),
+	define(dynamoDB, "TagResource", tenancy.ClassDDL, Backend.TagResource, nil),
+	define(dynamoDB, "UntagResource", tenancy.ClassDDL, Backend.UntagResource, nil),
+	define(dynamoDB, "ListTagsOfResource", tenancy.ClassMeta, Backend.ListTagsOfResource, nil),
+	define(dynamoDB, "DescribeEndpoints", tenancy.ClassMeta, Backend.DescribeEndpoints, nil),
+	define(dynamoDB, "DescribeLimits", tenancy.ClassMeta, Backend.DescribeLimits, nil),
+}
+
+// The tables of the multi-table operations.
+
+func batchGetTables(in *wire.BatchGetItemInput) []string {
+	out := make([]string, 0, len(in.RequestItems))
+	for t := range in.RequestItems {
+		out = append(out, t)
+	}
+	return out
+}
+
+func batchWriteTables(in *wire.BatchWriteItemInput) []string {
+	out := make([]string, 0, len(in.RequestItems))
+	for t := range in.RequestItems {
+		out = append(out, t)
+	}
+	return out
+}
+
+func transactGetTables(in *wire.TransactGetItemsInput) []string {
+	out := make([]string, 0, len(in.TransactItems))
+	for _, it := range in.TransactItems {
+		if it.Get != nil {
+			out = append(out, it.Get.TableName)
+		}
+	}
+	return out
+}
+
+func transactWriteTables(in *wire.TransactWriteItemsInput) []string {
+	out := make([]string, 0, len(in.TransactItems))
+	for _, it := range in.TransactItems {
+		switch {
+		case it.Put != nil:
+			out = append(out, it.Put.TableName)
+		case it.Update != nil:
+			out = append(out, it.Update.TableName)
+		case it.Delete != nil:
+			out = append(out, it.Delete.TableName)
+		case it.ConditionCheck != nil:
+			out = append(out, it.ConditionCheck.TableName)
+		}
+	}
+	return out
+}
