@@ -28,6 +28,7 @@ import (
 	"github.com/tenantdb/tenantdb/internal/auth"
 	"github.com/tenantdb/tenantdb/internal/catalog"
 	"github.com/tenantdb/tenantdb/internal/engine"
+	"github.com/tenantdb/tenantdb/internal/lifecycle"
 	"github.com/tenantdb/tenantdb/internal/quota"
 	"github.com/tenantdb/tenantdb/internal/server"
 	"github.com/tenantdb/tenantdb/internal/storage"
@@ -188,12 +189,11 @@ func Open(ctx context.Context, o Options) (_ *Node, err error) {
 	}
 	n.backend = n.quotas.Wrap(n.engine)
 
-	adminOpts := admin.Options{Catalog: n.catalog, Auth: n.auth, Audit: n.audit, Logger: log}
+	guard := &tenancy.Guard{}
+	adminOpts := admin.Options{Catalog: n.catalog, Auth: n.auth, Audit: n.audit, Logger: log, Guard: guard,
+		Lifecycle: lifecycle.New(lifecycle.Options{Catalog: n.catalog, Audit: n.audit, Quotas: n.quotas, Engine: n.engine})}
 	if adminOpts.JWT, adminOpts.JWKS, err = o.Platform.open(ctx, log); err != nil {
 		return nil, err
-	}
-	if d, ok := any(n.engine).(admin.TenantDropper); ok {
-		adminOpts.Dropper = d
 	}
 	adm, err := admin.New(adminOpts)
 	if err != nil {
@@ -201,7 +201,6 @@ func Open(ctx context.Context, o Options) (_ *Node, err error) {
 	}
 	adm.ServeQuotas(n.quotas)
 
-	guard := &tenancy.Guard{}
 	dataAuth := o.benchOptions.wrap(n.auth, guard, log) // n.auth itself unless benchbypass
 	var connGate server.ConnGate
 	if o.ConnGate {

@@ -37,7 +37,8 @@ func ClassOf(action string) ActionClass {
 }
 
 // Scope is a tenant-scoped (or operator-scoped) permission to run one
-// action. Only Guard.Admit creates one; the zero value is invalid.
+// action. Only the Guard (Admit, AdmitAdmin, AdmitMember) and, for the
+// server's own work, SystemScope create one; the zero value is invalid.
 type Scope struct {
 	tenant TenantID
 	env    string
