@@ -78,6 +78,8 @@ type Handler struct {
 	o   Options
 	mux *http.ServeMux
 	log *slog.Logger
+	// patterns are the routes handle registered, for Routes.
+	patterns []string
 }
 
 var _ http.Handler = (*Handler)(nil)
@@ -207,7 +209,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.mux.ServeHTTP(w, r)
 }
 
+// Routes returns the pattern ("METHOD /v1/path") of every route the
+// handler serves, in the order they were added.
+func (h *Handler) Routes() []string { return append([]string(nil), h.patterns...) }
+
 func (h *Handler) handle(pattern string, aud audience, fn func(*call) error) {
+	h.patterns = append(h.patterns, pattern)
 	method, path, _ := strings.Cut(pattern, " ")
 	action := method + " " + path
 	h.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {

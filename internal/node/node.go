@@ -17,6 +17,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -113,6 +114,8 @@ type Node struct {
 	backend   *quota.Limited
 	server    *server.Server
 	bootstrap Bootstrap
+	// adminRoutes are the routes the admin API registered.
+	adminRoutes []string
 
 	closeOnce sync.Once
 	closeErr  error
@@ -200,6 +203,7 @@ func Open(ctx context.Context, o Options) (_ *Node, err error) {
 		return nil, err
 	}
 	adm.ServeQuotas(n.quotas)
+	n.adminRoutes = adm.Routes()
 
 	dataAuth := o.benchOptions.wrap(n.auth, guard, log) // n.auth itself unless benchbypass
 	var connGate server.ConnGate
@@ -265,6 +269,10 @@ func (n *Node) bootstrapStore(ctx context.Context, o Options) error {
 
 // Bootstrap returns what Open created on a fresh store.
 func (n *Node) Bootstrap() Bootstrap { return n.bootstrap }
+
+// AdminRoutes returns the pattern ("METHOD /v1/path") of every route the
+// node's admin API serves.
+func (n *Node) AdminRoutes() []string { return slices.Clone(n.adminRoutes) }
 
 // Quotas returns the node's quota manager.
 func (n *Node) Quotas() *quota.Manager { return n.quotas }
