@@ -4,8 +4,10 @@
 // Every request is authenticated: "Authorization: Bearer <full API key>"
 // (or a SigV4 signature) for the operator and tenant admin keys, and
 // "Authorization: Bearer <OIDC JWT>" for platform users on the /v1/platform
-// and /v1/invites endpoints. Authorization is decided here, once per
-// route, by the route's audience:
+// and /v1/invites endpoints. Authorization is the tenancy guard's
+// (Guard.AdmitAdmin), once per request, by the route's audience; the Scope
+// it admits is the only way a handler names a tenant to the catalog, the
+// audit log, the quota manager and the tenant lifecycle:
 //
 //   - operator routes (tenant lifecycle, the platform audit log, seeding
 //     memberships): the operator only; anyone else gets 403.
@@ -44,24 +46,11 @@ import (
 	"github.com/tenantdb/tenantdb/internal/audit"
 	"github.com/tenantdb/tenantdb/internal/auth"
 	"github.com/tenantdb/tenantdb/internal/catalog"
-	"github.com/tenantdb/tenantdb/internal/quota"
+	"github.com/tenantdb/tenantdb/internal/keyspace"
+	"github.com/tenantdb/tenantdb/internal/lifecycle"
 	"github.com/tenantdb/tenantdb/internal/sigv4"
 	"github.com/tenantdb/tenantdb/internal/tenancy"
 )
-
-// TenantDropper removes a tenant's data kept outside the main key range
-// (silo stores, in-memory table caches) when the tenant is deleted. The
-// engine implements it.
-type TenantDropper interface {
-	DropTenant(ctx context.Context, t tenancy.TenantID) error
-}
-
-// TenantReviver is implemented by a TenantDropper that refuses a dropped
-// tenant's late writes: ReviveTenant is called when a tenant is created
-// with an explicit id, which may be a deleted tenant's.
-type TenantReviver interface {
-	ReviveTenant(t tenancy.TenantID)
-}
 
 // Options configure a Handler. Catalog, Auth and Audit are required.
 type Options struct {
@@ -73,8 +62,11 @@ type Options struct {
 	JWT *auth.JWTVerifier
 	// JWKS, if set, refreshes JWT's keys when a token names an unknown kid.
 	JWKS *JWKS
-	// Dropper, if set, is called when a tenant is deleted.
-	Dropper TenantDropper
+	// Guard admits every request into a Scope; nil means a zero Guard.
+	Guard *tenancy.Guard
+	// Lifecycle creates, suspends, resumes and deletes tenants; nil means
+	// one over Catalog and Audit alone (no quota or engine state).
+	Lifecycle *lifecycle.Service
 	// Logger; nil means slog.Default().
 	Logger *slog.Logger
 	// Now; nil means time.Now.
@@ -86,8 +78,8 @@ type Handler struct {
 	o   Options
 	mux *http.ServeMux
 	log *slog.Logger
-	// quotas, set by ServeQuotas, forgets a deleted tenant's buckets.
-	quotas *quota.Manager
+	// patterns are the routes handle registered, for Routes.
+	patterns []string
 }
 
 var _ http.Handler = (*Handler)(nil)
@@ -106,6 +98,12 @@ func New(o Options) (*Handler, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	if o.Guard == nil {
+		o.Guard = &tenancy.Guard{}
+	}
+	if o.Lifecycle == nil {
+		o.Lifecycle = lifecycle.New(lifecycle.Options{Catalog: o.Catalog, Audit: o.Audit})
+	}
 	h := &Handler{o: o, mux: http.NewServeMux(), log: o.Logger.With("component", "admin")}
 	h.routes()
 	return h, nil
@@ -113,26 +111,28 @@ func New(o Options) (*Handler, error) {
 
 // LiveEnv is the default environment of keys, the one whose admin keys
 // may read a tenant's tenant-wide reports (audit log, usage).
-const LiveEnv = "live"
+const LiveEnv = tenancy.LiveEnv
 
-// audience says who may call a route.
-type audience int
+// audience says who may call a route: an API key of an admin class, or a
+// platform user.
+type audience tenancy.AdminClass
 
 const (
-	operatorOnly audience = iota // the operator
-	tenantAdmin                  // the operator or an admin key of the {tenant} in the path
-	tenantWide                   // tenantAdmin, but only admin keys of the live environment
-	anyKey                       // any authenticated API key
-	platformUser                 // a platform user's JWT
+	operatorOnly = audience(tenancy.AdminOperator)   // the operator
+	tenantAdmin  = audience(tenancy.AdminTenant)     // the operator or an admin key of the {tenant} in the path
+	tenantWide   = audience(tenancy.AdminTenantWide) // tenantAdmin, but only admin keys of the live environment
+	anyKey       = audience(tenancy.AdminSelf)       // any authenticated API key
+	platformUser = audience(0)                       // a platform user's JWT
 )
 
-// call is what a route's function gets: the caller and, for tenant
-// routes, the tenant.
+// call is what a route's function gets: the caller, the Scope the guard
+// admitted it to and, for tenant routes, the tenant.
 type call struct {
 	w      http.ResponseWriter
 	r      *http.Request
 	ctx    context.Context
 	p      tenancy.Principal
+	s      tenancy.Scope  // API key routes: the admitted scope
 	tenant catalog.Tenant // tenant routes only
 	claims auth.Claims    // platform routes only
 	action string         // for audit: "METHOD /v1/pattern"
@@ -176,11 +176,11 @@ func (h *Handler) routes() {
 // HandleTenant adds a tenant route (pattern like "GET
 // /v1/tenants/{tenant}/usage") with the same authentication,
 // authorization and audit of refusals as the built-in ones. fn gets the
-// caller and the tenant and writes the response; WriteJSON and WriteError
-// write the API's shapes.
-func (h *Handler) HandleTenant(pattern string, fn func(w http.ResponseWriter, r *http.Request, p tenancy.Principal, t tenancy.TenantID)) {
+// caller and the Scope the guard admitted it to, bound to the tenant, and
+// writes the response; WriteJSON and WriteError write the API's shapes.
+func (h *Handler) HandleTenant(pattern string, fn func(w http.ResponseWriter, r *http.Request, p tenancy.Principal, s tenancy.Scope)) {
 	h.handle(pattern, tenantAdmin, func(c *call) error {
-		fn(c.w, c.r, c.p, c.tenant.ID)
+		fn(c.w, c.r, c.p, c.s)
 		return nil
 	})
 }
@@ -188,9 +188,9 @@ func (h *Handler) HandleTenant(pattern string, fn func(w http.ResponseWriter, r 
 // HandleTenantWide is HandleTenant for a route that reports on every
 // environment of the tenant (usage): admin keys of other environments than
 // live are refused.
-func (h *Handler) HandleTenantWide(pattern string, fn func(w http.ResponseWriter, r *http.Request, p tenancy.Principal, t tenancy.TenantID)) {
+func (h *Handler) HandleTenantWide(pattern string, fn func(w http.ResponseWriter, r *http.Request, p tenancy.Principal, s tenancy.Scope)) {
 	h.handle(pattern, tenantWide, func(c *call) error {
-		fn(c.w, c.r, c.p, c.tenant.ID)
+		fn(c.w, c.r, c.p, c.s)
 		return nil
 	})
 }
@@ -209,7 +209,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.mux.ServeHTTP(w, r)
 }
 
+// Routes returns the pattern ("METHOD /v1/path") of every route the
+// handler serves, in the order they were added.
+func (h *Handler) Routes() []string { return append([]string(nil), h.patterns...) }
+
 func (h *Handler) handle(pattern string, aud audience, fn func(*call) error) {
+	h.patterns = append(h.patterns, pattern)
 	method, path, _ := strings.Cut(pattern, " ")
 	action := method + " " + path
 	h.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
@@ -255,57 +260,41 @@ func (h *Handler) authorize(c *call, aud audience) error {
 		return err
 	}
 	c.p = p
-	switch aud {
-	case anyKey:
-		return nil
-	case operatorOnly:
-		if p.IsOperator() {
-			return h.resolveOperatorTenant(c)
+	// The target is the {tenant} of the path: for the operator, the tenant
+	// it names by id or slug (a missing one is 404); for anyone else, the
+	// id it names, or none (zero) for a slug or another spelling, which
+	// the guard refuses like another tenant's id.
+	ref := c.r.PathValue("tenant")
+	var target tenancy.TenantID
+	if p.IsOperator() && ref != "" && aud != anyKey {
+		t, err := h.lookupTenant(c.ctx, ref)
+		if err != nil {
+			return err
 		}
-		return h.deny(c, apierr.New(apierr.AccessDenied, "only the operator may call %s", c.action), "not the operator")
-	case tenantAdmin, tenantWide:
-		if p.IsOperator() {
-			return h.resolveOperatorTenant(c)
+		c.tenant, target = t, t.ID
+	} else if id, err := tenancy.ParseTenantID(ref); err == nil && !strings.Contains(ref, "-") {
+		target = id
+	}
+	s, err := h.o.Guard.AdmitAdmin(p, tenancy.AdminClass(aud), c.action, target)
+	if err != nil {
+		reason := "refused"
+		var r *tenancy.AdminRefusal
+		if errors.As(err, &r) {
+			reason = r.Reason
 		}
-		if p.Role != tenancy.RoleAdmin {
-			return h.deny(c, apierr.New(apierr.AccessDenied, "a %s key may not use the admin API; use an admin key", p.Role), "role "+p.Role.String())
+		if apierr.KindOf(err) == apierr.NotFound {
+			reason += " on " + apierr.Clip(c.r.URL.Path)
 		}
-		if p.Policy != nil {
-			// NB: a policy narrows a temporary credential to some tables and
-			// DynamoDB actions; none of them is an admin action, and minting
-			// or rotating a key would escape the policy and the expiry.
-			return h.deny(c, apierr.New(apierr.AccessDenied, "a temporary credential narrowed to tables or actions may not use the admin API"), "narrowed session")
-		}
-		id, err := tenancy.ParseTenantID(c.r.PathValue("tenant"))
-		if err != nil || strings.Contains(c.r.PathValue("tenant"), "-") || id != p.Tenant {
-			// NB: the same answer as for a tenant that does not exist.
-			return h.deny(c, tenantNotFound(), "cross-tenant attempt on "+apierr.Clip(c.r.URL.Path))
-		}
-		if aud == tenantWide && p.Env != LiveEnv {
-			return h.deny(c, apierr.New(apierr.AccessDenied, "%s reports on every environment of the tenant; use an admin key of the %s environment (this key is of %s)", c.action, LiveEnv, p.Env), "environment "+apierr.Clip(p.Env)+" on a tenant-wide route")
-		}
-		t, err := h.o.Catalog.Tenant(c.ctx, id)
+		return h.deny(c, err, reason)
+	}
+	c.s = s
+	if !p.IsOperator() && ref != "" && aud != anyKey {
+		t, err := h.o.Catalog.Tenant(c.ctx, s.Tenant())
 		if err != nil {
 			return err
 		}
 		c.tenant = t
-		return nil
 	}
-	return apierr.New(apierr.Internal, "admin: unknown audience")
-}
-
-// resolveOperatorTenant loads the {tenant} of the path (an id or a slug)
-// for the operator.
-func (h *Handler) resolveOperatorTenant(c *call) error {
-	ref := c.r.PathValue("tenant")
-	if ref == "" {
-		return nil
-	}
-	t, err := h.lookupTenant(c.ctx, ref)
-	if err != nil {
-		return err
-	}
-	c.tenant = t
 	return nil
 }
 
@@ -376,15 +365,32 @@ func (h *Handler) deny(c *call, err error, reason string) error {
 	return err
 }
 
-// record appends a successful action to tenant t's log.
-func (h *Handler) record(c *call, t tenancy.TenantID, action, target string) {
+// record appends a successful action to the log of s's tenant.
+func (h *Handler) record(c *call, s tenancy.Scope, action, target string) {
 	ev := audit.Event{Actor: c.p.KeyID, Role: c.p.Role.String(), Action: action, Target: target, Source: c.r.RemoteAddr}
 	if c.claims.Subject != "" {
 		ev.Actor, ev.Role = "sub:"+c.claims.Subject, "platform-user"
 	}
-	if _, err := h.o.Audit.Append(c.ctx, t, ev); err != nil {
-		h.log.Error("audit append failed", "action", action, "tenant", t.String(), "err", err)
+	if _, err := h.o.Audit.Append(c.ctx, s, ev); err != nil {
+		h.log.Error("audit append failed", "action", action, "tenant", s.Tenant().String(), "err", err)
 	}
+}
+
+// operatorOn admits the operator of call c to tenant t (keyspace.Platform
+// for the platform itself): the scope of a lifecycle action's records in
+// the platform log and in a tenant the call has just created.
+func (h *Handler) operatorOn(c *call, t tenancy.TenantID) (tenancy.Scope, error) {
+	return h.o.Guard.AdmitAdmin(c.p, tenancy.AdminOperator, c.action, t)
+}
+
+// recordPlatform appends a successful operator action to the platform log.
+func (h *Handler) recordPlatform(c *call, action, target string) {
+	s, err := h.operatorOn(c, keyspace.Platform)
+	if err != nil {
+		h.log.Error("audit append failed", "action", action, "tenant", "platform", "err", err)
+		return
+	}
+	h.record(c, s, action, target)
 }
 
 func (h *Handler) whoami(c *call) error {

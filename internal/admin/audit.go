@@ -7,20 +7,23 @@ import (
 
 	"github.com/tenantdb/tenantdb/internal/apierr"
 	"github.com/tenantdb/tenantdb/internal/audit"
-	"github.com/tenantdb/tenantdb/internal/keyspace"
 	"github.com/tenantdb/tenantdb/internal/tenancy"
 )
 
-func (h *Handler) tenantAudit(c *call) error { return h.queryAudit(c, c.tenant.ID) }
+// NB: the tenant and the platform routes share these functions: the
+// guard binds the operator's scope on /v1/audit to no tenant, which is
+// the platform log (keyspace.Platform).
 
-func (h *Handler) platformAudit(c *call) error { return h.queryAudit(c, keyspace.Platform) }
+func (h *Handler) tenantAudit(c *call) error { return h.queryAudit(c, c.s) }
 
-func (h *Handler) verifyTenantAudit(c *call) error { return h.verifyAudit(c, c.tenant.ID) }
+func (h *Handler) platformAudit(c *call) error { return h.queryAudit(c, c.s) }
 
-func (h *Handler) verifyPlatformAudit(c *call) error { return h.verifyAudit(c, keyspace.Platform) }
+func (h *Handler) verifyTenantAudit(c *call) error { return h.verifyAudit(c, c.s) }
+
+func (h *Handler) verifyPlatformAudit(c *call) error { return h.verifyAudit(c, c.s) }
 
 // queryAudit serves ?from=&to= (RFC 3339), &after= (a seq) and &limit=.
-func (h *Handler) queryAudit(c *call, t tenancy.TenantID) error {
+func (h *Handler) queryAudit(c *call, s tenancy.Scope) error {
 	q := c.r.URL.Query()
 	parseTime := func(name string) (time.Time, error) {
 		v := q.Get(name)
@@ -53,7 +56,7 @@ func (h *Handler) queryAudit(c *call, t tenancy.TenantID) error {
 			return apierr.Validationf("limit must be between 1 and 1000")
 		}
 	}
-	rs, err := h.o.Audit.Query(c.ctx, t, from, to, after, limit)
+	rs, err := h.o.Audit.Query(c.ctx, s, from, to, after, limit)
 	if err != nil {
 		return err
 	}
@@ -67,8 +70,8 @@ func (h *Handler) queryAudit(c *call, t tenancy.TenantID) error {
 	return WriteJSON(c.w, http.StatusOK, page)
 }
 
-func (h *Handler) verifyAudit(c *call, t tenancy.TenantID) error {
-	n, err := h.o.Audit.Verify(c.ctx, t)
+func (h *Handler) verifyAudit(c *call, s tenancy.Scope) error {
+	n, err := h.o.Audit.Verify(c.ctx, s)
 	out := VerifyResult{OK: err == nil, Records: n}
 	if err != nil {
 		out.Error = err.Error()

@@ -48,7 +48,7 @@ func (h *Handler) createKey(c *call) error {
 	if !c.p.IsOperator() && env != c.p.Env {
 		return h.deny(c, apierr.New(apierr.AccessDenied, "an admin key may create keys only in its own environment (%s)", c.p.Env), "other environment "+apierr.Clip(env))
 	}
-	nk := auth.NewKey{Tenant: c.tenant.ID, Role: role, Env: env, CreatedBy: c.p.KeyID}
+	nk := auth.NewKey{Tenant: c.s.Tenant(), Role: role, Env: env, CreatedBy: c.p.KeyID}
 	if req.ExpiresAt != nil {
 		nk.Expires = *req.ExpiresAt
 	}
@@ -56,7 +56,7 @@ func (h *Handler) createKey(c *call) error {
 	if err != nil {
 		return err
 	}
-	h.record(c, c.tenant.ID, "key.create", ik.Key.AccessKeyID())
+	h.record(c, c.s, "key.create", ik.Key.AccessKeyID())
 	return WriteJSON(c.w, http.StatusCreated, issuedOut(ik, h.o.Now()))
 }
 
@@ -79,7 +79,7 @@ func parseRole(s string, def tenancy.Role) (tenancy.Role, error) {
 }
 
 func (h *Handler) listKeys(c *call) error {
-	crs, err := h.o.Catalog.Credentials(c.ctx, c.tenant.ID)
+	crs, err := h.o.Catalog.Credentials(c.ctx, c.s)
 	if err != nil {
 		return err
 	}
@@ -99,12 +99,12 @@ func (h *Handler) key(c *call) (catalog.Credential, error) {
 	ref := c.r.PathValue("key")
 	id := ref
 	if k, session, err := auth.ParseAccessKeyID(ref); err == nil && !session {
-		if k.Tenant != c.tenant.ID {
+		if k.Tenant != c.s.Tenant() {
 			return catalog.Credential{}, apierr.New(apierr.NotFound, "key not found")
 		}
 		id = k.ID
 	}
-	cr, err := h.o.Catalog.Credential(c.ctx, c.tenant.ID, id)
+	cr, err := h.o.Catalog.Credential(c.ctx, c.s.Tenant(), id)
 	if errors.Is(err, catalog.ErrNotFound) {
 		return cr, apierr.New(apierr.NotFound, "key not found")
 	}
@@ -130,11 +130,11 @@ func (h *Handler) revokeKey(c *call) error {
 	if err != nil {
 		return err
 	}
-	cr, err = h.o.Catalog.RevokeCredential(c.ctx, c.tenant.ID, cr.ID)
+	cr, err = h.o.Catalog.RevokeCredential(c.ctx, c.s, cr.ID)
 	if err != nil {
 		return err
 	}
-	h.record(c, c.tenant.ID, "key.revoke", cr.AccessKeyID)
+	h.record(c, c.s, "key.revoke", cr.AccessKeyID)
 	return WriteJSON(c.w, http.StatusOK, keyOut(cr, h.o.Now()))
 }
 
@@ -153,11 +153,11 @@ func (h *Handler) rotateKey(c *call) error {
 	if err != nil {
 		return err
 	}
-	ik, err := h.o.Auth.RotateKey(c.ctx, c.tenant.ID, cr.ID, time.Duration(req.GraceSeconds)*time.Second, c.p.KeyID)
+	ik, err := h.o.Auth.RotateKey(c.ctx, c.s, cr.ID, time.Duration(req.GraceSeconds)*time.Second, c.p.KeyID)
 	if err != nil {
 		return err
 	}
-	h.record(c, c.tenant.ID, "key.rotate", cr.AccessKeyID+" -> "+ik.Key.AccessKeyID())
+	h.record(c, c.s, "key.rotate", cr.AccessKeyID+" -> "+ik.Key.AccessKeyID())
 	return WriteJSON(c.w, http.StatusCreated, issuedOut(ik, h.o.Now()))
 }
 
@@ -178,7 +178,7 @@ func (h *Handler) createSession(c *call) error {
 		return apierr.Validationf("duration_seconds must be positive")
 	}
 	sr := auth.SessionRequest{
-		Tenant: c.tenant.ID, Role: role, Env: env, Issuer: c.p,
+		Tenant: c.s.Tenant(), Role: role, Env: env, Issuer: c.p,
 		Duration: time.Duration(req.DurationSeconds) * time.Second,
 	}
 	if len(req.Tables) > 0 || len(req.Actions) > 0 {
@@ -191,7 +191,7 @@ func (h *Handler) createSession(c *call) error {
 	if err != nil {
 		return err
 	}
-	h.record(c, c.tenant.ID, "session.issue", s.AccessKeyID+" role="+s.Role.String()+" env="+s.Env+" until="+s.Expiration.Format(time.RFC3339))
+	h.record(c, c.s, "session.issue", s.AccessKeyID+" role="+s.Role.String()+" env="+s.Env+" until="+s.Expiration.Format(time.RFC3339))
 	out := Session{
 		Version: 1, AccessKeyID: s.AccessKeyID, SecretAccessKey: s.SecretAccessKey, SessionToken: s.SessionToken,
 		Expiration: s.Expiration, TenantID: s.Tenant.String(), Role: s.Role.String(), Env: s.Env,

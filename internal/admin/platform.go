@@ -143,12 +143,12 @@ func (h *Handler) createInvite(c *call) error {
 		ttl = time.Duration(req.TTLSeconds) * time.Second
 	}
 	exp := h.o.Now().Add(ttl).UTC()
-	tok, err := h.o.Catalog.CreateInvite(c.ctx, catalog.Invite{Tenant: c.tenant.ID, Role: role, Email: req.Email, Expires: exp, CreatedBy: c.p.KeyID})
+	tok, err := h.o.Catalog.CreateInvite(c.ctx, c.s, catalog.Invite{Role: role, Email: req.Email, Expires: exp, CreatedBy: c.p.KeyID})
 	if err != nil {
 		return err
 	}
-	h.record(c, c.tenant.ID, "invite.create", "role="+role.String()+" email="+req.Email)
-	return WriteJSON(c.w, http.StatusCreated, Invite{Token: tok, TenantID: c.tenant.ID.String(), Role: role.String(), ExpiresAt: exp})
+	h.record(c, c.s, "invite.create", "role="+role.String()+" email="+req.Email)
+	return WriteJSON(c.w, http.StatusCreated, Invite{Token: tok, TenantID: c.s.Tenant().String(), Role: role.String(), ExpiresAt: exp})
 }
 
 func (h *Handler) acceptInvite(c *call) error {
@@ -164,7 +164,11 @@ func (h *Handler) acceptInvite(c *call) error {
 	if err != nil {
 		return err
 	}
-	h.record(c, m.Tenant, "invite.accept", "sub:"+m.Sub)
+	s, err := h.o.Guard.AdmitMember(m.Sub, m.Tenant, m.Role, c.action)
+	if err != nil {
+		return err
+	}
+	h.record(c, s, "invite.accept", "sub:"+m.Sub)
 	return WriteJSON(c.w, http.StatusCreated, membershipOut(m, t))
 }
 
@@ -178,10 +182,10 @@ func (h *Handler) addMember(c *call) error {
 	if err != nil {
 		return err
 	}
-	m, err := h.o.Catalog.AddMembership(c.ctx, catalog.Membership{Sub: req.Sub, Tenant: c.tenant.ID, Role: role, Via: "seed"})
+	m, err := h.o.Catalog.AddMembership(c.ctx, c.s, catalog.Membership{Sub: req.Sub, Role: role, Via: "seed"})
 	if err != nil {
 		return err
 	}
-	h.record(c, c.tenant.ID, "member.add", "sub:"+m.Sub+" role="+role.String())
+	h.record(c, c.s, "member.add", "sub:"+m.Sub+" role="+role.String())
 	return WriteJSON(c.w, http.StatusCreated, membershipOut(m, c.tenant))
 }

@@ -24,20 +24,19 @@ import (
 
 // ServeQuotas adds the quota and usage endpoints over q.
 func (h *Handler) ServeQuotas(q *quota.Manager) {
-	h.quotas = q
 	log := h.o.Audit
-	h.HandleTenant("GET /v1/tenants/{tenant}/quota", func(w http.ResponseWriter, r *http.Request, p tenancy.Principal, t tenancy.TenantID) {
-		out, err := q.GetQuota(r.Context(), t, r.URL.Query().Get("table"))
+	h.HandleTenant("GET /v1/tenants/{tenant}/quota", func(w http.ResponseWriter, r *http.Request, p tenancy.Principal, s tenancy.Scope) {
+		out, err := q.GetQuota(r.Context(), s, r.URL.Query().Get("table"))
 		if err != nil {
 			WriteError(w, err)
 			return
 		}
 		WriteJSON(w, http.StatusOK, out)
 	})
-	h.HandleTenant("PUT /v1/tenants/{tenant}/quota", func(w http.ResponseWriter, r *http.Request, p tenancy.Principal, t tenancy.TenantID) {
+	h.HandleTenant("PUT /v1/tenants/{tenant}/quota", func(w http.ResponseWriter, r *http.Request, p tenancy.Principal, s tenancy.Scope) {
 		ctx := audit.WithSource(r.Context(), r.RemoteAddr)
 		const action = "admin:PUT /v1/tenants/{tenant}/quota"
-		if !p.IsOperator() {
+		if !s.IsOperator() {
 			log.Denied(ctx, p, action, "only the operator sets quotas")
 			WriteError(w, apierr.New(apierr.AccessDenied, "only the operator may set quotas"))
 			return
@@ -50,7 +49,7 @@ func (h *Handler) ServeQuotas(q *quota.Manager) {
 			return
 		}
 		table := r.URL.Query().Get("table")
-		out, err := q.SetQuota(ctx, t, table, u)
+		out, err := q.SetQuota(ctx, s, table, u)
 		if err != nil {
 			WriteError(w, err)
 			return
@@ -59,19 +58,19 @@ func (h *Handler) ServeQuotas(q *quota.Manager) {
 		if table != "" {
 			target = "quota of table " + table
 		}
-		if _, err := log.Append(ctx, t, audit.Event{Actor: p.KeyID, Role: p.Role.String(), Action: "SetQuota", Target: target, Source: r.RemoteAddr}); err != nil {
+		if _, err := log.Append(ctx, s, audit.Event{Actor: p.KeyID, Role: p.Role.String(), Action: "SetQuota", Target: target, Source: r.RemoteAddr}); err != nil {
 			WriteError(w, apierr.Wrap(apierr.Internal, err, "auditing the quota change"))
 			return
 		}
 		WriteJSON(w, http.StatusOK, out)
 	})
-	h.HandleTenantWide("GET /v1/tenants/{tenant}/usage", func(w http.ResponseWriter, r *http.Request, p tenancy.Principal, t tenancy.TenantID) {
+	h.HandleTenantWide("GET /v1/tenants/{tenant}/usage", func(w http.ResponseWriter, r *http.Request, p tenancy.Principal, s tenancy.Scope) {
 		from, to, err := usageWindow(r.URL.Query())
 		if err != nil {
 			WriteError(w, err)
 			return
 		}
-		out, err := q.Usage(r.Context(), t, from, to)
+		out, err := q.Usage(r.Context(), s, from, to)
 		if err != nil {
 			WriteError(w, err)
 			return

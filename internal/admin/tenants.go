@@ -6,7 +6,6 @@ import (
 
 	"github.com/tenantdb/tenantdb/internal/apierr"
 	"github.com/tenantdb/tenantdb/internal/catalog"
-	"github.com/tenantdb/tenantdb/internal/keyspace"
 	"github.com/tenantdb/tenantdb/internal/tenancy"
 )
 
@@ -23,20 +22,18 @@ func (h *Handler) createTenant(c *call) error {
 		}
 		nt.ID = id
 	}
-	t, err := h.o.Catalog.CreateTenant(c.ctx, nt)
+	t, err := h.o.Lifecycle.Create(c.ctx, c.s, nt)
 	if err != nil {
 		return err
 	}
-	if r, ok := h.o.Dropper.(TenantReviver); ok && req.ID != "" {
-		r.ReviveTenant(t.ID)
+	ts, err := h.operatorOn(c, t.ID)
+	if err != nil {
+		return err
 	}
-	if h.quotas != nil && req.ID != "" {
-		h.quotas.Remember(t.ID)
-	}
-	h.record(c, t.ID, "tenant.create", t.ID.String())
-	h.record(c, keyspace.Platform, "tenant.create", t.ID.String())
+	h.record(c, ts, "tenant.create", t.ID.String())
+	h.record(c, c.s, "tenant.create", t.ID.String())
 	if req.OwnerSub != "" {
-		h.record(c, t.ID, "member.add", "sub:"+req.OwnerSub)
+		h.record(c, ts, "member.add", "sub:"+req.OwnerSub)
 	}
 	return WriteJSON(c.w, http.StatusCreated, tenantOut(t))
 }
@@ -58,45 +55,28 @@ func (h *Handler) showTenant(c *call) error {
 }
 
 func (h *Handler) suspendTenant(c *call) error {
-	return h.setStatus(c, catalog.Suspended, "tenant.suspend")
+	return h.setStatus(c, h.o.Lifecycle.Suspend, "tenant.suspend")
 }
 
 func (h *Handler) resumeTenant(c *call) error {
-	return h.setStatus(c, catalog.Active, "tenant.resume")
+	return h.setStatus(c, h.o.Lifecycle.Resume, "tenant.resume")
 }
 
-func (h *Handler) setStatus(c *call, s catalog.Status, action string) error {
-	t, err := h.o.Catalog.SetStatus(c.ctx, c.tenant.ID, s)
+func (h *Handler) setStatus(c *call, set func(context.Context, tenancy.Scope) (catalog.Tenant, error), action string) error {
+	t, err := set(c.ctx, c.s)
 	if err != nil {
 		return err
 	}
-	h.record(c, t.ID, action, t.ID.String())
-	h.record(c, keyspace.Platform, action, t.ID.String())
+	h.record(c, c.s, action, t.ID.String())
+	h.recordPlatform(c, action, t.ID.String())
 	return WriteJSON(c.w, http.StatusOK, tenantOut(t))
 }
 
 func (h *Handler) deleteTenant(c *call) error {
-	var drop func(context.Context, tenancy.TenantID) error
-	if h.o.Dropper != nil {
-		drop = h.o.Dropper.DropTenant
-	}
-	id := c.tenant.ID
-	// NB: the log is retired before the tenant's range is deleted, so that
-	// no late record (a denial racing the deletion) lands in it after.
-	h.o.Audit.Retire(id)
-	// NB: so are the checkpoints of its token buckets.
-	if h.quotas != nil {
-		h.quotas.Forget(id)
-	}
-	if err := h.o.Catalog.DeleteTenant(c.ctx, id, drop); err != nil {
-		h.o.Audit.Unretire(id)
-		if h.quotas != nil {
-			h.quotas.Remember(id)
-		}
+	if err := h.o.Lifecycle.Delete(c.ctx, c.s); err != nil {
 		return err
 	}
-	h.o.Audit.Forget(id)
-	h.record(c, keyspace.Platform, "tenant.delete", id.String())
+	h.recordPlatform(c, "tenant.delete", c.s.Tenant().String())
 	out := tenantOut(c.tenant)
 	out.Status = "deleted"
 	return WriteJSON(c.w, http.StatusOK, out)

@@ -197,10 +197,18 @@ func clean(s string, n int) string {
 	return s
 }
 
-// Append adds ev to tenant t's chain (keyspace.Platform for the platform
-// log) and returns the stored record. The record is durable when Append
-// returns.
-func (l *Log) Append(ctx context.Context, t tenancy.TenantID, ev Event) (Record, error) {
+// Append adds ev to the scope's tenant's chain (keyspace.Platform, the
+// zero tenant, for the operator's platform log) and returns the stored
+// record. The record is durable when Append returns.
+func (l *Log) Append(ctx context.Context, s tenancy.Scope, ev Event) (Record, error) {
+	t, err := scoped(s)
+	if err != nil {
+		return Record{}, err
+	}
+	return l.append(ctx, t, ev)
+}
+
+func (l *Log) append(ctx context.Context, t tenancy.TenantID, ev Event) (Record, error) {
 	if ev.Outcome == "" {
 		ev.Outcome = OutcomeOK
 	}
@@ -287,7 +295,7 @@ func (l *Log) Denied(ctx context.Context, p tenancy.Principal, action, reason st
 	if !l.admitDenial(p.Tenant, ev, l.now()) {
 		return
 	}
-	_, err := l.Append(ctx, p.Tenant, ev)
+	_, err := l.append(ctx, p.Tenant, ev)
 	if err != nil && !errors.Is(err, ErrRetired) {
 		l.log.Error("audit: recording a denial failed", "tenant", p.Tenant.String(), "key", p.KeyID, "err", err)
 	}
@@ -308,11 +316,15 @@ func decode(v []byte) ([32]byte, Record, error) {
 	return h, r, nil
 }
 
-// Query returns tenant t's records with from <= time < to (zero bounds are
+// Query returns the scope's tenant's records with from <= time < to (zero bounds are
 // open) and seq > after, oldest first, at most limit (1 to 1000; 0 means
 // 100). It finds the start by binary search on seq, so it reads O(log n +
 // limit) records.
-func (l *Log) Query(ctx context.Context, t tenancy.TenantID, from, to time.Time, after uint64, limit int) ([]Record, error) {
+func (l *Log) Query(ctx context.Context, s tenancy.Scope, from, to time.Time, after uint64, limit int) ([]Record, error) {
+	t, err := scoped(s)
+	if err != nil {
+		return nil, err
+	}
 	if limit <= 0 {
 		limit = 100
 	}
@@ -322,7 +334,7 @@ func (l *Log) Query(ctx context.Context, t tenancy.TenantID, from, to time.Time,
 	l.flushDenialsOf(t)
 	c := l.chain(t)
 	c.mu.Lock()
-	err := l.load(t, c)
+	err = l.load(t, c)
 	last := c.seq
 	c.mu.Unlock()
 	if err != nil {
@@ -376,10 +388,14 @@ func (l *Log) Query(ctx context.Context, t tenancy.TenantID, from, to time.Time,
 // ErrTampered is in the chain of Verify's error when the log was altered.
 var ErrTampered = errors.New("audit: chain verification failed")
 
-// Verify walks tenant t's whole chain and checks every record's seq, prev
+// Verify walks the scope's tenant's whole chain and checks every record's seq, prev
 // and hash and the stored head. It returns the number of records, or an
 // error wrapping ErrTampered that names the first bad record.
-func (l *Log) Verify(ctx context.Context, t tenancy.TenantID) (uint64, error) {
+func (l *Log) Verify(ctx context.Context, s tenancy.Scope) (uint64, error) {
+	t, err := scoped(s)
+	if err != nil {
+		return 0, err
+	}
 	c := l.chain(t)
 	c.mu.Lock() // a consistent view: no append runs meanwhile
 	defer c.mu.Unlock()
@@ -428,4 +444,13 @@ func (l *Log) Verify(ctx context.Context, t tenancy.TenantID) (uint64, error) {
 		return bad("the chain head does not match record %d (records were removed or replaced)", n)
 	}
 	return n, nil
+}
+
+// scoped returns the tenant of s. Errors: Internal for a scope no guard
+// issued.
+func scoped(s tenancy.Scope) (tenancy.TenantID, error) {
+	if !s.Valid() {
+		return tenancy.TenantID{}, apierr.New(apierr.Internal, "audit: no scope")
+	}
+	return s.Tenant(), nil
 }

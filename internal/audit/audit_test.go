@@ -38,7 +38,7 @@ func (c *clock) now() time.Time {
 func fill(t *testing.T, l *Log, ten tenancy.TenantID, n int) {
 	t.Helper()
 	for i := range n {
-		if _, err := l.Append(context.Background(), ten, Event{Actor: "sk_live_x", Action: fmt.Sprintf("act.%d", i), Target: "t"}); err != nil {
+		if _, err := l.Append(context.Background(), sys(ten), Event{Actor: "sk_live_x", Action: fmt.Sprintf("act.%d", i), Target: "t"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -53,19 +53,19 @@ func TestAppendVerifyQuery(t *testing.T) {
 	fill(t, l, b, 3)
 
 	for _, ten := range []tenancy.TenantID{a, b} {
-		if _, err := l.Verify(context.Background(), ten); err != nil {
+		if _, err := l.Verify(context.Background(), sys(ten)); err != nil {
 			t.Fatalf("Verify: %v", err)
 		}
 	}
 	// A fresh Log (restart) continues the chain.
 	l2 := Open(db, Options{Now: clk.now})
 	fill(t, l2, a, 5)
-	n, err := l2.Verify(context.Background(), a)
+	n, err := l2.Verify(context.Background(), sys(a))
 	if err != nil || n != 55 {
 		t.Fatalf("Verify after restart = %d, %v; want 55, nil", n, err)
 	}
 
-	all, err := l2.Query(context.Background(), a, time.Time{}, time.Time{}, 0, 1000)
+	all, err := l2.Query(context.Background(), sys(a), time.Time{}, time.Time{}, 0, 1000)
 	if err != nil || len(all) != 55 {
 		t.Fatalf("Query all: %d records, %v", len(all), err)
 	}
@@ -79,17 +79,17 @@ func TestAppendVerifyQuery(t *testing.T) {
 	}
 	// A time window: records 10..19 (times are 1 s apart).
 	from, to := all[9].Time, all[19].Time
-	got, err := l2.Query(context.Background(), a, from, to, 0, 100)
+	got, err := l2.Query(context.Background(), sys(a), from, to, 0, 100)
 	if err != nil || len(got) != 10 || got[0].Seq != 10 || got[9].Seq != 19 {
 		t.Fatalf("Query window: %d records (first %v), %v", len(got), got, err)
 	}
 	// Paging with after.
-	got, err = l2.Query(context.Background(), a, time.Time{}, time.Time{}, 50, 3)
+	got, err = l2.Query(context.Background(), sys(a), time.Time{}, time.Time{}, 50, 3)
 	if err != nil || len(got) != 3 || got[0].Seq != 51 {
 		t.Fatalf("Query after=50 limit=3: %v, %v", got, err)
 	}
 	// Tenant b's log is its own.
-	got, _ = l2.Query(context.Background(), b, time.Time{}, time.Time{}, 0, 100)
+	got, _ = l2.Query(context.Background(), sys(b), time.Time{}, time.Time{}, 0, 100)
 	if len(got) != 3 {
 		t.Fatalf("tenant b: %d records, want 3", len(got))
 	}
@@ -102,7 +102,7 @@ func TestVerifyDetectsTampering(t *testing.T) {
 		db := openDB(t)
 		l := Open(db, Options{})
 		fill(t, l, ten, 10)
-		if _, err := l.Verify(ctx, ten); err != nil {
+		if _, err := l.Verify(ctx, sys(ten)); err != nil {
 			t.Fatal(err)
 		}
 		return db, l
@@ -129,12 +129,12 @@ func TestVerifyDetectsTampering(t *testing.T) {
 		v := append([]byte(nil), orig...)
 		v[i] ^= 0x01
 		set(t, db, keyspace.Audit(ten, 5), v)
-		if _, err := l.Verify(ctx, ten); !errors.Is(err, ErrTampered) {
+		if _, err := l.Verify(ctx, sys(ten)); !errors.Is(err, ErrTampered) {
 			t.Fatalf("byte %d flipped: Verify = %v, want ErrTampered", i, err)
 		}
 	}
 	set(t, db, keyspace.Audit(ten, 5), orig)
-	if _, err := l.Verify(ctx, ten); err != nil {
+	if _, err := l.Verify(ctx, sys(ten)); err != nil {
 		t.Fatalf("restored: %v", err)
 	}
 
@@ -153,7 +153,7 @@ func TestVerifyDetectsTampering(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			db, l := setup(t)
 			f(t, db)
-			if _, err := l.Verify(ctx, ten); !errors.Is(err, ErrTampered) {
+			if _, err := l.Verify(ctx, sys(ten)); !errors.Is(err, ErrTampered) {
 				t.Fatalf("Verify = %v, want ErrTampered", err)
 			}
 		})
@@ -175,7 +175,7 @@ func TestConcurrentAppends(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	rs, _ := l.Query(context.Background(), ten, time.Time{}, time.Time{}, 0, 1000)
+	rs, _ := l.Query(context.Background(), sys(ten), time.Time{}, time.Time{}, 0, 1000)
 	if rs[0].Outcome != OutcomeDenied || rs[0].Source != "127.0.0.1:1" {
 		t.Fatalf("record = %+v", rs[0])
 	}
@@ -183,8 +183,11 @@ func TestConcurrentAppends(t *testing.T) {
 	for _, r := range rs {
 		attempts += DeniedAttempts(r)
 	}
-	n, err := l.Verify(context.Background(), ten)
+	n, err := l.Verify(context.Background(), sys(ten))
 	if err != nil || n != uint64(len(rs)) || attempts != 160 {
 		t.Fatalf("Verify = %d, %v; %d records account for %d attempts, want 160", n, err, len(rs), attempts)
 	}
 }
+
+// sys is a scope for tenant t, as the admin plane's guard would admit one.
+func sys(t tenancy.TenantID) tenancy.Scope { return tenancy.SystemScope(t, "test") }

@@ -195,7 +195,7 @@ func (l *Log) appendSummaries(t tenancy.TenantID, ss []summary) {
 		if s.pair == variousPair {
 			ev.Role, ev.Source = "", ""
 		}
-		if _, err := l.Append(context.Background(), t, ev); err != nil && !errors.Is(err, ErrRetired) {
+		if _, err := l.append(context.Background(), t, ev); err != nil && !errors.Is(err, ErrRetired) {
 			l.log.Error("audit: recording coalesced denials failed", "tenant", t.String(), "count", s.n, "err", err)
 		}
 	}

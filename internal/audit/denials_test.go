@@ -39,7 +39,7 @@ func fixedLog(t *testing.T) (*Log, *fixedClock) {
 
 func records(t *testing.T, l *Log, ten tenancy.TenantID) []Record {
 	t.Helper()
-	rs, err := l.Query(context.Background(), ten, time.Time{}, time.Time{}, 0, 1000)
+	rs, err := l.Query(context.Background(), sys(ten), time.Time{}, time.Time{}, 0, 1000)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +105,7 @@ func TestDeniedFloodIsCoalesced(t *testing.T) {
 	if total != 300 || by["dynamodb:PutItem"] != 66 || by["dynamodb:GetItem"] != 134 {
 		t.Fatalf("accounted for %d attempts (%v), want 300 (66 put + 134 get coalesced)", total, by)
 	}
-	if _, err := l.Verify(ctx, a); err != nil {
+	if _, err := l.Verify(ctx, sys(a)); err != nil {
 		t.Fatalf("Verify: %v", err)
 	}
 
@@ -208,7 +208,7 @@ func TestRetire(t *testing.T) {
 	}
 	l.Retire(a)
 	l.Denied(ctx, p, "dynamodb:GetItem", "after retire")
-	if _, err := l.Append(ctx, a, Event{Actor: "op", Action: "key.create"}); !errors.Is(err, ErrRetired) {
+	if _, err := l.Append(ctx, sys(a), Event{Actor: "op", Action: "key.create"}); !errors.Is(err, ErrRetired) {
 		t.Fatalf("Append after Retire: %v, want ErrRetired", err)
 	}
 	time.Sleep(deniedWindow + 200*time.Millisecond) // the pending summary's timer
@@ -218,7 +218,7 @@ func TestRetire(t *testing.T) {
 	if len(rs) != deniedBurst {
 		t.Fatalf("%d records after Retire, want the %d from before it and nothing after", len(rs), deniedBurst)
 	}
-	if _, err := l.Append(ctx, a, Event{Actor: "op", Action: "key.create"}); err != nil {
+	if _, err := l.Append(ctx, sys(a), Event{Actor: "op", Action: "key.create"}); err != nil {
 		t.Fatalf("Append after Unretire: %v", err)
 	}
 }

@@ -266,13 +266,13 @@ func TestAuthenticateSigV4(t *testing.T) {
 	check("request 20 minutes old", sign(t, appKey.AccessKeyID(), appKey.Secret, "", now.Add(-20*time.Minute)), apierr.InvalidSignature, tenancy.Principal{})
 
 	// Revocation takes effect on the next request, cache or not.
-	if _, err := e.cat.RevokeCredential(ctx, a.ID, appKey.ID); err != nil {
+	if _, err := e.cat.RevokeCredential(ctx, tenancy.SystemScope(a.ID, "test"), appKey.ID); err != nil {
 		t.Fatal(err)
 	}
 	check("revoked", sign(t, appKey.AccessKeyID(), appKey.Secret, "", now), apierr.UnrecognizedClient, tenancy.Principal{})
 
 	// Suspension: refused with a clear error; resume restores.
-	if _, err := e.cat.SetStatus(ctx, b.ID, catalog.Suspended); err != nil {
+	if _, err := e.cat.SetStatus(ctx, tenancy.SystemScope(b.ID, "test"), catalog.Suspended); err != nil {
 		t.Fatal(err)
 	}
 	r := sign(t, bKey.AccessKeyID(), bKey.Secret, "", now)
@@ -280,7 +280,7 @@ func TestAuthenticateSigV4(t *testing.T) {
 	if !apierr.Is(err, apierr.TenantSuspended) || !strings.Contains(err.Error(), "suspended") {
 		t.Errorf("suspended tenant: %v", err)
 	}
-	if _, err := e.cat.SetStatus(ctx, b.ID, catalog.Active); err != nil {
+	if _, err := e.cat.SetStatus(ctx, tenancy.SystemScope(b.ID, "test"), catalog.Active); err != nil {
 		t.Fatal(err)
 	}
 	check("resumed", sign(t, bKey.AccessKeyID(), bKey.Secret, "", now), ok,
@@ -298,7 +298,7 @@ func TestAuthenticateSigV4(t *testing.T) {
 	check("expired", sign(t, exp.AccessKeyID(), exp.Secret, "", time.Now()), apierr.ExpiredToken, tenancy.Principal{})
 
 	// Deleted tenant: its keys are unknown.
-	if err := e.cat.DeleteTenant(ctx, b.ID, nil); err != nil {
+	if err := e.cat.DeleteTenant(ctx, tenancy.SystemScope(b.ID, "test"), nil); err != nil {
 		t.Fatal(err)
 	}
 	check("deleted tenant", sign(t, bKey.AccessKeyID(), bKey.Secret, "", time.Now()), apierr.UnrecognizedClient, tenancy.Principal{})
@@ -381,7 +381,7 @@ func TestBearer(t *testing.T) {
 		t.Fatalf("access key id only: %v", err)
 	}
 	// Rotation: the new key works, the old one stops at once.
-	ik, err := e.auth.RotateKey(ctx, a.ID, k.ID, 0, "test")
+	ik, err := e.auth.RotateKey(ctx, tenancy.SystemScope(a.ID, "test"), k.ID, 0, "test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -392,7 +392,7 @@ func TestBearer(t *testing.T) {
 		t.Fatalf("new key: %+v %v", p, err)
 	}
 	// Rotation with grace: the old key works until the grace ends.
-	ik2, err := e.auth.RotateKey(ctx, a.ID, ik.Key.ID, time.Hour, "test")
+	ik2, err := e.auth.RotateKey(ctx, tenancy.SystemScope(a.ID, "test"), ik.Key.ID, time.Hour, "test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -509,17 +509,17 @@ func TestSessions(t *testing.T) {
 	if err := rb(); err != nil {
 		t.Fatal(err)
 	}
-	e.cat.SetStatus(ctx, b.ID, catalog.Suspended)
+	e.cat.SetStatus(ctx, tenancy.SystemScope(b.ID, "test"), catalog.Suspended)
 	if err := rb(); !apierr.Is(err, apierr.TenantSuspended) {
 		t.Errorf("session of suspended tenant: %v", err)
 	}
-	e.cat.SetStatus(ctx, b.ID, catalog.Active)
+	e.cat.SetStatus(ctx, tenancy.SystemScope(b.ID, "test"), catalog.Active)
 	if err := rb(); err != nil {
 		t.Errorf("after resume: %v", err)
 	}
 
 	// Revoking the issuing admin key ends its sessions.
-	if _, err := e.cat.RevokeCredential(ctx, a.ID, adminKey.ID); err != nil {
+	if _, err := e.cat.RevokeCredential(ctx, tenancy.SystemScope(a.ID, "test"), adminKey.ID); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.auth.Authenticate(ctx, sign(t, s.AccessKeyID, s.SecretAccessKey, s.SessionToken, time.Now())); !apierr.Is(err, apierr.UnrecognizedClient) {
@@ -768,7 +768,7 @@ func TestLastUsedIsLazy(t *testing.T) {
 		}
 	}
 	e.auth.Close() // wait for the background write
-	list, _ := e.cat.Credentials(ctx, a.ID)
+	list, _ := e.cat.Credentials(ctx, tenancy.SystemScope(a.ID, "test"))
 	first := list[0].LastUsed
 	if first.IsZero() {
 		t.Fatal("last used not recorded")
@@ -776,14 +776,14 @@ func TestLastUsedIsLazy(t *testing.T) {
 	e.clock.advance(30 * time.Second)
 	e.auth.AuthenticateBearer(ctx, k.String())
 	e.auth.Close()
-	list, _ = e.cat.Credentials(ctx, a.ID)
+	list, _ = e.cat.Credentials(ctx, tenancy.SystemScope(a.ID, "test"))
 	if !list[0].LastUsed.Equal(first) {
 		t.Fatal("last used written again within a minute")
 	}
 	e.clock.advance(31 * time.Second)
 	e.auth.AuthenticateBearer(ctx, k.String())
 	e.auth.Close()
-	list, _ = e.cat.Credentials(ctx, a.ID)
+	list, _ = e.cat.Credentials(ctx, tenancy.SystemScope(a.ID, "test"))
 	if !list[0].LastUsed.After(first) {
 		t.Fatal("last used not updated after a minute")
 	}

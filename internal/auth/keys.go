@@ -76,10 +76,14 @@ func (a *Authenticator) issue(ctx context.Context, k APIKey, role tenancy.Role, 
 }
 
 // RotateKey issues a new key with the same tenant, role, env and expiry as
-// tenant t's key id, and retires the old one: revoked at once when grace is
-// 0, else set to expire after grace. Errors: NotFound; Validation if the
-// old key is already revoked.
-func (a *Authenticator) RotateKey(ctx context.Context, t tenancy.TenantID, id string, grace time.Duration, by string) (IssuedKey, error) {
+// the scope's tenant's key id, and retires the old one: revoked at once
+// when grace is 0, else set to expire after grace. Errors: NotFound;
+// Validation if the old key is already revoked.
+func (a *Authenticator) RotateKey(ctx context.Context, s tenancy.Scope, id string, grace time.Duration, by string) (IssuedKey, error) {
+	if !s.Valid() {
+		return IssuedKey{}, apierr.New(apierr.Internal, "auth: no scope")
+	}
+	t := s.Tenant()
 	old, err := a.cat.Credential(ctx, t, id)
 	if err != nil {
 		return IssuedKey{}, err
@@ -92,9 +96,9 @@ func (a *Authenticator) RotateKey(ctx context.Context, t tenancy.TenantID, id st
 		return IssuedKey{}, err
 	}
 	if grace <= 0 {
-		_, err = a.cat.RevokeCredential(ctx, t, id)
+		_, err = a.cat.RevokeCredential(ctx, s, id)
 	} else {
-		_, err = a.cat.ExpireCredential(ctx, t, id, a.opts.Now().Add(grace))
+		_, err = a.cat.ExpireCredential(ctx, s, id, a.opts.Now().Add(grace))
 	}
 	if err != nil {
 		return IssuedKey{}, err

@@ -19,6 +19,12 @@
 //
 // The catalog stores credential secrets only in sealed form; sealing is
 // package auth's business (it holds the server key).
+//
+// NB: the methods the admin plane calls on one tenant's records (its
+// credentials, status, invitations, memberships, deletion) take the
+// tenancy.Scope the guard admitted, not a tenant id, so that a handler can
+// only name the tenant the guard let it act on. The lookups that resolve a
+// request to a tenant (Tenant, TenantBySlug, Credential) take ids.
 package catalog
 
 import (
@@ -143,4 +149,13 @@ func (c *Catalog) scan(lo, hi []byte, f func(k, v []byte) bool) error {
 
 func notFound(what string) error {
 	return apierr.Wrap(apierr.NotFound, ErrNotFound, "%s not found", what)
+}
+
+// scoped returns the tenant of s. Errors: Internal for a scope no guard
+// issued.
+func scoped(s tenancy.Scope) (tenancy.TenantID, error) {
+	if !s.Valid() {
+		return tenancy.TenantID{}, apierr.New(apierr.Internal, "catalog: no scope")
+	}
+	return s.Tenant(), nil
 }

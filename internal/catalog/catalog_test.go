@@ -85,7 +85,7 @@ func TestTenantLifecycle(t *testing.T) {
 		t.Fatalf("Tenants = %+v, %v", list, err)
 	}
 
-	if s, err := c.SetStatus(ctx, a.ID, Suspended); err != nil || s.Status != Suspended {
+	if s, err := c.SetStatus(ctx, tenancy.SystemScope(a.ID, "test"), Suspended); err != nil || s.Status != Suspended {
 		t.Fatalf("suspend: %+v %v", s, err)
 	}
 	if len(changes) != 1 || changes[0] != (Change{Tenant: a.ID}) {
@@ -117,8 +117,8 @@ func TestDeleteTenantRemovesOnlyItsRange(t *testing.T) {
 		}
 	}
 	dropped := false
-	if err := c.DeleteTenant(ctx, a.ID, func(_ context.Context, id tenancy.TenantID) error {
-		dropped = id == a.ID
+	if err := c.DeleteTenant(ctx, tenancy.SystemScope(a.ID, "test"), func(_ context.Context, s tenancy.Scope) error {
+		dropped = s.Tenant() == a.ID
 		return nil
 	}); err != nil {
 		t.Fatal(err)
@@ -169,11 +169,11 @@ func TestCredentials(t *testing.T) {
 	if err := c.TouchCredential(a.ID, "k1", now.Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
-	r, err := c.RevokeCredential(ctx, a.ID, "k1")
+	r, err := c.RevokeCredential(ctx, tenancy.SystemScope(a.ID, "test"), "k1")
 	if err != nil || r.Revoked != now || r.Usable(now) {
 		t.Fatalf("revoke: %+v %v", r, err)
 	}
-	list, err := c.Credentials(ctx, a.ID)
+	list, err := c.Credentials(ctx, tenancy.SystemScope(a.ID, "test"))
 	if err != nil || len(list) != 1 || !list[0].LastUsed.Equal(now.Add(time.Hour)) || list[0].Role != tenancy.RoleRead {
 		t.Fatalf("Credentials = %+v, %v", list, err)
 	}
@@ -184,7 +184,7 @@ func TestInvites(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	c := Open(openDB(t), Options{Now: func() time.Time { return now }})
 	a, _ := c.CreateTenant(ctx, NewTenant{Name: "a"})
-	tok, err := c.CreateInvite(ctx, Invite{Tenant: a.ID, Role: tenancy.RoleApp, Expires: now.Add(time.Hour)})
+	tok, err := c.CreateInvite(ctx, tenancy.SystemScope(a.ID, "test"), Invite{Role: tenancy.RoleApp, Expires: now.Add(time.Hour)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,7 +198,7 @@ func TestInvites(t *testing.T) {
 	if _, err := c.AcceptInvite(ctx, tok, "u3"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("second use: %v", err)
 	}
-	tok2, _ := c.CreateInvite(ctx, Invite{Tenant: a.ID, Role: tenancy.RoleApp, Expires: now.Add(time.Minute)})
+	tok2, _ := c.CreateInvite(ctx, tenancy.SystemScope(a.ID, "test"), Invite{Role: tenancy.RoleApp, Expires: now.Add(time.Minute)})
 	now = now.Add(2 * time.Minute)
 	if _, err := c.AcceptInvite(ctx, tok2, "u4"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("expired: %v", err)

@@ -115,9 +115,13 @@ func (c *Catalog) Credential(ctx context.Context, t tenancy.TenantID, id string)
 	return decodeCredential(t, v)
 }
 
-// Credentials returns all of tenant t's credentials, revoked ones
-// included, oldest first, with LastUsed filled in.
-func (c *Catalog) Credentials(ctx context.Context, t tenancy.TenantID) ([]Credential, error) {
+// Credentials returns all of the scope's tenant's credentials, revoked
+// ones included, oldest first, with LastUsed filled in.
+func (c *Catalog) Credentials(ctx context.Context, s tenancy.Scope) ([]Credential, error) {
+	t, err := scoped(s)
+	if err != nil {
+		return nil, err
+	}
 	var out []Credential
 	lo, hi := keyspace.Credentials(t)
 	var derr error
@@ -153,10 +157,11 @@ func (c *Catalog) Credentials(ctx context.Context, t tenancy.TenantID) ([]Creden
 	return out, nil
 }
 
-// RevokeCredential marks tenant t's credential id revoked at the current
-// time (a no-op if already revoked) and returns it. Errors: NotFound.
-func (c *Catalog) RevokeCredential(ctx context.Context, t tenancy.TenantID, id string) (Credential, error) {
-	return c.updateCredential(ctx, t, id, func(cr *Credential) bool {
+// RevokeCredential marks the scope's tenant's credential id revoked at
+// the current time (a no-op if already revoked) and returns it. Errors:
+// NotFound.
+func (c *Catalog) RevokeCredential(ctx context.Context, s tenancy.Scope, id string) (Credential, error) {
+	return c.updateCredential(ctx, s, id, func(cr *Credential) bool {
 		if !cr.Revoked.IsZero() {
 			return false
 		}
@@ -165,10 +170,11 @@ func (c *Catalog) RevokeCredential(ctx context.Context, t tenancy.TenantID, id s
 	})
 }
 
-// ExpireCredential sets tenant t's credential id to expire at at (if that
-// is earlier than its current expiry) and returns it. Errors: NotFound.
-func (c *Catalog) ExpireCredential(ctx context.Context, t tenancy.TenantID, id string, at time.Time) (Credential, error) {
-	return c.updateCredential(ctx, t, id, func(cr *Credential) bool {
+// ExpireCredential sets the scope's tenant's credential id to expire at
+// at (if that is earlier than its current expiry) and returns it. Errors:
+// NotFound.
+func (c *Catalog) ExpireCredential(ctx context.Context, s tenancy.Scope, id string, at time.Time) (Credential, error) {
+	return c.updateCredential(ctx, s, id, func(cr *Credential) bool {
 		if !cr.Expires.IsZero() && !at.Before(cr.Expires) {
 			return false
 		}
@@ -177,7 +183,11 @@ func (c *Catalog) ExpireCredential(ctx context.Context, t tenancy.TenantID, id s
 	})
 }
 
-func (c *Catalog) updateCredential(ctx context.Context, t tenancy.TenantID, id string, f func(*Credential) bool) (Credential, error) {
+func (c *Catalog) updateCredential(ctx context.Context, s tenancy.Scope, id string, f func(*Credential) bool) (Credential, error) {
+	t, err := scoped(s)
+	if err != nil {
+		return Credential{}, err
+	}
 	c.wmu.Lock()
 	cr, err := c.Credential(ctx, t, id)
 	if err != nil {

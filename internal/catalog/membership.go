@@ -55,9 +55,14 @@ func putMembership(b *storage.Batch, m Membership) {
 	b.Set(keyspace.TenantMember(m.Tenant, m.Sub), nil)
 }
 
-// AddMembership creates or replaces a membership (seeding). Errors:
-// Validation for a bad sub or role, NotFound for an unknown tenant.
-func (c *Catalog) AddMembership(ctx context.Context, m Membership) (Membership, error) {
+// AddMembership creates or replaces a membership of the scope's tenant
+// (seeding); m.Tenant is ignored. Errors: Validation for a bad sub or
+// role, NotFound for an unknown tenant.
+func (c *Catalog) AddMembership(ctx context.Context, s tenancy.Scope, m Membership) (Membership, error) {
+	var err error
+	if m.Tenant, err = scoped(s); err != nil {
+		return Membership{}, err
+	}
 	if err := validSub(m.Sub); err != nil {
 		return Membership{}, err
 	}
@@ -137,8 +142,13 @@ const invitePrefix = "inv_"
 
 // CreateInvite stores an invitation and returns its token, which is shown
 // once: only its SHA-256 is stored (it never needs to be recovered).
+// The invitation is to the scope's tenant; inv.Tenant is ignored.
 // Errors: NotFound, Validation.
-func (c *Catalog) CreateInvite(ctx context.Context, inv Invite) (string, error) {
+func (c *Catalog) CreateInvite(ctx context.Context, s tenancy.Scope, inv Invite) (string, error) {
+	var err error
+	if inv.Tenant, err = scoped(s); err != nil {
+		return "", err
+	}
 	if inv.Role != tenancy.RoleRead && inv.Role != tenancy.RoleApp && inv.Role != tenancy.RoleAdmin {
 		return "", apierr.Validationf("role must be read, app or admin")
 	}

@@ -283,10 +283,18 @@ func (c *Catalog) Tenants(ctx context.Context) ([]Tenant, error) {
 	return out, nil
 }
 
-// SetStatus changes tenant id's status and returns the new record. A
-// deleting tenant cannot be suspended or resumed. Errors: NotFound,
-// Validation.
-func (c *Catalog) SetStatus(ctx context.Context, id tenancy.TenantID, s Status) (Tenant, error) {
+// SetStatus changes the scope's tenant's status and returns the new
+// record. A deleting tenant cannot be suspended or resumed. Errors:
+// NotFound, Validation.
+func (c *Catalog) SetStatus(ctx context.Context, sc tenancy.Scope, s Status) (Tenant, error) {
+	id, err := scoped(sc)
+	if err != nil {
+		return Tenant{}, err
+	}
+	return c.setStatus(ctx, id, s)
+}
+
+func (c *Catalog) setStatus(ctx context.Context, id tenancy.TenantID, s Status) (Tenant, error) {
 	if s != Active && s != Suspended && s != Deleting {
 		return Tenant{}, apierr.Validationf("unknown status %q", s)
 	}
@@ -320,13 +328,17 @@ func (c *Catalog) SetStatus(ctx context.Context, id tenancy.TenantID, s Status) 
 // range, its slug and its members' membership entries. Other tenants'
 // keys are not touched. If drop fails the tenant stays Deleting and
 // DeleteTenant may be called again.
-func (c *Catalog) DeleteTenant(ctx context.Context, id tenancy.TenantID, drop func(context.Context, tenancy.TenantID) error) error {
-	t, err := c.SetStatus(ctx, id, Deleting)
+func (c *Catalog) DeleteTenant(ctx context.Context, s tenancy.Scope, drop func(context.Context, tenancy.Scope) error) error {
+	id, err := scoped(s)
+	if err != nil {
+		return err
+	}
+	t, err := c.setStatus(ctx, id, Deleting)
 	if err != nil {
 		return err
 	}
 	if drop != nil {
-		if err := drop(ctx, id); err != nil {
+		if err := drop(ctx, s); err != nil {
 			return apierr.Wrap(apierr.Internal, err, "deleting the tenant's stores failed; the tenant stays in status deleting and the deletion can be retried")
 		}
 	}

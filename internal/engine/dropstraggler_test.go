@@ -29,7 +29,7 @@ func TestDropTenantRefusesStragglers(t *testing.T) {
 	for _, tbl := range []string{"silo_t", "pool_t"} {
 		qtPut(t, e, put, tbl, attr.Item{"pk": qtS("before")})
 	}
-	if err := e.DropTenant(ctx, a); err != nil {
+	if err := e.DropTenant(ctx, tenancy.SystemScope(a, "test")); err != nil {
 		t.Fatal(err)
 	}
 	// The catalog now deletes the tenant's range.
@@ -71,13 +71,13 @@ func TestReviveTenant(t *testing.T) {
 	e := qtOpen(t)
 	qtCreate(t, e, "pool_t", "pk:S", "", nil)
 	a := qtTenant(t)
-	if err := e.DropTenant(context.Background(), a); err != nil {
+	if err := e.DropTenant(context.Background(), tenancy.SystemScope(a, "test")); err != nil {
 		t.Fatal(err)
 	}
 	_, err := e.PutItem(context.Background(), qtScope(t, a, "PutItem"), &wire.PutItemInput{TableName: "pool_t", Item: attr.Item{"pk": qtS("x")}})
 	if !apierr.Is(err, apierr.ResourceNotFound) {
 		t.Fatalf("PutItem of a dropped tenant: %v, want ResourceNotFound", err)
 	}
-	e.ReviveTenant(a)
+	e.ReviveTenant(tenancy.SystemScope(a, "test"))
 	qtPut(t, e, qtScope(t, a, "PutItem"), "pool_t", attr.Item{"pk": qtS("x")})
 }

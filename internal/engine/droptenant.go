@@ -12,14 +12,15 @@ import (
 	"github.com/tenantdb/tenantdb/internal/tenancy"
 )
 
-// DropTenant forgets everything the engine keeps about tenant t outside
-// the tenant's own key range: its entries in the table/namespace registry,
+// DropTenant forgets everything the engine keeps about the scope's tenant
+// outside the tenant's own key range: its entries in the table/namespace registry,
 // its cached tenant-owned tables, and its silo stores (closed and removed
 // from disk). Afterwards no write of the tenant commits, even of a request
 // admitted before the deletion began. The caller (tenant deletion in the
 // catalog) deletes the tenant's key range itself. It is idempotent.
-func (e *Engine) DropTenant(ctx context.Context, t tenancy.TenantID) error {
-	if t.IsZero() {
+func (e *Engine) DropTenant(ctx context.Context, s tenancy.Scope) error {
+	t := s.Tenant()
+	if !s.Valid() || t.IsZero() {
 		return apierr.New(apierr.Validation, "no tenant to drop")
 	}
 	prefix := keyspace.Tenant(t)
@@ -89,7 +90,8 @@ func (e *Engine) DropTenant(ctx context.Context, t tenancy.TenantID) error {
 	return ctx.Err()
 }
 
-// ReviveTenant undoes DropTenant's refusal of writes for tenant t. The
-// admin API calls it when a tenant is created again with a deleted
-// tenant's id (the seeding path), after the deletion has completed.
-func (e *Engine) ReviveTenant(t tenancy.TenantID) { e.dropped.Delete(t) }
+// ReviveTenant undoes DropTenant's refusal of writes for the scope's
+// tenant. The tenant lifecycle calls it when a tenant is created again
+// with a deleted tenant's id (the seeding path), after the deletion has
+// completed.
+func (e *Engine) ReviveTenant(s tenancy.Scope) { e.dropped.Delete(s.Tenant()) }

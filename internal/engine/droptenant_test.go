@@ -30,7 +30,7 @@ func TestDropTenantRemovesSilosAndRegistry(t *testing.T) {
 		}
 	}
 
-	if err := e.DropTenant(context.Background(), a); err != nil {
+	if err := e.DropTenant(context.Background(), tenancy.SystemScope(a, "test")); err != nil {
 		t.Fatalf("DropTenant: %v", err)
 	}
 	if _, err := os.Stat(filepath.Join(siloDir, a.String())); !os.IsNotExist(err) {
@@ -63,7 +63,7 @@ func TestDropTenantRemovesSilosAndRegistry(t *testing.T) {
 		}
 	}
 	// Idempotent.
-	if err := e.DropTenant(context.Background(), a); err != nil {
+	if err := e.DropTenant(context.Background(), tenancy.SystemScope(a, "test")); err != nil {
 		t.Errorf("second DropTenant: %v", err)
 	}
 }

@@ -143,7 +143,7 @@ func TestDropTenantWaitsForSiloOpen(t *testing.T) {
 	}()
 	<-entered
 	dropDone := make(chan error, 1)
-	go func() { dropDone <- e.DropTenant(ctx, a) }()
+	go func() { dropDone <- e.DropTenant(ctx, tenancy.SystemScope(a, "test")) }()
 	select {
 	case err := <-dropDone:
 		t.Fatalf("DropTenant returned while the tenant's store was still opening: %v", err)
@@ -206,7 +206,7 @@ func TestSiloOpenPanicEndsTheOpen(t *testing.T) {
 		put("k0")
 	}()
 	within(t, 10*time.Second, "a write after a panicked open", func() error { return put("k1") })
-	within(t, 10*time.Second, "DropTenant after a panicked open", func() error { return e.DropTenant(ctx, a) })
+	within(t, 10*time.Second, "DropTenant after a panicked open", func() error { return e.DropTenant(ctx, tenancy.SystemScope(a, "test")) })
 }
 
 // TestBackgroundWorkDoesNotRecreateDroppedSilo: TTL expiry and index

@@ -17,6 +17,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -29,6 +30,7 @@ import (
 	"github.com/tenantdb/tenantdb/internal/catalog"
 	"github.com/tenantdb/tenantdb/internal/dynamo"
 	"github.com/tenantdb/tenantdb/internal/engine"
+	"github.com/tenantdb/tenantdb/internal/lifecycle"
 	"github.com/tenantdb/tenantdb/internal/quota"
 	"github.com/tenantdb/tenantdb/internal/server"
 	"github.com/tenantdb/tenantdb/internal/storage"
@@ -113,6 +115,8 @@ type Node struct {
 	backend   *quota.Limited
 	server    *server.Server
 	bootstrap Bootstrap
+	// adminRoutes are the routes the admin API registered.
+	adminRoutes []string
 
 	closeOnce sync.Once
 	closeErr  error
@@ -189,20 +193,19 @@ func Open(ctx context.Context, o Options) (_ *Node, err error) {
 	}
 	n.backend = n.quotas.Wrap(dynamo.Bind(n.engine))
 
-	adminOpts := admin.Options{Catalog: n.catalog, Auth: n.auth, Audit: n.audit, Logger: log}
+	guard := &tenancy.Guard{}
+	adminOpts := admin.Options{Catalog: n.catalog, Auth: n.auth, Audit: n.audit, Logger: log, Guard: guard,
+		Lifecycle: lifecycle.New(lifecycle.Options{Catalog: n.catalog, Audit: n.audit, Quotas: n.quotas, Engine: n.engine})}
 	if adminOpts.JWT, adminOpts.JWKS, err = o.Platform.open(ctx, log); err != nil {
 		return nil, err
-	}
-	if d, ok := any(n.engine).(admin.TenantDropper); ok {
-		adminOpts.Dropper = d
 	}
 	adm, err := admin.New(adminOpts)
 	if err != nil {
 		return nil, err
 	}
 	adm.ServeQuotas(n.quotas)
+	n.adminRoutes = adm.Routes()
 
-	guard := &tenancy.Guard{}
 	dataAuth := o.benchOptions.wrap(n.auth, guard, log) // n.auth itself unless benchbypass
 	var connGate server.ConnGate
 	if o.ConnGate {
@@ -267,6 +270,10 @@ func (n *Node) bootstrapStore(ctx context.Context, o Options) error {
 
 // Bootstrap returns what Open created on a fresh store.
 func (n *Node) Bootstrap() Bootstrap { return n.bootstrap }
+
+// AdminRoutes returns the pattern ("METHOD /v1/path") of every route the
+// node's admin API serves.
+func (n *Node) AdminRoutes() []string { return slices.Clone(n.adminRoutes) }
 
 // Quotas returns the node's quota manager.
 func (n *Node) Quotas() *quota.Manager { return n.quotas }

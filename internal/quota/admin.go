@@ -13,9 +13,13 @@ import (
 // the caller and checks that the tenant exists; these methods only read
 // and write the records.
 
-// GetQuota returns tenant t's quota (table == "") with its table quotas,
-// or one table's quota. Errors are Internal (storage).
-func (m *Manager) GetQuota(ctx context.Context, t tenancy.TenantID, table string) (*Quota, error) {
+// GetQuota returns the scope's tenant's quota (table == "") with its
+// table quotas, or one table's quota. Errors are Internal (storage).
+func (m *Manager) GetQuota(ctx context.Context, s tenancy.Scope, table string) (*Quota, error) {
+	t, err := scoped(s)
+	if err != nil {
+		return nil, err
+	}
 	if t.IsZero() {
 		return nil, apierr.Validationf("the operator has no quota")
 	}
@@ -83,11 +87,15 @@ func (m *Manager) tableQuotaLocked(st *tenantState, table string, now time.Time)
 	return q
 }
 
-// SetQuota changes tenant t's quota (table == "") or one table's, durably,
+// SetQuota changes the scope's tenant's quota (table == "") or one table's, durably,
 // and applies it at once: the buckets keep the capacity they hold, capped
 // to the new burst. Errors: Validation for values out of range, Internal
 // for storage failures.
-func (m *Manager) SetQuota(ctx context.Context, t tenancy.TenantID, table string, u Update) (*Quota, error) {
+func (m *Manager) SetQuota(ctx context.Context, s tenancy.Scope, table string, u Update) (*Quota, error) {
+	t, err := scoped(s)
+	if err != nil {
+		return nil, err
+	}
 	if t.IsZero() {
 		return nil, apierr.Validationf("the operator has no quota")
 	}
@@ -133,5 +141,14 @@ func (m *Manager) SetQuota(ctx context.Context, t tenancy.TenantID, table string
 	}
 	m.applyLocked(st, m.now(), false)
 	st.mu.Unlock()
-	return m.GetQuota(ctx, t, table)
+	return m.GetQuota(ctx, s, table)
+}
+
+// scoped returns the tenant of s. Errors: Internal for a scope no guard
+// issued.
+func scoped(s tenancy.Scope) (tenancy.TenantID, error) {
+	if !s.Valid() {
+		return tenancy.TenantID{}, apierr.New(apierr.Internal, "quota: no scope")
+	}
+	return s.Tenant(), nil
 }

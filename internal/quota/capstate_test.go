@@ -124,14 +124,14 @@ func TestQuotaChangeRewritesCheckpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.add(100 * time.Second) // refilled to 10000 of 30000
-	if _, err := m1.SetQuota(context.Background(), a, "", Update{WriteUnits: f64(50)}); err != nil {
+	if _, err := m1.SetQuota(context.Background(), sys(a), "", Update{WriteUnits: f64(50)}); err != nil {
 		t.Fatal(err)
 	}
 	if err := m1.Close(); err != nil {
 		t.Fatal(err)
 	}
 	m2 := newManager(t, opts)
-	q, err := m2.GetQuota(context.Background(), a, "")
+	q, err := m2.GetQuota(context.Background(), sys(a), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +163,7 @@ func TestRememberStartsFresh(t *testing.T) {
 		t.Fatal(err)
 	}
 	m.Remember(a) // the id is created again
-	q, err := m.GetQuota(context.Background(), a, "")
+	q, err := m.GetQuota(context.Background(), sys(a), "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -94,7 +94,7 @@ func TestThrottleAndDebt(t *testing.T) {
 	m := newManager(t, Options{DB: memDB(t), Now: c.now})
 	a, b := tid(1), tid(2)
 	ctx := context.Background()
-	if _, err := m.SetQuota(ctx, a, "", Update{WriteUnits: f64(10), BurstSeconds: f64(1)}); err != nil {
+	if _, err := m.SetQuota(ctx, sys(a), "", Update{WriteUnits: f64(10), BurstSeconds: f64(1)}); err != nil {
 		t.Fatal(err)
 	}
 	put := &wire.PutItemInput{TableName: "t"}
@@ -127,7 +127,7 @@ func TestThrottleAndDebt(t *testing.T) {
 	if err := do(t, m, a, "PutItem", put, wire.Usage{WriteUnits: 1}); err != nil {
 		t.Fatalf("after refill: %v", err)
 	}
-	q, err := m.GetQuota(ctx, a, "")
+	q, err := m.GetQuota(ctx, sys(a), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +141,7 @@ func TestTableQuota(t *testing.T) {
 	m := newManager(t, Options{DB: memDB(t), Now: c.now})
 	a := tid(1)
 	ctx := context.Background()
-	if _, err := m.SetQuota(ctx, a, "hot", Update{ReadUnits: f64(2), BurstSeconds: f64(1)}); err != nil {
+	if _, err := m.SetQuota(ctx, sys(a), "hot", Update{ReadUnits: f64(2), BurstSeconds: f64(1)}); err != nil {
 		t.Fatal(err)
 	}
 	get := func(table string) error {
@@ -161,7 +161,7 @@ func TestTableQuota(t *testing.T) {
 	if err := do(t, m, a, "BatchGetItem", batch, wire.Usage{}); !apierr.Is(err, apierr.ProvisionedThroughputExceeded) {
 		t.Fatalf("batch over the limited table: %v", err)
 	}
-	q, err := m.GetQuota(ctx, a, "")
+	q, err := m.GetQuota(ctx, sys(a), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,13 +169,13 @@ func TestTableQuota(t *testing.T) {
 		t.Fatalf("table quotas = %+v", q.Tables)
 	}
 	// Removing the table's only value deletes the record.
-	if _, err := m.SetQuota(ctx, a, "hot", Update{ReadUnits: f64(0), BurstSeconds: f64(0)}); err != nil {
+	if _, err := m.SetQuota(ctx, sys(a), "hot", Update{ReadUnits: f64(0), BurstSeconds: f64(0)}); err != nil {
 		t.Fatal(err)
 	}
 	if err := get("hot"); err != nil {
 		t.Fatalf("after removing the table quota: %v", err)
 	}
-	if q, _ := m.GetQuota(ctx, a, ""); len(q.Tables) != 0 {
+	if q, _ := m.GetQuota(ctx, sys(a), ""); len(q.Tables) != 0 {
 		t.Fatalf("table quotas after removal = %+v", q.Tables)
 	}
 }
@@ -219,7 +219,7 @@ func TestDisabled(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	r, err := m.Usage(context.Background(), tid(1), time.Time{}, time.Time{})
+	r, err := m.Usage(context.Background(), sys(tid(1)), time.Time{}, time.Time{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,11 +237,11 @@ func TestValidation(t *testing.T) {
 		{BurstSeconds: f64(4000)},
 		{Weight: f64(0.001)},
 	} {
-		if _, err := m.SetQuota(ctx, tid(1), "", u); !apierr.Is(err, apierr.Validation) {
+		if _, err := m.SetQuota(ctx, sys(tid(1)), "", u); !apierr.Is(err, apierr.Validation) {
 			t.Errorf("SetQuota(%+v): err = %v, want ValidationException", u, err)
 		}
 	}
-	if _, err := m.SetQuota(ctx, tid(1), "t", Update{Weight: f64(2)}); !apierr.Is(err, apierr.Validation) {
+	if _, err := m.SetQuota(ctx, sys(tid(1)), "t", Update{Weight: f64(2)}); !apierr.Is(err, apierr.Validation) {
 		t.Errorf("table weight: err = %v, want ValidationException", err)
 	}
 }
@@ -264,10 +264,10 @@ func TestQuotasSurviveRestart(t *testing.T) {
 		return db, m
 	}
 	db, m := open()
-	if _, err := m.SetQuota(ctx, tid(1), "", Update{ReadUnits: f64(7), WriteUnits: f64(3), Weight: f64(2)}); err != nil {
+	if _, err := m.SetQuota(ctx, sys(tid(1)), "", Update{ReadUnits: f64(7), WriteUnits: f64(3), Weight: f64(2)}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := m.SetQuota(ctx, tid(1), "orders", Update{WriteUnits: f64(1), BurstSeconds: f64(1)}); err != nil {
+	if _, err := m.SetQuota(ctx, sys(tid(1)), "orders", Update{WriteUnits: f64(1), BurstSeconds: f64(1)}); err != nil {
 		t.Fatal(err)
 	}
 	if err := do(t, m, tid(1), "PutItem", &wire.PutItemInput{TableName: "orders"}, wire.Usage{WriteUnits: 2, Table: "orders"}); err != nil {
@@ -279,7 +279,7 @@ func TestQuotasSurviveRestart(t *testing.T) {
 	db, m = open()
 	defer db.Close()
 	defer m.Close()
-	q, err := m.GetQuota(ctx, tid(1), "")
+	q, err := m.GetQuota(ctx, sys(tid(1)), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -303,7 +303,7 @@ func TestQuotasSurviveRestart(t *testing.T) {
 		t.Fatalf("after restart the table quota did not apply: %v", err)
 	}
 	// And metering from before the restart is there.
-	r, err := m.Usage(ctx, tid(1), time.Time{}, time.Time{})
+	r, err := m.Usage(ctx, sys(tid(1)), time.Time{}, time.Time{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -343,7 +343,7 @@ func TestUsageReport(t *testing.T) {
 	}
 	tk.Done(nil, apierr.New(apierr.ConditionalCheckFailed, "The conditional request failed"))
 
-	r, err := m.Usage(ctx, a, t0, t0.Add(2*time.Hour))
+	r, err := m.Usage(ctx, sys(a), t0, t0.Add(2*time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -360,7 +360,7 @@ func TestUsageReport(t *testing.T) {
 		t.Fatalf("by table = %+v", r.ByTable)
 	}
 	// The default window is the last hour: both buckets overlap it.
-	r, err = m.Usage(ctx, a, time.Time{}, time.Time{})
+	r, err = m.Usage(ctx, sys(a), time.Time{}, time.Time{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -368,18 +368,18 @@ func TestUsageReport(t *testing.T) {
 		t.Fatalf("default window requests = %d, want 6", r.Requests)
 	}
 	// Only the first hour.
-	r, err = m.Usage(ctx, a, t0, t0.Add(time.Hour))
+	r, err = m.Usage(ctx, sys(a), t0, t0.Add(time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if r.Requests != 4 {
 		t.Fatalf("first hour requests = %d, want 4", r.Requests)
 	}
-	if _, err := m.Usage(ctx, a, t0.Add(time.Hour), t0); !apierr.Is(err, apierr.Validation) {
+	if _, err := m.Usage(ctx, sys(a), t0.Add(time.Hour), t0); !apierr.Is(err, apierr.Validation) {
 		t.Fatalf("inverted window: %v", err)
 	}
 	// Other tenants see nothing of it.
-	r, err = m.Usage(ctx, tid(2), t0, t0.Add(2*time.Hour))
+	r, err = m.Usage(ctx, sys(tid(2)), t0, t0.Add(2*time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -492,7 +492,7 @@ func TestTableQuotaMultiTableCharge(t *testing.T) {
 	a := tid(1)
 	ctx := context.Background()
 	for _, tb := range []string{"first", "second"} {
-		if _, err := m.SetQuota(ctx, a, tb, Update{WriteUnits: f64(10), BurstSeconds: f64(1)}); err != nil {
+		if _, err := m.SetQuota(ctx, sys(a), tb, Update{WriteUnits: f64(10), BurstSeconds: f64(1)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -512,3 +512,6 @@ func TestTableQuotaMultiTableCharge(t *testing.T) {
 		t.Fatalf("the table charged 12 of its 10 units: %v, want ProvisionedThroughputExceeded", err)
 	}
 }
+
+// sys is a scope for tenant t, as the admin plane's guard would admit one.
+func sys(t tenancy.TenantID) tenancy.Scope { return tenancy.SystemScope(t, "test") }

@@ -54,10 +54,14 @@ type Report struct {
 // MaxReportWindow bounds a usage query (a bit over a year of hours).
 const MaxReportWindow = 400 * 24 * time.Hour
 
-// Usage returns tenant t's usage in [from, to). A zero to means now; a
+// Usage returns the scope's tenant's usage in [from, to). A zero to means now; a
 // zero from means one hour before to. Errors: Validation for an inverted
 // or too long window, Internal for storage failures.
-func (m *Manager) Usage(ctx context.Context, t tenancy.TenantID, from, to time.Time) (*Report, error) {
+func (m *Manager) Usage(ctx context.Context, s tenancy.Scope, from, to time.Time) (*Report, error) {
+	t, err := scoped(s)
+	if err != nil {
+		return nil, err
+	}
 	if to.IsZero() {
 		to = m.now()
 	}
@@ -82,7 +86,7 @@ func (m *Manager) Usage(ctx context.Context, t tenancy.TenantID, from, to time.T
 	firstHour := hourOf(from)
 	lastHour := hourOf(to.Add(-time.Nanosecond)) + 1
 	hours := map[uint64]*OpUsage{}
-	err := m.meter.collect(t, firstHour, lastHour, func(hour uint64, name string, v int64) {
+	err = m.meter.collect(t, firstHour, lastHour, func(hour uint64, name string, v int64) {
 		kind, rest := name[0], name[1:]
 		h := hours[hour]
 		if h == nil {

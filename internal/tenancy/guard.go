@@ -31,7 +31,8 @@ type Action struct {
 }
 
 // Scope is a tenant-scoped (or operator-scoped) permission to run one
-// action. Only Guard.Admit creates one; the zero value is invalid.
+// action. Only the Guard (Admit, AdmitAdmin, AdmitMember) and, for the
+// server's own work, SystemScope create one; the zero value is invalid.
 type Scope struct {
 	tenant TenantID
 	env    string

@@ -3,8 +3,11 @@
 // without which no engine call can be made.
 //
 // NB: a Scope has only unexported fields and its zero value is rejected by
-// the engine; the only way to obtain one is Guard.Admit, which decides
-// whether a principal may perform an action. The tenant is therefore never
+// the engine; the only way to obtain one is the Guard, which decides
+// whether a principal may perform an action: Admit for the data plane,
+// AdmitAdmin for the admin plane (/v1/), AdmitMember for a platform
+// user's membership. SystemScope, for the server's own work without a
+// request, is allowed only where internal/lint lists it. The tenant is therefore never
 // read from a request body, a header other than the credential, or a
 // context value: forgetting to pass a Scope fails to compile.
 package tenancy

@@ -26,6 +26,7 @@ import (
 
 	"github.com/tenantdb/tenantdb/internal/node"
 	"github.com/tenantdb/tenantdb/internal/quota"
+	"github.com/tenantdb/tenantdb/internal/tenancy"
 )
 
 // Concurrency is the number of client connections, as in issue 2's
@@ -75,7 +76,7 @@ func startTenantDB(b *testing.B, o node.Options) *target {
 	}
 	ik := n.Bootstrap().Default
 	units := 1e9
-	if _, err := n.Quotas().SetQuota(ctx, ik.Tenant, "", quota.Update{ReadUnits: &units, WriteUnits: &units}); err != nil {
+	if _, err := n.Quotas().SetQuota(ctx, tenancy.SystemScope(ik.Tenant, "bench"), "", quota.Update{ReadUnits: &units, WriteUnits: &units}); err != nil {
 		b.Fatal(err)
 	}
 	served := make(chan error, 1)

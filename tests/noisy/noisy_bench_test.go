@@ -263,7 +263,7 @@ func BenchmarkNoisyNeighbour(b *testing.B) {
 			solo := runVictim(e, *victimRate, d)
 
 			// Phase 2: the aggressor at 10x a quota of 100 units/s.
-			if _, err := e.q.SetQuota(ctx, e.a.id, "", quota.Update{ReadUnits: f64(100), WriteUnits: f64(100), BurstSeconds: f64(1)}); err != nil {
+			if _, err := e.q.SetQuota(ctx, tenancy.SystemScope(e.a.id, "bench"), "", quota.Update{ReadUnits: f64(100), WriteUnits: f64(100), BurstSeconds: f64(1)}); err != nil {
 				b.Fatal(err)
 			}
 			stop := make(chan struct{})
@@ -277,7 +277,7 @@ func BenchmarkNoisyNeighbour(b *testing.B) {
 			done.Wait()
 
 			// Phase 3: the aggressor within a quota out of reach, unbounded.
-			if _, err := e.q.SetQuota(ctx, e.a.id, "", quota.Update{ReadUnits: f64(1e9), WriteUnits: f64(1e9)}); err != nil {
+			if _, err := e.q.SetQuota(ctx, tenancy.SystemScope(e.a.id, "bench"), "", quota.Update{ReadUnits: f64(1e9), WriteUnits: f64(1e9)}); err != nil {
 				b.Fatal(err)
 			}
 			stop = make(chan struct{})

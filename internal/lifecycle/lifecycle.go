@@ -1,0 +1,121 @@
+// Package lifecycle creates, suspends, resumes and deletes tenants across
+// everything that keeps state for one: the catalog (the tenant's record,
+// credentials and memberships), the audit log, the quota manager's buckets
+// and the engine's data outside the tenant's key range (silo stores,
+// cached tables).
+//
+// The admin plane calls it with the tenancy.Scope the guard admitted;
+// the parts it coordinates are named in Options, so nothing is found by
+// type assertion.
+package lifecycle
+
+import (
+	"context"
+
+	"github.com/tenantdb/tenantdb/internal/apierr"
+	"github.com/tenantdb/tenantdb/internal/audit"
+	"github.com/tenantdb/tenantdb/internal/catalog"
+	"github.com/tenantdb/tenantdb/internal/quota"
+	"github.com/tenantdb/tenantdb/internal/tenancy"
+)
+
+// Engine is the part of a storage engine that keeps a tenant's data
+// outside its key range. The embedded engine implements it.
+type Engine interface {
+	// DropTenant forgets the scope's tenant's data outside its key range
+	// and refuses its later writes. It is idempotent.
+	DropTenant(ctx context.Context, s tenancy.Scope) error
+	// ReviveTenant lifts DropTenant's refusal of writes, for a tenant
+	// created again with a deleted tenant's id.
+	ReviveTenant(s tenancy.Scope)
+}
+
+// Options name the parts a tenant's lifecycle touches. Catalog and Audit
+// are required; Quotas and Engine may be nil (a server without them keeps
+// no tenant state there).
+type Options struct {
+	Catalog *catalog.Catalog
+	Audit   *audit.Log
+	Quotas  *quota.Manager
+	Engine  Engine
+}
+
+// Service is the tenant lifecycle.
+type Service struct {
+	o Options
+}
+
+// New returns the lifecycle over o's parts.
+func New(o Options) *Service { return &Service{o: o} }
+
+// Create creates tenant nt, acting on the platform scope of the operator
+// (an operator Scope bound to no tenant). A tenant created with an
+// explicit id may be a deleted tenant's: its refusal of writes in the
+// engine is lifted and its quota state is remembered again. Errors: those
+// of catalog.CreateTenant; AccessDenied for another scope.
+func (s *Service) Create(ctx context.Context, platform tenancy.Scope, nt catalog.NewTenant) (catalog.Tenant, error) {
+	if !platform.Valid() || !platform.IsOperator() || !platform.Tenant().IsZero() {
+		return catalog.Tenant{}, apierr.New(apierr.AccessDenied, "only the operator may create tenants")
+	}
+	explicit := !nt.ID.IsZero()
+	t, err := s.o.Catalog.CreateTenant(ctx, nt)
+	if err != nil {
+		return t, err
+	}
+	if explicit {
+		// NB: the new tenant did not exist when the guard admitted the
+		// operator; this is the one scope of it the creation itself needs.
+		ns := tenancy.SystemScope(t.ID, "tenant.create")
+		if s.o.Engine != nil {
+			s.o.Engine.ReviveTenant(ns)
+		}
+		if s.o.Quotas != nil {
+			s.o.Quotas.Remember(t.ID)
+		}
+	}
+	return t, nil
+}
+
+// Suspend suspends the scope's tenant: its credentials are refused from
+// the next request. Errors: those of catalog.SetStatus.
+func (s *Service) Suspend(ctx context.Context, sc tenancy.Scope) (catalog.Tenant, error) {
+	return s.o.Catalog.SetStatus(ctx, sc, catalog.Suspended)
+}
+
+// Resume makes the scope's tenant active again. Errors: those of
+// catalog.SetStatus.
+func (s *Service) Resume(ctx context.Context, sc tenancy.Scope) (catalog.Tenant, error) {
+	return s.o.Catalog.SetStatus(ctx, sc, catalog.Active)
+}
+
+// Delete deletes the scope's tenant and everything it owns: its audit log
+// is retired and its quota buckets forgotten first (so no late record or
+// checkpoint lands in its range), then the catalog marks it deleting,
+// drops the engine's data and deletes its key range. If that fails, the
+// log and buckets are restored and the deletion can be retried.
+func (s *Service) Delete(ctx context.Context, sc tenancy.Scope) error {
+	if !sc.Valid() || sc.Tenant().IsZero() {
+		return apierr.New(apierr.Internal, "lifecycle: no tenant to delete")
+	}
+	id := sc.Tenant()
+	// NB: the log is retired before the tenant's range is deleted, so that
+	// no late record (a denial racing the deletion) lands in it after.
+	s.o.Audit.Retire(id)
+	// NB: so are the checkpoints of its token buckets.
+	if s.o.Quotas != nil {
+		s.o.Quotas.Forget(id)
+	}
+	var drop func(context.Context, tenancy.Scope) error
+	if s.o.Engine != nil {
+		drop = s.o.Engine.DropTenant
+	}
+	if err := s.o.Catalog.DeleteTenant(ctx, sc, drop); err != nil {
+		s.o.Audit.Unretire(id)
+		if s.o.Quotas != nil {
+			s.o.Quotas.Remember(id)
+		}
+		return err
+	}
+	s.o.Audit.Forget(id)
+	return nil
+}
