@@ -47,7 +47,7 @@ func TestLimitedChargesEveryOperation(t *testing.T) {
 			t.Errorf("request %d reached the wrapped handler as %s, want %s", i, next.got[i].Name, op.Name)
 		}
 	}
-	r, err := m.Usage(ctx, a, t0, t0.Add(time.Hour))
+	r, err := m.Usage(ctx, sys(a), t0, t0.Add(time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func TestLimitedRejectsBeforeForwarding(t *testing.T) {
 	if len(next.got) != 1 {
 		t.Errorf("%d requests reached the wrapped handler, want 1", len(next.got))
 	}
-	r, err := m.Usage(ctx, a, t0, t0.Add(time.Hour))
+	r, err := m.Usage(ctx, sys(a), t0, t0.Add(time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}
