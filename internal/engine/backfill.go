@@ -2,6 +2,7 @@ package engine
 
 import (
 	"errors"
+	"github.com/tenantdb/tenantdb/internal/schema"
 
 	"github.com/tenantdb/tenantdb/internal/apierr"
 	"github.com/tenantdb/tenantdb/internal/attr"
@@ -14,7 +15,7 @@ var errIndexGone = errors.New("engine: index gone")
 
 // resumeBackfills starts the backfill of every index of t still CREATING
 // (after a restart, or when a tenant's tables are first loaded).
-func (e *Engine) resumeBackfills(t *Table) {
+func (e *Engine) resumeBackfills(t *schema.Table) {
 	for _, ix := range t.Indexes {
 		if ix.Status == "CREATING" {
 			e.startBackfill(t.ID, ix.No)
@@ -44,7 +45,7 @@ func (e *Engine) startBackfill(id uint64, no uint16) {
 
 // indexOf returns the current definitions of table id and its index no,
 // or errIndexGone.
-func (e *Engine) indexOf(id uint64, no uint16) (*Table, *Index, error) {
+func (e *Engine) indexOf(id uint64, no uint16) (*schema.Table, *schema.Index, error) {
 	e.mu.RLock()
 	t := e.byID[id]
 	e.mu.RUnlock()
@@ -105,7 +106,7 @@ func (e *Engine) backfill(id uint64, no uint16) error {
 	if ix.Status != "CREATING" {
 		return nil
 	}
-	c := t.clone()
+	c := t.Clone()
 	for _, x := range c.Indexes {
 		if x.No == no {
 			x.Status, x.Backfilling = "ACTIVE", false
@@ -131,7 +132,7 @@ func (e *Engine) backfillChunk(db *storage.DB, ns []byte, id uint64, no uint16, 
 		if item == nil {
 			continue
 		}
-		ik := t.indexKey(ns, ix, item)
+		ik := indexKey(t, ns, ix, item)
 		if ik == nil {
 			continue // sparse, or an index key of the wrong type
 		}
@@ -140,7 +141,7 @@ func (e *Engine) backfillChunk(db *storage.DB, ns []byte, id uint64, no uint16, 
 		} else if !errors.Is(err, storage.ErrNotFound) {
 			return apierr.Wrap(apierr.Internal, err, "reading index entry")
 		}
-		entry := t.indexEntry(ix, item)
+		entry := indexEntry(t, ix, item)
 		b.Set(ik, attr.EncodeItem(entry))
 		addCounters(b, ns, id, no, 1, int64(attr.ItemSize(entry)))
 	}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"github.com/tenantdb/tenantdb/internal/schema"
 	"time"
 
 	"github.com/tenantdb/tenantdb/internal/apierr"
@@ -14,7 +15,7 @@ import (
 // Options.TTLInterval; negative disables it).
 func (e *Engine) startBackground() {
 	e.mu.RLock()
-	var tables []*Table
+	var tables []*schema.Table
 	for _, t := range e.shared {
 		tables = append(tables, t)
 	}
@@ -127,7 +128,7 @@ func beUint64(b []byte) uint64 {
 
 // tableByID returns the current definition of table id, loading the
 // tenant tables of namespace ns if needed (nil if the table is gone).
-func (e *Engine) tableByID(id uint64, ns []byte) (*Table, error) {
+func (e *Engine) tableByID(id uint64, ns []byte) (*schema.Table, error) {
 	e.mu.RLock()
 	t := e.byID[id]
 	e.mu.RUnlock()

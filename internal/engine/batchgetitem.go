@@ -70,13 +70,13 @@ func (e *Engine) BatchGetItem(ctx context.Context, s tenancy.Scope, in *wire.Bat
 		}
 		seen := map[string]bool{}
 		for _, k := range ka.Keys {
-			if err := h.t.validateKey(k); err != nil {
+			if err := h.t.ValidateKey(k); err != nil {
 				return nil, err
 			}
 			if err := h.checkLeadingKey(k[h.t.Hash.Name]); err != nil {
 				return nil, err
 			}
-			pk := string(h.t.itemKey(h.ns, k))
+			pk := string(itemKey(h.t, h.ns, k))
 			if seen[pk] {
 				return nil, apierr.Validationf("Provided list of item keys contains duplicates")
 			}

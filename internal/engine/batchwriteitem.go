@@ -56,7 +56,7 @@ func (e *Engine) BatchWriteItem(ctx context.Context, s tenancy.Scope, in *wire.B
 			switch {
 			case r.PutRequest != nil && r.DeleteRequest == nil:
 				item := r.PutRequest.Item
-				if err := h.t.validateItemKeys(item); err != nil {
+				if err := h.t.ValidateItemKeys(item); err != nil {
 					return nil, err
 				}
 				if err := checkItemSize(item, false); err != nil {
@@ -65,10 +65,10 @@ func (e *Engine) BatchWriteItem(ctx context.Context, s tenancy.Scope, in *wire.B
 				if err := h.checkWriteLeadingKeys(item); err != nil {
 					return nil, err
 				}
-				w = newWrite(h, h.t.keyOf(item))
+				w = newWrite(h, h.t.KeyOf(item))
 				w.put, w.new = true, item
 			case r.DeleteRequest != nil && r.PutRequest == nil:
-				if err := h.t.validateKey(r.DeleteRequest.Key); err != nil {
+				if err := h.t.ValidateKey(r.DeleteRequest.Key); err != nil {
 					return nil, err
 				}
 				if err := h.checkLeadingKey(r.DeleteRequest.Key[h.t.Hash.Name]); err != nil {

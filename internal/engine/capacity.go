@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"github.com/tenantdb/tenantdb/internal/schema"
 	"math"
 
 	"github.com/tenantdb/tenantdb/internal/wire"
@@ -55,7 +56,7 @@ type capTally struct {
 
 type tableTally struct {
 	units   float64
-	indexes map[*Index]float64
+	indexes map[*schema.Index]float64
 }
 
 func (c *capTally) table(name string) *tableTally {
@@ -77,7 +78,7 @@ func (c *capTally) addWrite(name string, w writeCost, factor float64) {
 	tt.units += w.table * factor
 	for ix, u := range w.indexes {
 		if tt.indexes == nil {
-			tt.indexes = map[*Index]float64{}
+			tt.indexes = map[*schema.Index]float64{}
 		}
 		tt.indexes[ix] += u * factor
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/tenantdb/tenantdb/internal/schema"
 	"os"
 	"strings"
 
@@ -36,7 +37,7 @@ const (
 )
 
 // tableDefKey returns the key of t's persisted definition.
-func tableDefKey(t *Table) []byte {
+func tableDefKey(t *schema.Table) []byte {
 	if t.Shared() {
 		return keyspace.SharedTable(t.Name)
 	}
@@ -44,7 +45,7 @@ func tableDefKey(t *Table) []byte {
 }
 
 // ownerNS returns the namespace a tenant table's definition lives in.
-func ownerNS(t *Table) []byte { return keyspace.Namespace(t.Owner, t.OwnerEnv) }
+func ownerNS(t *schema.Table) []byte { return keyspace.Namespace(t.Owner, t.OwnerEnv) }
 
 // nextTableID allocates a table id. Ids are never reused, so data left
 // behind by a dropped table can never show through a new table of the
@@ -70,17 +71,17 @@ func (e *Engine) nextTableID() (uint64, error) {
 }
 
 // saveTable adds t's definition to b.
-func saveTable(b *storage.Batch, t *Table) error {
-	v, err := json.Marshal(t)
+func saveTable(b *storage.Batch, t *schema.Table) error {
+	v, err := schema.Encode(t)
 	if err != nil {
-		return apierr.Wrap(apierr.Internal, err, "encoding table definition")
+		return err
 	}
 	b.Set(tableDefKey(t), v)
 	return nil
 }
 
 // persist durably stores t's definition and publishes it. REQUIRES: e.ddl.
-func (e *Engine) persist(t *Table) error {
+func (e *Engine) persist(t *schema.Table) error {
 	b := e.db.NewBatch()
 	defer b.Close()
 	if err := saveTable(b, t); err != nil {
@@ -94,7 +95,7 @@ func (e *Engine) persist(t *Table) error {
 }
 
 // publish makes t the current definition of its table. REQUIRES: e.ddl.
-func (e *Engine) publish(t *Table) {
+func (e *Engine) publish(t *schema.Table) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.byID[t.ID] = t
@@ -107,7 +108,7 @@ func (e *Engine) publish(t *Table) {
 	if !loaded {
 		return // loaded from storage, with t, on first use
 	}
-	m := make(map[string]*Table, len(cur)+1)
+	m := make(map[string]*schema.Table, len(cur)+1)
 	for k, v := range cur {
 		m[k] = v
 	}
@@ -116,7 +117,7 @@ func (e *Engine) publish(t *Table) {
 }
 
 // unpublish removes t from the catalog maps. REQUIRES: e.ddl.
-func (e *Engine) unpublish(t *Table) {
+func (e *Engine) unpublish(t *schema.Table) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	delete(e.byID, t.ID)
@@ -131,7 +132,7 @@ func (e *Engine) unpublish(t *Table) {
 	if !loaded {
 		return
 	}
-	m := make(map[string]*Table, len(cur))
+	m := make(map[string]*schema.Table, len(cur))
 	for k, v := range cur {
 		if v.ID != t.ID {
 			m[k] = v
@@ -230,7 +231,7 @@ func (e *Engine) drop(r dropRecord) error {
 	if err != nil {
 		return err
 	}
-	stub := &Table{ID: r.Table, Isolation: r.Isolate}
+	stub := &schema.Table{ID: r.Table, Isolation: r.Isolate}
 	for _, ns := range nss {
 		tenant := tenantOfNS(ns)
 		db, err := e.storeForTenant(tenant, stub)
@@ -298,7 +299,7 @@ func (e *Engine) closeSilo(tenant tenancy.TenantID, id uint64) {
 // backfill find a shared table's tenants this way). If db is the main
 // store the record joins b; otherwise it is written to the main store
 // first. It returns the cache key to mark once the write is applied, or "".
-func (e *Engine) noteNamespace(b *storage.Batch, db *storage.DB, t *Table, ns []byte) (string, error) {
+func (e *Engine) noteNamespace(b *storage.Batch, db *storage.DB, t *schema.Table, ns []byte) (string, error) {
 	var buf [96]byte // NB: a write's key is built here and copied only on a miss
 	k := appendRegKey(buf[:0], t.ID, ns)
 	if _, ok := e.registered.Load(string(k)); ok {
@@ -325,7 +326,7 @@ func (e *Engine) tableARN(name string) string {
 
 // canManage reports whether scope s may change table t (DDL, TTL, tags):
 // the operator for shared tables, a tenant admin for its own tables.
-func canManage(s tenancy.Scope, t *Table) bool {
+func canManage(s tenancy.Scope, t *schema.Table) bool {
 	if s.Bypassed() {
 		return true
 	}
@@ -335,7 +336,7 @@ func canManage(s tenancy.Scope, t *Table) bool {
 	return s.CanManageTenantTables() && s.Tenant() == t.Owner
 }
 
-func (e *Engine) denyManage(s tenancy.Scope, t *Table) error {
+func (e *Engine) denyManage(s tenancy.Scope, t *schema.Table) error {
 	return apierr.New(apierr.AccessDenied, "User: %s is not authorized to perform: dynamodb:%s on resource: %s",
 		s.KeyID(), s.Action(), e.tableARN(t.Name))
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	"github.com/tenantdb/tenantdb/internal/schema"
 	"sort"
 	"strings"
 
@@ -82,8 +83,8 @@ func (e *Engine) CreateTable(ctx context.Context, s tenancy.Scope, in *wire.Crea
 
 // buildTable validates a CreateTable request as DynamoDB does and returns
 // the new table's definition (without id, owner and times).
-func (e *Engine) buildTable(in *wire.CreateTableInput) (*Table, error) {
-	if err := validateTableName(in.TableName); err != nil {
+func (e *Engine) buildTable(in *wire.CreateTableInput) (*schema.Table, error) {
+	if err := schema.ValidateTableName(in.TableName); err != nil {
 		return nil, err
 	}
 	defs, err := checkAttrDefs(in.AttributeDefinitions)
@@ -97,7 +98,7 @@ func (e *Engine) buildTable(in *wire.CreateTableInput) (*Table, error) {
 	if billing == "" {
 		billing = "PROVISIONED"
 	}
-	t := &Table{
+	t := &schema.Table{
 		UUID:        newUUID(),
 		Name:        in.TableName,
 		Status:      "ACTIVE",
@@ -235,7 +236,7 @@ func checkAttrDefs(defs []wire.AttributeDefinition) (map[string]attr.Type, error
 
 // checkKeySchema validates a table's or index's key schema against the
 // attribute definitions.
-func checkKeySchema(ks []wire.KeySchemaElement, defs map[string]attr.Type, field string) (h, r KeyAttr, err error) {
+func checkKeySchema(ks []wire.KeySchemaElement, defs map[string]attr.Type, field string) (h, r schema.KeyAttr, err error) {
 	if len(ks) == 0 {
 		return h, r, apierr.Validationf("1 validation error detected: Value '[]' at '%s' failed to satisfy constraint: Member must have length greater than or equal to 1", field)
 	}
@@ -276,16 +277,16 @@ func checkKeySchema(ks []wire.KeySchemaElement, defs map[string]attr.Type, field
 	if len(ks) == 2 && ks[1].KeyType != "RANGE" {
 		return h, r, apierr.Validationf("Invalid KeySchema: The second KeySchemaElement is not a RANGE key type")
 	}
-	h = KeyAttr{Name: ks[0].AttributeName, Type: defs[ks[0].AttributeName]}
+	h = schema.KeyAttr{Name: ks[0].AttributeName, Type: defs[ks[0].AttributeName]}
 	if len(ks) == 2 {
-		r = KeyAttr{Name: ks[1].AttributeName, Type: defs[ks[1].AttributeName]}
+		r = schema.KeyAttr{Name: ks[1].AttributeName, Type: defs[ks[1].AttributeName]}
 	}
 	return h, r, nil
 }
 
 // checkIndex validates one index definition.
-func checkIndex(name string, ks []wire.KeySchemaElement, p *wire.Projection, defs map[string]attr.Type, field string) (*Index, error) {
-	if err := validateIndexName(name, field+".indexName"); err != nil {
+func checkIndex(name string, ks []wire.KeySchemaElement, p *wire.Projection, defs map[string]attr.Type, field string) (*schema.Index, error) {
+	if err := schema.ValidateIndexName(name, field+".indexName"); err != nil {
 		return nil, err
 	}
 	h, r, err := checkKeySchema(ks, defs, field+".keySchema")
@@ -318,7 +319,7 @@ func checkIndex(name string, ks []wire.KeySchemaElement, p *wire.Projection, def
 		}
 		seen[n] = true
 	}
-	return &Index{
+	return &schema.Index{
 		Name:           name,
 		Hash:           h,
 		Range:          r,
@@ -327,25 +328,12 @@ func checkIndex(name string, ks []wire.KeySchemaElement, p *wire.Projection, def
 	}, nil
 }
 
-func validateIndexName(name, field string) error {
-	if len(name) < 3 || len(name) > 255 {
-		return apierr.Validationf("1 validation error detected: Value '%s' at '%s' failed to satisfy constraint: Member must have length between 3 and 255", name, field)
-	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.') {
-			return apierr.Validationf("1 validation error detected: Value '%s' at '%s' failed to satisfy constraint: Member must satisfy regular expression pattern: [a-zA-Z0-9_.-]+", name, field)
-		}
-	}
-	return nil
-}
-
 // checkDefsUsed enforces that every attribute definition is a key of the
 // table or of an index.
-func checkDefsUsed(t *Table, defs []wire.AttributeDefinition) error {
+func checkDefsUsed(t *schema.Table, defs []wire.AttributeDefinition) error {
 	used := map[string]bool{}
 	var keys []string
-	note := func(k KeyAttr) {
+	note := func(k schema.KeyAttr) {
 		if k.Name != "" && !used[k.Name] {
 			used[k.Name] = true
 			keys = append(keys, k.Name)
@@ -478,7 +466,7 @@ func checkTags(tags []wire.Tag, atCreate bool) error {
 
 // applyIsolationTags reads tenantdb:isolation and
 // tenantdb:leading-key-pattern from t's tags.
-func applyIsolationTags(t *Table) error {
+func applyIsolationTags(t *schema.Table) error {
 	var mode, pattern string
 	var hasMode, hasPattern bool
 	for _, tg := range t.Tags {
@@ -518,7 +506,7 @@ func applyIsolationTags(t *Table) error {
 
 // checkLeadingKeyTypes requires string partition keys on a leading-keys
 // table and its GSIs: the pattern is a string prefix.
-func checkLeadingKeyTypes(t *Table) error {
+func checkLeadingKeyTypes(t *schema.Table) error {
 	if t.Isolation != tenancy.LeadingKeys {
 		return nil
 	}

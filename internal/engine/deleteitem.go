@@ -40,7 +40,7 @@ func (e *Engine) DeleteItem(ctx context.Context, s tenancy.Scope, in *wire.Delet
 	if err != nil {
 		return nil, err
 	}
-	if err := h.t.validateKey(in.Key); err != nil {
+	if err := h.t.ValidateKey(in.Key); err != nil {
 		return nil, err
 	}
 	if err := h.checkLeadingKey(in.Key[h.t.Hash.Name]); err != nil {

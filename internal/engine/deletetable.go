@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"github.com/tenantdb/tenantdb/internal/schema"
 
 	"github.com/tenantdb/tenantdb/internal/apierr"
 	"github.com/tenantdb/tenantdb/internal/tenancy"
@@ -20,7 +21,7 @@ func (e *Engine) DeleteTable(ctx context.Context, s tenancy.Scope, in *wire.Dele
 	if err := check(ctx, s); err != nil {
 		return nil, err
 	}
-	if err := validateTableName(in.TableName); err != nil {
+	if err := schema.ValidateTableName(in.TableName); err != nil {
 		return nil, err
 	}
 	e.ddl.Lock()

@@ -3,6 +3,7 @@ package engine
 import (
 	"github.com/tenantdb/tenantdb/internal/apierr"
 	"github.com/tenantdb/tenantdb/internal/keyspace"
+	"github.com/tenantdb/tenantdb/internal/schema"
 	"github.com/tenantdb/tenantdb/internal/tenancy"
 	"github.com/tenantdb/tenantdb/internal/wire"
 )
@@ -12,7 +13,7 @@ type tableStats map[uint16][2]int64 // index no (0 = table) -> {items, bytes}
 
 // statsFor reads scope s's own counters of table t. The operator, which
 // must never learn anything about tenant data, gets none.
-func (e *Engine) statsFor(s tenancy.Scope, t *Table) (tableStats, error) {
+func (e *Engine) statsFor(s tenancy.Scope, t *schema.Table) (tableStats, error) {
 	st := tableStats{}
 	if s.Tenant().IsZero() {
 		return st, nil
@@ -40,7 +41,7 @@ func (e *Engine) statsFor(s tenancy.Scope, t *Table) (tableStats, error) {
 	return st, nil
 }
 
-func keySchema(h, r KeyAttr) []wire.KeySchemaElement {
+func keySchema(h, r schema.KeyAttr) []wire.KeySchemaElement {
 	ks := []wire.KeySchemaElement{{AttributeName: h.Name, KeyType: "HASH"}}
 	if r.Name != "" {
 		ks = append(ks, wire.KeySchemaElement{AttributeName: r.Name, KeyType: "RANGE"})
@@ -52,7 +53,7 @@ func throughput(rcu, wcu int64) *wire.ProvisionedThroughputDescription {
 	return &wire.ProvisionedThroughputDescription{ReadCapacityUnits: rcu, WriteCapacityUnits: wcu}
 }
 
-func projectionOf(ix *Index) *wire.Projection {
+func projectionOf(ix *schema.Index) *wire.Projection {
 	p := &wire.Projection{ProjectionType: ix.ProjectionType}
 	if ix.ProjectionType == "INCLUDE" {
 		p.NonKeyAttributes = append([]string(nil), ix.NonKey...)
@@ -63,7 +64,7 @@ func projectionOf(ix *Index) *wire.Projection {
 func epoch(t interface{ UnixNano() int64 }) float64 { return float64(t.UnixNano()/1e6) / 1e3 }
 
 // describe returns t's description with the statistics st (nil: zeros).
-func (e *Engine) describe(t *Table, st tableStats) *wire.TableDescription {
+func (e *Engine) describe(t *schema.Table, st tableStats) *wire.TableDescription {
 	arn := e.tableARN(t.Name)
 	d := &wire.TableDescription{
 		AttributeDefinitions:      append([]wire.AttributeDefinition(nil), t.AttrDefs...),

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"github.com/tenantdb/tenantdb/internal/schema"
 
 	"github.com/tenantdb/tenantdb/internal/tenancy"
 	"github.com/tenantdb/tenantdb/internal/wire"
@@ -14,7 +15,7 @@ func (e *Engine) DescribeTable(ctx context.Context, s tenancy.Scope, in *wire.De
 	if err := check(ctx, s); err != nil {
 		return nil, err
 	}
-	if err := validateTableName(in.TableName); err != nil {
+	if err := schema.ValidateTableName(in.TableName); err != nil {
 		return nil, err
 	}
 	t, err := e.lookup(s, in.TableName)

@@ -10,6 +10,7 @@ package engine
 
 import (
 	"context"
+	"github.com/tenantdb/tenantdb/internal/schema"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -65,10 +66,10 @@ type Engine struct {
 	ddl sync.Mutex
 
 	mu     sync.RWMutex
-	shared map[string]*Table            // shared tables by name
-	owned  map[string]map[string]*Table // tenant-owned tables: namespace key -> name -> table (copy-on-write)
-	byID   map[uint64]*Table            // every loaded table by id
-	silos  map[string]*storage.DB       // silo stores by tenant+table id
+	shared map[string]*schema.Table            // shared tables by name
+	owned  map[string]map[string]*schema.Table // tenant-owned tables: namespace key -> name -> table (copy-on-write)
+	byID   map[uint64]*schema.Table            // every loaded table by id
+	silos  map[string]*storage.DB              // silo stores by tenant+table id
 	// opening holds the silo stores being opened, outside mu (see
 	// openSilo); openStore is storage.Open (tests slow it down).
 	opening   map[string]*siloOpen
@@ -125,9 +126,9 @@ func Open(db *storage.DB, opts Options) (*Engine, error) {
 		opts:   opts,
 		log:    opts.Logger,
 		closed: make(chan struct{}),
-		shared: map[string]*Table{},
-		owned:  map[string]map[string]*Table{},
-		byID:   map[uint64]*Table{},
+		shared: map[string]*schema.Table{},
+		owned:  map[string]map[string]*schema.Table{},
+		byID:   map[uint64]*schema.Table{},
 		silos:  map[string]*storage.DB{},
 
 		opening:   map[string]*siloOpen{},

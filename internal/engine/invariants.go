@@ -46,7 +46,7 @@ func checkIndexEntries(w *itemWrite) {
 		if nu == nil {
 			continue // the old entry's absence is checked by its key below
 		}
-		k := t.indexKey(ns, ix, nu)
+		k := indexKey(t, ns, ix, nu)
 		if k == nil {
 			continue
 		}
@@ -58,7 +58,7 @@ func checkIndexEntries(w *itemWrite) {
 			return // I/O errors are reported elsewhere
 		}
 		got, err := attr.DecodeItem(v)
-		if err != nil || !attr.EqualItems(got, t.indexEntry(ix, nu)) {
+		if err != nil || !attr.EqualItems(got, indexEntry(t, ix, nu)) {
 			panic(fmt.Sprintf("engine invariant: index %s entry differs from the base item", ix.Name))
 		}
 	}
@@ -67,8 +67,8 @@ func checkIndexEntries(w *itemWrite) {
 			if ix.Backfilling {
 				continue
 			}
-			ok := t.indexKey(ns, ix, w.old)
-			if ok == nil || (nu != nil && bytes.Equal(ok, t.indexKey(ns, ix, nu))) {
+			ok := indexKey(t, ns, ix, w.old)
+			if ok == nil || (nu != nil && bytes.Equal(ok, indexKey(t, ns, ix, nu))) {
 				continue
 			}
 			if _, err := w.h.db.Get(ok); err == nil {

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"github.com/tenantdb/tenantdb/internal/schema"
 	"sort"
 
 	"github.com/tenantdb/tenantdb/internal/apierr"
@@ -27,7 +28,7 @@ func (e *Engine) ListTables(ctx context.Context, s tenancy.Scope, in *wire.ListT
 		}
 	}
 	if in.ExclusiveStartTableName != "" {
-		if err := validateTableName(in.ExclusiveStartTableName); err != nil {
+		if err := schema.ValidateTableName(in.ExclusiveStartTableName); err != nil {
 			return nil, err
 		}
 	}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"errors"
+	"github.com/tenantdb/tenantdb/internal/schema"
 
 	"github.com/tenantdb/tenantdb/internal/apierr"
 	"github.com/tenantdb/tenantdb/internal/attr"
@@ -22,9 +23,9 @@ import (
 // and returns its physical key in the handle's namespace. The token must
 // hold exactly the table's key attributes plus, for index reads, the
 // index's, with the schema's types.
-func (h *handle) startKey(ix *Index, esk attr.Item) ([]byte, error) {
+func (h *handle) startKey(ix *schema.Index, esk attr.Item) ([]byte, error) {
 	t := h.t
-	want := t.pageKeyAttrs(ix)
+	want := pageKeyAttrs(t, ix)
 	if len(esk) != len(want) {
 		return nil, errStartKey("The provided key element does not match the schema")
 	}
@@ -34,7 +35,7 @@ func (h *handle) startKey(ix *Index, esk attr.Item) ([]byte, error) {
 			return nil, errStartKey("The provided key element does not match the schema")
 		}
 		isRange := k.Name == t.Range.Name || (ix != nil && k.Name == ix.Range.Name)
-		if err := checkKeyValue(k, v, true, isRange); err != nil {
+		if err := schema.CheckKeyValue(k, v, true, isRange); err != nil {
 			var ae *apierr.Error
 			if errors.As(err, &ae) {
 				return nil, errStartKey("%s", ae.Message)
@@ -51,14 +52,14 @@ func (h *handle) startKey(ix *Index, esk attr.Item) ([]byte, error) {
 		if err := h.checkLeadingKey(esk[ix.Hash.Name]); err != nil {
 			return nil, err
 		}
-		return t.indexKey(h.ns, ix, esk), nil
+		return indexKey(t, h.ns, ix, esk), nil
 	}
-	return t.itemKey(h.ns, esk), nil
+	return itemKey(t, h.ns, esk), nil
 }
 
 // startSegment reports whether the partition of an ExclusiveStartKey (of
 // the table, or of index ix) falls into parallel Scan segment seg of total.
-func (t *Table) startSegment(ix *Index, esk attr.Item, seg, total int) bool {
+func startSegment(t *schema.Table, ix *schema.Index, esk attr.Item, seg, total int) bool {
 	pk := t.Hash.Name
 	if ix != nil {
 		pk = ix.Hash.Name

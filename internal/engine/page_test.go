@@ -228,7 +228,7 @@ func TestForgedStartKeys(t *testing.T) {
 	rest, _ := qtScanAll(t, e, b, wire.ScanInput{TableName: "Orders", ExclusiveStartKey: tokens[0]})
 	var want []attr.Item
 	for i, it := range all {
-		if attr.EqualItems(h.t.keyOf(it), tokens[0]) {
+		if attr.EqualItems(h.t.KeyOf(it), tokens[0]) {
 			want = all[i+1:]
 		}
 	}

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"github.com/tenantdb/tenantdb/internal/schema"
 	"strings"
 
 	"github.com/tenantdb/tenantdb/internal/apierr"
@@ -176,7 +177,7 @@ func itemCollectionMetrics(h *handle, ricm string, key attr.Item) *wire.ItemColl
 
 // checkItemSize enforces the 400 KB item limit.
 func checkItemSize(it attr.Item, update bool) error {
-	if attr.ItemSize(it) <= maxItemBytes {
+	if attr.ItemSize(it) <= schema.MaxItemBytes {
 		return nil
 	}
 	if update {

@@ -40,7 +40,7 @@ func (e *Engine) PutItem(ctx context.Context, s tenancy.Scope, in *wire.PutItemI
 	if err != nil {
 		return nil, err
 	}
-	if err := h.t.validateItemKeys(in.Item); err != nil {
+	if err := h.t.ValidateItemKeys(in.Item); err != nil {
 		return nil, err
 	}
 	if err := checkItemSize(in.Item, false); err != nil {
@@ -50,7 +50,7 @@ func (e *Engine) PutItem(ctx context.Context, s tenancy.Scope, in *wire.PutItemI
 		return nil, err
 	}
 
-	w := newWrite(h, h.t.keyOf(in.Item))
+	w := newWrite(h, h.t.KeyOf(in.Item))
 	w.sizeOnly = cond == nil && in.ReturnValues != rvAllOld
 	err = e.locked([]*itemWrite{w}, nil, func() error {
 		ok, err := evalCondition(cond, w.old)

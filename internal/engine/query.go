@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"github.com/tenantdb/tenantdb/internal/schema"
 
 	"github.com/tenantdb/tenantdb/internal/apierr"
 	"github.com/tenantdb/tenantdb/internal/attr"
@@ -30,7 +31,7 @@ func (e *Engine) Query(ctx context.Context, s tenancy.Scope, in *wire.QueryInput
 	if err != nil {
 		return nil, err
 	}
-	ix, err := h.t.readIndex(in.IndexName)
+	ix, err := readIndex(h.t, in.IndexName)
 	if err != nil {
 		return nil, err
 	}
@@ -50,7 +51,7 @@ func (e *Engine) Query(ctx context.Context, s tenancy.Scope, in *wire.QueryInput
 }
 
 // queryKey returns the key schema a Query of ix (nil: the table) reads.
-func (t *Table) queryKey(ix *Index) (hashKey, rangeKey KeyAttr) {
+func queryKey(t *schema.Table, ix *schema.Index) (hashKey, rangeKey schema.KeyAttr) {
 	if ix != nil {
 		return ix.Hash, ix.Range
 	}
@@ -58,8 +59,8 @@ func (t *Table) queryKey(ix *Index) (hashKey, rangeKey KeyAttr) {
 }
 
 // queryExprs compiles a Query's expressions (or legacy parameters).
-func queryExprs(t *Table, ix *Index, in *wire.QueryInput) (*readExprs, error) {
-	hashKey, rangeKey := t.queryKey(ix)
+func queryExprs(t *schema.Table, ix *schema.Index, in *wire.QueryInput) (*readExprs, error) {
+	hashKey, rangeKey := queryKey(t, ix)
 	ein := queryExprInput(in)
 	return ein.compile(hashKey.Name, rangeKey.Name)
 }
@@ -83,9 +84,9 @@ func queryExprInput(in *wire.QueryInput) readExprInput {
 
 // planQuery validates a Query whose expressions are compiled and resolves
 // it to a readSpec.
-func (h *handle) planQuery(in *wire.QueryInput, ix *Index, ex *readExprs) (*readSpec, error) {
+func (h *handle) planQuery(in *wire.QueryInput, ix *schema.Index, ex *readExprs) (*readSpec, error) {
 	t := h.t
-	hashKey, rangeKey := t.queryKey(ix)
+	hashKey, rangeKey := queryKey(t, ix)
 	kc := ex.kc
 	if err := checkKeyCondition(kc, hashKey, rangeKey, in.KeyConditionExpression != nil); err != nil {
 		return nil, err
@@ -151,7 +152,7 @@ func (h *handle) planQuery(in *wire.QueryInput, ix *Index, ex *readExprs) (*read
 // checkKeyCondition validates a compiled key condition against the key
 // schema of the table or index queried: the key attributes, the types of
 // the values, begins_with only on S and B, BETWEEN bounds in order.
-func checkKeyCondition(kc *expr.KeyCondition, hashKey, rangeKey KeyAttr, isExpr bool) error {
+func checkKeyCondition(kc *expr.KeyCondition, hashKey, rangeKey schema.KeyAttr, isExpr bool) error {
 	if kc == nil || kc.HashName != hashKey.Name {
 		return apierr.Validationf("Query condition missed key schema element: %s", hashKey.Name)
 	}
@@ -162,7 +163,7 @@ func checkKeyCondition(kc *expr.KeyCondition, hashKey, rangeKey KeyAttr, isExpr 
 	if kc.HashValue.Type != hashKey.Type {
 		return mismatch
 	}
-	if err := checkKeyValue(hashKey, kc.HashValue, true, false); err != nil {
+	if err := schema.CheckKeyValue(hashKey, kc.HashValue, true, false); err != nil {
 		return err
 	}
 	if kc.RangeName == "" {
@@ -179,7 +180,7 @@ func checkKeyCondition(kc *expr.KeyCondition, hashKey, rangeKey KeyAttr, isExpr 
 		if v.Type != rangeKey.Type {
 			return mismatch
 		}
-		if err := checkKeyValue(rangeKey, v, true, true); err != nil {
+		if err := schema.CheckKeyValue(rangeKey, v, true, true); err != nil {
 			return err
 		}
 	}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"github.com/tenantdb/tenantdb/internal/schema"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -26,7 +27,7 @@ func qtOrders(t testing.TB) (*Engine, tenancy.Scope) {
 		{name: "byCust", hash: "cust:S", proj: "ALL"},
 		{name: "byDate", local: true, hash: "pk:S", rng: "date:S", proj: "INCLUDE", nonKey: []string{"note"}},
 	})
-	qtAddCreatingIndex(t, e, "Orders", &Index{Name: "building", Hash: KeyAttr{"cust", attr.S}, ProjectionType: "ALL"})
+	qtAddCreatingIndex(t, e, "Orders", &schema.Index{Name: "building", Hash: schema.KeyAttr{Name: "cust", Type: attr.S}, ProjectionType: "ALL"})
 	return e, qtScope(t, qtTenant(t), "Query")
 }
 
@@ -603,7 +604,7 @@ func TestQueryFilterNameRules(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ix, err := h.t.readIndex(in.IndexName)
+			ix, err := readIndex(h.t, in.IndexName)
 			if err != nil {
 				t.Fatal(err)
 			}

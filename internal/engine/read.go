@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/tenantdb/tenantdb/internal/schema"
 	"strings"
 
 	"github.com/tenantdb/tenantdb/internal/apierr"
@@ -32,7 +33,7 @@ const (
 // key span inside the handle's namespace.
 type readSpec struct {
 	h  *handle
-	ix *Index // nil: the base table
+	ix *schema.Index // nil: the base table
 	// span is where the page reads. NB: it is always derived from the
 	// handle's namespace and the table's (index's) prefix, and narrowed only
 	// by clamping (keySpan.after/before), so nothing a request carries can
@@ -135,7 +136,7 @@ func (r *readSpec) run(ctx context.Context) (*readResult, error) {
 		if (r.limit > 0 && res.scanned >= r.limit) || res.indexBytes+res.tableBytes >= maxPageBytes {
 			// NB: as DynamoDB, a page that stops at Limit or at 1 MB returns
 			// a LastEvaluatedKey without looking ahead.
-			res.last = r.h.t.pageKey(r.ix, entry)
+			res.last = pageKey(r.h.t, r.ix, entry)
 			break
 		}
 	}
@@ -167,7 +168,7 @@ func (r *readSpec) step(it *storage.Iter) bool {
 // missing item (nil) cannot happen while entries and items are written in
 // one batch; it is skipped.
 func (r *readSpec) base(snap *storage.Snapshot, entry attr.Item) (attr.Item, error) {
-	v, err := snap.Get(r.h.t.itemKey(r.h.ns, r.h.t.keyOf(entry)))
+	v, err := snap.Get(itemKey(r.h.t, r.h.ns, r.h.t.KeyOf(entry)))
 	if err == storage.ErrNotFound {
 		return nil, nil
 	}
@@ -209,9 +210,9 @@ func (r *readSpec) output(entry, full attr.Item) attr.Item {
 // attributes): exactly DynamoDB's shape, the table's key attributes plus,
 // for index reads, the index's.
 // NB: it is built only from the item itself, never from the request.
-func (t *Table) pageKey(ix *Index, item attr.Item) attr.Item {
+func pageKey(t *schema.Table, ix *schema.Index, item attr.Item) attr.Item {
 	k := make(attr.Item, 4)
-	for _, name := range t.pageKeyAttrs(ix) {
+	for _, name := range pageKeyAttrs(t, ix) {
 		if v, ok := item[name.Name]; ok {
 			k[name.Name] = v
 		}
@@ -221,9 +222,9 @@ func (t *Table) pageKey(ix *Index, item attr.Item) attr.Item {
 
 // pageKeyAttrs returns the distinct key attributes of a page token for
 // reads of ix (nil: the table).
-func (t *Table) pageKeyAttrs(ix *Index) []KeyAttr {
-	out := make([]KeyAttr, 0, 4)
-	add := func(k KeyAttr) {
+func pageKeyAttrs(t *schema.Table, ix *schema.Index) []schema.KeyAttr {
+	out := make([]schema.KeyAttr, 0, 4)
+	add := func(k schema.KeyAttr) {
 		if k.Name == "" {
 			return
 		}
@@ -281,7 +282,7 @@ func (r *readSpec) response(res *readResult) *wire.QueryOutput {
 
 // readIndex resolves a Query or Scan IndexName: nil for the
 // table, else an index that can serve reads.
-func (t *Table) readIndex(name *string) (*Index, error) {
+func readIndex(t *schema.Table, name *string) (*schema.Index, error) {
 	if name == nil {
 		return nil, nil
 	}
@@ -301,7 +302,7 @@ func (t *Table) readIndex(name *string) (*Index, error) {
 
 // readCommon holds the parameters Query and Scan share.
 type readCommon struct {
-	ix             *Index
+	ix             *schema.Index
 	selectParam    string
 	consistent     *bool
 	limit          *int32
@@ -383,9 +384,9 @@ func (c *readCommon) resolve(h *handle, r *readSpec) error {
 	r.proj = c.proj
 
 	if c.queryKeyFilter && c.filterNamesOK {
-		keys := []KeyAttr{t.Hash, t.Range}
+		keys := []schema.KeyAttr{t.Hash, t.Range}
 		if ix != nil {
-			keys = []KeyAttr{ix.Hash, ix.Range}
+			keys = []schema.KeyAttr{ix.Hash, ix.Range}
 		}
 		for _, k := range keys {
 			for _, n := range c.filterNames {
@@ -402,11 +403,11 @@ func (c *readCommon) resolve(h *handle, r *readSpec) error {
 	// A non-ALL index: which attributes must come from the base item?
 	var missing []string
 	if r.sel == selectSpecific {
-		missing = t.unprojected(ix, c.proj.TopNames())
+		missing = unprojected(t, ix, c.proj.TopNames())
 	}
 	var filterMissing []string
 	if c.hasFilter && c.filterNamesOK {
-		filterMissing = t.unprojected(ix, c.filterNames)
+		filterMissing = unprojected(t, ix, c.filterNames)
 	}
 	if !ix.Local {
 		if len(missing) > 0 {
@@ -423,7 +424,7 @@ func (c *readCommon) resolve(h *handle, r *readSpec) error {
 }
 
 // unprojected returns the names that index ix does not hold.
-func (t *Table) unprojected(ix *Index, names []string) []string {
+func unprojected(t *schema.Table, ix *schema.Index, names []string) []string {
 	var out []string
 	for _, n := range names {
 		if !t.Projects(ix, n) {

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"github.com/tenantdb/tenantdb/internal/schema"
 	"io"
 	"log/slog"
 	"sort"
@@ -63,7 +64,7 @@ type qtIndexSpec struct {
 
 // qtCreate creates a shared table as the operator; hash and rng are
 // "name:TYPE" ("" for no sort key).
-func qtCreate(t testing.TB, e *Engine, name, hash, rng string, indexes []qtIndexSpec, tags ...wire.Tag) *Table {
+func qtCreate(t testing.TB, e *Engine, name, hash, rng string, indexes []qtIndexSpec, tags ...wire.Tag) *schema.Table {
 	t.Helper()
 	in := &wire.CreateTableInput{TableName: name, BillingMode: "PAY_PER_REQUEST", Tags: tags}
 	defs := map[string]bool{}
@@ -105,12 +106,12 @@ func qtCreate(t testing.TB, e *Engine, name, hash, rng string, indexes []qtIndex
 
 // qtAddCreatingIndex publishes (in memory only) a copy of table name with
 // one more GSI that stays CREATING: the state a backfill is in.
-func qtAddCreatingIndex(t testing.TB, e *Engine, name string, ix *Index) {
+func qtAddCreatingIndex(t testing.TB, e *Engine, name string, ix *schema.Index) {
 	t.Helper()
 	e.ddl.Lock()
 	defer e.ddl.Unlock()
 	e.mu.RLock()
-	tb := e.shared[name].clone()
+	tb := e.shared[name].Clone()
 	e.mu.RUnlock()
 	ix.No = tb.NextIndexNo
 	tb.NextIndexNo++

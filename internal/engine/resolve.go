@@ -1,9 +1,9 @@
 package engine
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/tenantdb/tenantdb/internal/schema"
 
 	"github.com/tenantdb/tenantdb/internal/apierr"
 	"github.com/tenantdb/tenantdb/internal/attr"
@@ -16,7 +16,7 @@ import (
 // (key prefix) that holds this scope's items, and the store they live in.
 // It is the only way operations reach item data.
 type handle struct {
-	t     *Table
+	t     *schema.Table
 	ns    []byte
 	db    *storage.DB
 	scope tenancy.Scope
@@ -38,7 +38,7 @@ func notFound(name string) error {
 // NB: every by-name resolution (data plane, DDL, DescribeTable, TTL, tags)
 // goes through lookup, so the policy check lives here and cannot be
 // forgotten by one operation.
-func (e *Engine) lookup(s tenancy.Scope, name string) (*Table, error) {
+func (e *Engine) lookup(s tenancy.Scope, name string) (*schema.Table, error) {
 	if !s.AllowsTable(name) {
 		return nil, apierr.New(apierr.AccessDenied, "User: %s is not authorized to perform: dynamodb:%s on resource: table/%s", s.KeyID(), s.Action(), name)
 	}
@@ -64,7 +64,7 @@ func (e *Engine) lookup(s tenancy.Scope, name string) (*Table, error) {
 // handle through which it reads and writes items. The operator, which has
 // no tenant, never gets a handle.
 func (e *Engine) open(s tenancy.Scope, name string) (*handle, error) {
-	if err := validateTableName(name); err != nil {
+	if err := schema.ValidateTableName(name); err != nil {
 		return nil, err
 	}
 	if s.Tenant().IsZero() {
@@ -86,7 +86,7 @@ func (e *Engine) open(s tenancy.Scope, name string) (*handle, error) {
 
 // storeFor returns the store holding scope s's items of table t: the main
 // store, or the tenant's own silo store for silo tables.
-func (e *Engine) storeFor(s tenancy.Scope, t *Table) (*storage.DB, error) {
+func (e *Engine) storeFor(s tenancy.Scope, t *schema.Table) (*storage.DB, error) {
 	return e.storeForTenant(s.Tenant(), t)
 }
 
@@ -102,7 +102,7 @@ func (e *Engine) siloDir(tenant tenancy.TenantID, id uint64) string {
 // storeForTenant is storeFor without a scope. The drop of a table uses it
 // with the table already unpublished; background work on a table it
 // resolved earlier uses backgroundStore.
-func (e *Engine) storeForTenant(tenant tenancy.TenantID, t *Table) (*storage.DB, error) {
+func (e *Engine) storeForTenant(tenant tenancy.TenantID, t *schema.Table) (*storage.DB, error) {
 	return e.siloStore(tenant, t, false)
 }
 
@@ -115,7 +115,7 @@ var errUnpublished = errors.New("engine: table no longer published")
 // unpublished since (it is being or has been dropped), so that such work
 // never re-creates the store and directory of a dropped silo table after
 // the drop closed and removed them.
-func (e *Engine) backgroundStore(tenant tenancy.TenantID, t *Table) (*storage.DB, error) {
+func (e *Engine) backgroundStore(tenant tenancy.TenantID, t *schema.Table) (*storage.DB, error) {
 	db, err := e.siloStore(tenant, t, true)
 	if errors.Is(err, errUnpublished) {
 		return nil, nil
@@ -123,7 +123,7 @@ func (e *Engine) backgroundStore(tenant tenancy.TenantID, t *Table) (*storage.DB
 	return db, err
 }
 
-func (e *Engine) siloStore(tenant tenancy.TenantID, t *Table, published bool) (*storage.DB, error) {
+func (e *Engine) siloStore(tenant tenancy.TenantID, t *schema.Table, published bool) (*storage.DB, error) {
 	if t.Isolation != tenancy.Silo {
 		return e.db, nil
 	}
@@ -173,14 +173,14 @@ func (h *handle) checkLeadingKey(pk attr.Value) error {
 
 // ownedTables returns (loading on first use) the tables owned by scope s's
 // tenant environment.
-func (e *Engine) ownedTables(s tenancy.Scope) (map[string]*Table, error) {
+func (e *Engine) ownedTables(s tenancy.Scope) (map[string]*schema.Table, error) {
 	return e.ownedByNS(namespace(s))
 }
 
 // ownedByNS returns (loading on first use) the tables owned by the tenant
 // environment whose namespace prefix is nsb. The returned map is never
 // modified (catalog changes replace it), so it may be read without a lock.
-func (e *Engine) ownedByNS(nsb []byte) (map[string]*Table, error) {
+func (e *Engine) ownedByNS(nsb []byte) (map[string]*schema.Table, error) {
 	ns := string(nsb)
 	e.mu.RLock()
 	m, ok := e.owned[ns]
@@ -228,7 +228,7 @@ func (e *Engine) loadShared() error {
 // changed since t was looked up), or ResourceNotFound if t was deleted.
 // Writers call it with their item locks held: see DESIGN.md, "DDL against
 // concurrent writes".
-func (e *Engine) current(t *Table) (*Table, error) {
+func (e *Engine) current(t *schema.Table) (*schema.Table, error) {
 	e.mu.RLock()
 	c := e.byID[t.ID]
 	if c == nil {
@@ -244,16 +244,16 @@ func (e *Engine) current(t *Table) (*Table, error) {
 	return c, nil
 }
 
-func (e *Engine) loadTables(lo, hi []byte) (map[string]*Table, error) {
-	m := map[string]*Table{}
+func (e *Engine) loadTables(lo, hi []byte) (map[string]*schema.Table, error) {
+	m := map[string]*schema.Table{}
 	it := e.db.NewIter(lo, hi)
 	defer it.Close()
 	for ok := it.First(); ok; ok = it.Next() {
-		var t Table
-		if err := json.Unmarshal(it.Value(), &t); err != nil {
-			return nil, apierr.Wrap(apierr.Internal, err, "corrupt table definition")
+		t, err := schema.Decode(it.Value())
+		if err != nil {
+			return nil, err
 		}
-		m[t.Name] = &t
+		m[t.Name] = t
 	}
 	if err := it.Error(); err != nil {
 		return nil, apierr.Wrap(apierr.Internal, err, "loading tables")
@@ -261,23 +261,9 @@ func (e *Engine) loadTables(lo, hi []byte) (map[string]*Table, error) {
 	return m, nil
 }
 
-// validateTableName applies DynamoDB's rule: 3-255 chars of [a-zA-Z0-9_.-].
-func validateTableName(name string) error {
-	if len(name) < 3 || len(name) > 255 {
-		return apierr.Validationf("1 validation error detected: Value '%s' at 'tableName' failed to satisfy constraint: Member must have length between 3 and 255", name)
-	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.') {
-			return apierr.Validationf("1 validation error detected: Value '%s' at 'tableName' failed to satisfy constraint: Member must satisfy regular expression pattern: [a-zA-Z0-9_.-]+", name)
-		}
-	}
-	return nil
-}
-
 // getItem reads the item with key attributes key (nil if absent).
 func (h *handle) getItem(key attr.Item) (attr.Item, error) {
-	v, err := h.db.Get(h.t.itemKey(h.ns, key))
+	v, err := h.db.Get(itemKey(h.t, h.ns, key))
 	if err == storage.ErrNotFound {
 		return nil, nil
 	}

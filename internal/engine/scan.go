@@ -72,7 +72,7 @@ func (h *handle) planScan(in *wire.ScanInput, ex *readExprs) (*readSpec, error) 
 	if err != nil {
 		return nil, err
 	}
-	ix, err := t.readIndex(in.IndexName)
+	ix, err := readIndex(t, in.IndexName)
 	if err != nil {
 		return nil, err
 	}
@@ -107,7 +107,7 @@ func (h *handle) planScan(in *wire.ScanInput, ex *readExprs) (*readSpec, error) 
 		if err != nil {
 			return nil, err
 		}
-		if !t.startSegment(ix, in.ExclusiveStartKey, seg, total) {
+		if !startSegment(t, ix, in.ExclusiveStartKey, seg, total) {
 			return nil, apierr.Validationf("The provided Exclusive start key does not map to the provided Segment and TotalSegments values.")
 		}
 		r.span = r.span.after(pos)

@@ -147,7 +147,7 @@ func TestScanValidation(t *testing.T) {
 	for i := 0; other == nil; i++ {
 		k := attr.Item{"pk": qtS(fmt.Sprint(i)), "sk": qtS("1")}
 		h, _ := e.open(s, "Orders")
-		if !h.t.startSegment(nil, k, 0, 2) {
+		if !startSegment(h.t, nil, k, 0, 2) {
 			other = k
 		}
 	}

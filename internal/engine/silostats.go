@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"github.com/tenantdb/tenantdb/internal/schema"
 	"os"
 
 	"github.com/tenantdb/tenantdb/internal/apierr"
@@ -20,7 +21,7 @@ func (e *Engine) SiloStores(ctx context.Context, t tenancy.TenantID, envs []stri
 	if e.isDropped(t) {
 		return nil, nil // NB: do not load a dropped tenant's tables again
 	}
-	var cands []*Table
+	var cands []*schema.Table
 	e.mu.RLock()
 	for _, tb := range e.shared {
 		if tb.Isolation == tenancy.Silo {
@@ -60,7 +61,7 @@ func (e *Engine) SiloStores(ctx context.Context, t tenancy.TenantID, envs []stri
 // is no longer published (it is being dropped: the drop closes the stores
 // it finds in e.silos after unpublishing and waits for opens in flight, so
 // a store opened here while the table is published is closed by it).
-func (e *Engine) existingSilo(tenant tenancy.TenantID, tb *Table) (*storage.DB, error) {
+func (e *Engine) existingSilo(tenant tenancy.TenantID, tb *schema.Table) (*storage.DB, error) {
 	key := siloKey(tenant, tb.ID)
 	dir := e.siloDir(tenant, tb.ID)
 	errNone := errors.New("no store")

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"github.com/tenantdb/tenantdb/internal/schema"
 	"strings"
 
 	"github.com/tenantdb/tenantdb/internal/apierr"
@@ -16,7 +17,7 @@ import (
 // CreateTable (isolation) and cannot be added or removed later.
 
 // tableFromARN resolves a table ARN visible to s.
-func (e *Engine) tableFromARN(s tenancy.Scope, arn string) (*Table, error) {
+func (e *Engine) tableFromARN(s tenancy.Scope, arn string) (*schema.Table, error) {
 	prefix := "arn:aws:dynamodb:" + e.opts.Region + ":" + e.opts.Account + ":table/"
 	if arn == "" {
 		return nil, apierr.Validationf("1 validation error detected: Value null at 'resourceArn' failed to satisfy constraint: Member must not be null")
@@ -31,7 +32,7 @@ func (e *Engine) tableFromARN(s tenancy.Scope, arn string) (*Table, error) {
 	if i := strings.IndexByte(name, '/'); i >= 0 {
 		name = name[:i] // an index or stream ARN names its table first
 	}
-	if err := validateTableName(name); err != nil {
+	if err := schema.ValidateTableName(name); err != nil {
 		return nil, apierr.Validationf("Invalid TableArn: Invalid ResourceArn provided as input %s", arn)
 	}
 	if !s.AllowsTable(name) {
@@ -66,7 +67,7 @@ func (e *Engine) TagResource(ctx context.Context, s tenancy.Scope, in *wire.TagR
 	if !canManage(s, t) {
 		return nil, e.denyManage(s, t)
 	}
-	c := t.clone()
+	c := t.Clone()
 	for _, tg := range in.Tags {
 		replaced := false
 		for i := range c.Tags {
@@ -114,7 +115,7 @@ func (e *Engine) UntagResource(ctx context.Context, s tenancy.Scope, in *wire.Un
 	if !canManage(s, t) {
 		return nil, e.denyManage(s, t)
 	}
-	c := t.clone()
+	c := t.Clone()
 	kept := c.Tags[:0]
 	for _, tg := range c.Tags {
 		if !drop[tg.Key] {

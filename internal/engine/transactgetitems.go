@@ -61,13 +61,13 @@ func (e *Engine) TransactGetItems(ctx context.Context, s tenancy.Scope, in *wire
 			}
 			handles[g.TableName] = h
 		}
-		if err := h.t.validateKey(g.Key); err != nil {
+		if err := h.t.ValidateKey(g.Key); err != nil {
 			return nil, err
 		}
 		if err := h.checkLeadingKey(g.Key[h.t.Hash.Name]); err != nil {
 			return nil, err
 		}
-		gets = append(gets, get{h: h, pk: h.t.itemKey(h.ns, g.Key), proj: proj})
+		gets = append(gets, get{h: h, pk: itemKey(h.t, h.ns, g.Key), proj: proj})
 	}
 
 	snaps := map[*storage.DB]*storage.Snapshot{}

@@ -220,7 +220,7 @@ func (e *Engine) prepareTx(s tenancy.Scope, ti wire.TransactWriteItem, handles m
 		handles[table] = h
 	}
 	if a.kind == "put" {
-		if err := h.t.validateItemKeys(a.item); err != nil {
+		if err := h.t.ValidateItemKeys(a.item); err != nil {
 			return nil, err
 		}
 		if err := checkItemSize(a.item, false); err != nil {
@@ -229,9 +229,9 @@ func (e *Engine) prepareTx(s tenancy.Scope, ti wire.TransactWriteItem, handles m
 		if err := h.checkWriteLeadingKeys(a.item); err != nil {
 			return nil, err
 		}
-		key = h.t.keyOf(a.item)
+		key = h.t.KeyOf(a.item)
 	} else {
-		if err := h.t.validateKey(key); err != nil {
+		if err := h.t.ValidateKey(key); err != nil {
 			return nil, err
 		}
 		if err := h.checkLeadingKey(key[h.t.Hash.Name]); err != nil {

@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"context"
+	"github.com/tenantdb/tenantdb/internal/schema"
 	"sort"
 	"strconv"
 	"sync"
@@ -27,7 +28,7 @@ func (e *Engine) UpdateTimeToLive(ctx context.Context, s tenancy.Scope, in *wire
 	if err := check(ctx, s); err != nil {
 		return nil, err
 	}
-	if err := validateTableName(in.TableName); err != nil {
+	if err := schema.ValidateTableName(in.TableName); err != nil {
 		return nil, err
 	}
 	spec := in.TimeToLiveSpecification
@@ -51,7 +52,7 @@ func (e *Engine) UpdateTimeToLive(ctx context.Context, s tenancy.Scope, in *wire
 	case !spec.Enabled && t.TTLAttribute != spec.AttributeName:
 		return nil, apierr.Validationf("TimeToLive is active on a different AttributeName: current AttributeName is %s", t.TTLAttribute)
 	}
-	c := t.clone()
+	c := t.Clone()
 	c.TTLEnabled = spec.Enabled
 	c.TTLAttribute = spec.AttributeName
 	if err := e.persist(c); err != nil {
@@ -66,7 +67,7 @@ func (e *Engine) DescribeTimeToLive(ctx context.Context, s tenancy.Scope, in *wi
 	if err := check(ctx, s); err != nil {
 		return nil, err
 	}
-	if err := validateTableName(in.TableName); err != nil {
+	if err := schema.ValidateTableName(in.TableName); err != nil {
 		return nil, err
 	}
 	t, err := e.lookup(s, in.TableName)
@@ -164,7 +165,7 @@ func expired(item attr.Item, name string, now, horizon attr.Number) bool {
 // now, with their index entries and counters, reading only ns's range,
 // from item key from (nil: the start) while *budget lasts. It returns the
 // key to resume from, or nil when it reached the end of the range.
-func (e *Engine) expire(t *Table, ns []byte, now time.Time, from []byte, budget *int) ([]byte, error) {
+func (e *Engine) expire(t *schema.Table, ns []byte, now time.Time, from []byte, budget *int) ([]byte, error) {
 	nowN, err := attr.ParseNumber(strconv.FormatInt(now.Unix(), 10))
 	if err != nil {
 		return nil, err
@@ -192,7 +193,7 @@ func (e *Engine) expire(t *Table, ns []byte, now time.Time, from []byte, budget 
 				return false, apierr.Wrap(apierr.Internal, err, "decoding item")
 			}
 			if expired(item, t.TTLAttribute, nowN, horizonN) {
-				ws = append(ws, newWrite(h, t.keyOf(item)))
+				ws = append(ws, newWrite(h, t.KeyOf(item)))
 			}
 		}
 		if len(ws) > 0 {

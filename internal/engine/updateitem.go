@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"github.com/tenantdb/tenantdb/internal/schema"
 
 	"github.com/tenantdb/tenantdb/internal/apierr"
 	"github.com/tenantdb/tenantdb/internal/attr"
@@ -56,7 +57,7 @@ func (e *Engine) UpdateItem(ctx context.Context, s tenancy.Scope, in *wire.Updat
 	if err != nil {
 		return nil, err
 	}
-	if err := h.t.validateKey(in.Key); err != nil {
+	if err := h.t.ValidateKey(in.Key); err != nil {
 		return nil, err
 	}
 	if err := checkUpdateKeys(h.t, upd); err != nil {
@@ -116,7 +117,7 @@ func legacyDeleteOnly(upd map[string]wire.AttributeValueUpdate) bool {
 }
 
 // checkUpdateKeys rejects updates that would change a key attribute.
-func checkUpdateKeys(t *Table, upd expr.Update) error {
+func checkUpdateKeys(t *schema.Table, upd expr.Update) error {
 	if upd == nil {
 		return nil
 	}
@@ -143,7 +144,7 @@ func applyUpdate(h *handle, upd expr.Update, old, key attr.Item) (attr.Item, []e
 			return nil, nil, err
 		}
 	}
-	if err := h.t.validateItemKeys(nu); err != nil {
+	if err := h.t.ValidateItemKeys(nu); err != nil {
 		return nil, nil, err
 	}
 	if err := checkItemSize(nu, true); err != nil {

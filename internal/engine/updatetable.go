@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/tenantdb/tenantdb/internal/schema"
 	"sort"
 
 	"github.com/tenantdb/tenantdb/internal/apierr"
@@ -24,7 +25,7 @@ func (e *Engine) UpdateTable(ctx context.Context, s tenancy.Scope, in *wire.Upda
 	if err := check(ctx, s); err != nil {
 		return nil, err
 	}
-	if err := validateTableName(in.TableName); err != nil {
+	if err := schema.ValidateTableName(in.TableName); err != nil {
 		return nil, err
 	}
 	if in.ProvisionedThroughput == nil && in.BillingMode == "" && len(in.GlobalSecondaryIndexUpdates) == 0 &&
@@ -53,7 +54,7 @@ func (e *Engine) UpdateTable(ctx context.Context, s tenancy.Scope, in *wire.Upda
 	if !canManage(s, t) {
 		return nil, e.denyManage(s, t)
 	}
-	c := t.clone()
+	c := t.Clone()
 
 	// Billing and throughput.
 	if billing != "" && billing != c.BillingMode {
@@ -90,8 +91,8 @@ func (e *Engine) UpdateTable(ctx context.Context, s tenancy.Scope, in *wire.Upda
 	}
 
 	// Index changes.
-	var created []*Index
-	var dropped []*Index
+	var created []*schema.Index
+	var dropped []*schema.Index
 	seen := map[string]bool{}
 	for i, u := range in.GlobalSecondaryIndexUpdates {
 		field := fmt.Sprintf("globalSecondaryIndexUpdates.%d.member", i+1)
@@ -137,7 +138,7 @@ func (e *Engine) UpdateTable(ctx context.Context, s tenancy.Scope, in *wire.Upda
 			c.Indexes = append(c.Indexes, ix)
 			created = append(created, ix)
 		case u.Update != nil:
-			if err := validateIndexName(u.Update.IndexName, field+".update.indexName"); err != nil {
+			if err := schema.ValidateIndexName(u.Update.IndexName, field+".update.indexName"); err != nil {
 				return nil, err
 			}
 			ix := c.Index(u.Update.IndexName)
@@ -153,7 +154,7 @@ func (e *Engine) UpdateTable(ctx context.Context, s tenancy.Scope, in *wire.Upda
 				}
 			}
 		case u.Delete != nil:
-			if err := validateIndexName(u.Delete.IndexName, field+".delete.indexName"); err != nil {
+			if err := schema.ValidateIndexName(u.Delete.IndexName, field+".delete.indexName"); err != nil {
 				return nil, err
 			}
 			ix := c.Index(u.Delete.IndexName)
@@ -270,9 +271,9 @@ func (e *Engine) UpdateTable(ctx context.Context, s tenancy.Scope, in *wire.Upda
 
 // usedDefs returns the attribute definitions of t's key attributes, in
 // name order, with types from defs.
-func usedDefs(t *Table, defs map[string]attr.Type) []wire.AttributeDefinition {
+func usedDefs(t *schema.Table, defs map[string]attr.Type) []wire.AttributeDefinition {
 	used := map[string]bool{}
-	for _, k := range []KeyAttr{t.Hash, t.Range} {
+	for _, k := range []schema.KeyAttr{t.Hash, t.Range} {
 		used[k.Name] = true
 	}
 	for _, ix := range t.Indexes {

@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"errors"
+	"github.com/tenantdb/tenantdb/internal/schema"
 
 	"github.com/tenantdb/tenantdb/internal/apierr"
 	"github.com/tenantdb/tenantdb/internal/attr"
@@ -54,7 +55,7 @@ type itemWrite struct {
 // writeCost is the capacity a committed item write consumed.
 type writeCost struct {
 	table   float64
-	indexes map[*Index]float64
+	indexes map[*schema.Index]float64
 }
 
 func (c writeCost) total() float64 {
@@ -68,7 +69,7 @@ func (c writeCost) total() float64 {
 // newWrite prepares a write of the item with key attributes key (already
 // validated) through handle h.
 func newWrite(h *handle, key attr.Item) *itemWrite {
-	return &itemWrite{h: h, key: key, pk: h.t.itemKey(h.ns, key)}
+	return &itemWrite{h: h, key: key, pk: itemKey(h.t, h.ns, key)}
 }
 
 // locked locks the items of ws (plus the extra lock keys), refreshes their
@@ -230,7 +231,7 @@ func (e *Engine) stage(b *storage.Batch, w *itemWrite) error {
 		nu = w.new
 		// NB: re-validated against the current definition, which may have
 		// gained an index since the operation validated the item.
-		if err := t.validateItemKeys(nu); err != nil {
+		if err := t.ValidateItemKeys(nu); err != nil {
 			return err
 		}
 	}
@@ -254,10 +255,10 @@ func (e *Engine) stage(b *storage.Batch, w *itemWrite) error {
 	for _, ix := range t.Indexes {
 		var ok, nk []byte
 		if old != nil {
-			ok = t.indexKey(ns, ix, old)
+			ok = indexKey(t, ns, ix, old)
 		}
 		if nu != nil {
-			nk = t.indexKey(ns, ix, nu)
+			nk = indexKey(t, ns, ix, nu)
 		}
 		if ok != nil && ix.Backfilling {
 			// NB: while an index is backfilled, an old item may not have its
@@ -276,11 +277,11 @@ func (e *Engine) stage(b *storage.Batch, w *itemWrite) error {
 		var oe, ne attr.Item
 		oes, nes := 0, 0
 		if ok != nil {
-			oe = t.indexEntry(ix, old)
+			oe = indexEntry(t, ix, old)
 			oes = attr.ItemSize(oe)
 		}
 		if nk != nil {
-			ne = t.indexEntry(ix, nu)
+			ne = indexEntry(t, ix, nu)
 			nes = attr.ItemSize(ne)
 		}
 		same := ok != nil && nk != nil && bytes.Equal(ok, nk)
@@ -305,7 +306,7 @@ func (e *Engine) stage(b *storage.Batch, w *itemWrite) error {
 		}
 		addCounters(b, ns, t.ID, ix.No, presenceKey(nk)-presenceKey(ok), int64(nes-oes))
 		if w.cost.indexes == nil {
-			w.cost.indexes = map[*Index]float64{}
+			w.cost.indexes = map[*schema.Index]float64{}
 		}
 		w.cost.indexes[ix] = units
 	}

@@ -1,4 +1,11 @@
-package engine
+// Package schema is the backend-independent definition of a DynamoDB
+// table: its key schema, indexes and projections, its isolation mode, the
+// validation of keys and names that DynamoDB applies to it, the JSON form
+// in which definitions are persisted, and the per-tenant statistics a
+// backend reports for one. It imports only vocabulary packages, so every
+// backend (the embedded engine, a remote DynamoDB-API engine) and the
+// resolver that decides isolation share one definition.
+package schema
 
 import (
 	"time"
@@ -19,6 +26,8 @@ type KeyAttr struct {
 // never mutated in place once published, so readers may hold one without a
 // lock.
 type Table struct {
+	// ID is the table's physical identity, allocated by the backend that
+	// stores it and never reused: a recreated table is a new table.
 	ID   uint64 `json:"id"`
 	UUID string `json:"uuid"` // reported as TableId
 	Name string `json:"name"`
@@ -49,7 +58,7 @@ type Table struct {
 }
 
 // Index is a GSI or LSI definition. Index number 0 is the base table, so
-// indexes are numbered from 1.
+// indexes are numbered from 1; numbers are never reused within a table.
 type Index struct {
 	No             uint16    `json:"no"`
 	Name           string    `json:"name"`
@@ -78,8 +87,8 @@ func (t *Table) Index(name string) *Index {
 	return nil
 }
 
-// clone returns a deep-enough copy of t for copy-on-write changes.
-func (t *Table) clone() *Table {
+// Clone returns a deep-enough copy of t for copy-on-write changes.
+func (t *Table) Clone() *Table {
 	c := *t
 	c.AttrDefs = append([]wire.AttributeDefinition(nil), t.AttrDefs...)
 	c.Tags = append([]wire.Tag(nil), t.Tags...)
@@ -111,8 +120,8 @@ func (t *Table) Projects(ix *Index, name string) bool {
 	return false
 }
 
-// keyNames returns the names of the table's key attributes.
-func (t *Table) keyNames() []string {
+// KeyNames returns the names of the table's key attributes.
+func (t *Table) KeyNames() []string {
 	if t.Range.Name == "" {
 		return []string{t.Hash.Name}
 	}
