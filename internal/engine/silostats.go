@@ -12,12 +12,12 @@ import (
 	"github.com/tenantdb/tenantdb/internal/tenancy"
 )
 
-// SiloStores returns tenant t's stores of the silo tables it may hold data
+// siloStores returns tenant t's stores of the silo tables it may hold data
 // in: every shared silo table, and the silo tables it owns in environments
 // envs. Stores are opened if they exist on disk and never created: a
-// tenant that never wrote to a silo table has no store for it. Metering
-// (quota.CounterStorage) reads their statistics counters.
-func (e *Engine) SiloStores(ctx context.Context, t tenancy.TenantID, envs []string) ([]*storage.DB, error) {
+// tenant that never wrote to a silo table has no store for it.
+// TenantStorage reads their statistics counters.
+func (e *Engine) siloStores(ctx context.Context, t tenancy.TenantID, envs []string) ([]*storage.DB, error) {
 	if e.isDropped(t) {
 		return nil, nil // NB: do not load a dropped tenant's tables again
 	}

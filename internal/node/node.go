@@ -182,7 +182,7 @@ func Open(ctx context.Context, o Options) (_ *Node, err error) {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if n.quotas, err = quota.New(quota.Options{
 		DB:             n.db,
-		Storage:        quota.CounterStorage{DB: n.db, Silos: n.engine.SiloStores},
+		Storage:        n.engine,
 		Logger:         log.With("component", "quota"),
 		Registerer:     reg,
 		Disabled:       !o.Fairness,

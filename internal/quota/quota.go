@@ -33,8 +33,8 @@ import (
 type Options struct {
 	// DB stores quota records and usage counters.
 	DB *storage.DB
-	// Storage reports per-table storage for usage reports; nil means
-	// CounterStorage{DB}.
+	// Storage reports per-table storage for usage reports; nil: reports
+	// carry no storage figures.
 	Storage StorageSource
 	// Logger; nil means slog.Default().
 	Logger *slog.Logger
@@ -158,9 +158,6 @@ func New(o Options) (*Manager, error) {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
-	}
-	if o.Storage == nil {
-		o.Storage = CounterStorage{DB: o.DB}
 	}
 	def := func(p *float64, v float64) {
 		if *p == 0 {

@@ -1,4 +1,4 @@
-package quota
+package engine
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 
 // A silo store closed while a usage report reads it (its table or tenant
 // is being dropped) counts for nothing; it does not fail the report.
-func TestCounterStorageSkipsClosedSilo(t *testing.T) {
+func TestTenantStorageSkipsClosedSilo(t *testing.T) {
 	open := func(name string) *storage.DB {
 		db, err := storage.Open(name, storage.Options{InMemory: true, Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
@@ -25,10 +25,10 @@ func TestCounterStorageSkipsClosedSilo(t *testing.T) {
 	if err := silo.Close(); err != nil {
 		t.Fatal(err)
 	}
-	c := CounterStorage{DB: db, Silos: func(context.Context, tenancy.TenantID, []string) ([]*storage.DB, error) {
+	silos := func(context.Context, tenancy.TenantID, []string) ([]*storage.DB, error) {
 		return []*storage.DB{silo}, nil
-	}}
-	if _, err := c.TenantStorage(context.Background(), tenancy.NewTenantID()); err != nil {
+	}
+	if _, err := tenantStorage(context.Background(), db, tenancy.NewTenantID(), silos); err != nil {
 		t.Fatalf("TenantStorage with a closed silo store: %v", err)
 	}
 }

@@ -1,0 +1,185 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/tenantdb/tenantdb/internal/keyspace"
+	"github.com/tenantdb/tenantdb/internal/schema"
+	"github.com/tenantdb/tenantdb/internal/storage"
+	"github.com/tenantdb/tenantdb/internal/tenancy"
+)
+
+// TenantStorage reports, per environment and table, the items and bytes
+// tenant t holds (the statistics DescribeTable reports, summed over the
+// table's indexes for IndexBytes), in (env, table) order. Metering reads
+// it for usage reports (it satisfies quota.StorageSource).
+//
+// It reads the per-table counters every write keeps up to date
+// (keyspace.Counter), skipping from one of the tenant's namespaces to the
+// next: the cost is one seek per environment plus the counters
+// themselves, never the items. Silo tables keep their counters in the
+// tenant's own store of the table, which is read the same way; table names
+// always come from the main store's catalog.
+func (e *Engine) TenantStorage(ctx context.Context, t tenancy.TenantID) ([]schema.TableStorage, error) {
+	return tenantStorage(ctx, e.db, t, e.siloStores)
+}
+
+type envTable struct {
+	env string
+	id  uint64
+}
+
+// tenantStorage is TenantStorage over the main store db and the silo
+// stores silos returns.
+func tenantStorage(ctx context.Context, db *storage.DB, t tenancy.TenantID,
+	silos func(ctx context.Context, t tenancy.TenantID, envs []string) ([]*storage.DB, error)) ([]schema.TableStorage, error) {
+	lo, hi := keyspace.SharedTables()
+	shared, err := tableNames(db, lo, hi)
+	if err != nil {
+		return nil, err
+	}
+	own := map[string]map[uint64]string{} // env -> the tenant's own tables there
+	nameOf := func(env string, id uint64) (string, bool, error) {
+		m, ok := own[env]
+		if !ok {
+			var err error
+			lo, hi := keyspace.TenantTables(keyspace.Namespace(t, env))
+			if m, err = tableNames(db, lo, hi); err != nil {
+				return "", false, err
+			}
+			own[env] = m
+		}
+		if n, found := m[id]; found {
+			return n, true, nil
+		}
+		n, found := shared[id]
+		return n, found, nil
+	}
+	acc := map[envTable]*schema.TableStorage{}
+	envs, err := scanCounters(ctx, db, t, nameOf, acc)
+	if err != nil {
+		return nil, err
+	}
+	if silos != nil {
+		dbs, err := silos(ctx, t, envs)
+		if err != nil {
+			return nil, fmt.Errorf("engine: silo stores: %w", err)
+		}
+		for _, sdb := range dbs {
+			// NB: a silo store is closed when its table or tenant is
+			// dropped (or the engine closes), possibly while it is read
+			// here: it then counts for nothing, and the rest of the
+			// report stands.
+			part := map[envTable]*schema.TableStorage{}
+			_, err := scanCounters(ctx, sdb, t, nameOf, part)
+			if errors.Is(err, storage.ErrClosed) {
+				continue
+			}
+			if err != nil {
+				return nil, err
+			}
+			for k, ts := range part {
+				if cur := acc[k]; cur != nil {
+					cur.Items += ts.Items
+					cur.Bytes += ts.Bytes
+					cur.IndexBytes += ts.IndexBytes
+				} else {
+					acc[k] = ts
+				}
+			}
+		}
+	}
+	out := make([]schema.TableStorage, 0, len(acc))
+	for _, ts := range acc {
+		out = append(out, *ts)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Env != out[j].Env {
+			return out[i].Env < out[j].Env
+		}
+		return out[i].Table < out[j].Table
+	})
+	return out, nil
+}
+
+// scanCounters adds the counters of tenant t's tables in db to acc and
+// returns the environments it found in db.
+func scanCounters(ctx context.Context, db *storage.DB, t tenancy.TenantID,
+	nameOf func(env string, id uint64) (string, bool, error), acc map[envTable]*schema.TableStorage) ([]string, error) {
+	lo, hi := keyspace.Namespaces(t)
+	it := db.NewIter(lo, hi)
+	defer it.Close()
+	var envs []string
+	for ok := it.First(); ok; {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		env, valid := keyspace.NamespaceOf(t, it.Key())
+		if !valid {
+			break
+		}
+		envs = append(envs, env)
+		ns := keyspace.Namespace(t, env)
+		clo, chi := keyspace.Counters(ns)
+		for ok = it.SeekGE(clo); ok && bytes.Compare(it.Key(), chi) < 0; ok = it.Next() {
+			id, index, name, valid := keyspace.ParseCounter(ns, it.Key())
+			if !valid || (name != counterItems && name != counterBytes) {
+				continue
+			}
+			v, err := storage.DecodeCounter(it.Value())
+			if err != nil {
+				return nil, fmt.Errorf("engine: statistics counter: %w", err)
+			}
+			k := envTable{env, id}
+			ts := acc[k]
+			if ts == nil {
+				n, found, err := nameOf(env, id)
+				if err != nil {
+					return nil, err
+				}
+				if !found {
+					continue // a dropped table whose data is being removed
+				}
+				ts = &schema.TableStorage{Table: n, Env: env}
+				acc[k] = ts
+			}
+			v = max(v, 0)
+			switch {
+			case index == 0 && name == counterItems:
+				ts.Items = v
+			case index == 0:
+				ts.Bytes = v
+			case name == counterBytes:
+				ts.IndexBytes += v
+			}
+		}
+		ok = it.SeekGE(keyspace.PrefixEnd(ns))
+	}
+	if err := it.Error(); err != nil {
+		return nil, fmt.Errorf("engine: reading storage counters: %w", err)
+	}
+	return envs, nil
+}
+
+// tableNames reads the id and name of the table definitions in [lo, hi)
+// of db.
+func tableNames(db *storage.DB, lo, hi []byte) (map[uint64]string, error) {
+	it := db.NewIter(lo, hi)
+	defer it.Close()
+	m := map[uint64]string{}
+	for ok := it.First(); ok; ok = it.Next() {
+		t, err := schema.Decode(it.Value())
+		if err != nil {
+			return nil, err
+		}
+		m[t.ID] = t.Name
+	}
+	if err := it.Error(); err != nil {
+		return nil, fmt.Errorf("engine: reading table definitions: %w", err)
+	}
+	return m, nil
+}
