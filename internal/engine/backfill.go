@@ -46,9 +46,7 @@ func (e *Engine) startBackfill(id uint64, no uint16) {
 // indexOf returns the current definitions of table id and its index no,
 // or errIndexGone.
 func (e *Engine) indexOf(id uint64, no uint16) (*schema.Table, *schema.Index, error) {
-	e.mu.RLock()
-	t := e.byID[id]
-	e.mu.RUnlock()
+	t := e.res.ByID(id)
 	if t == nil {
 		return nil, nil, errIndexGone
 	}

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"bytes"
-	"github.com/tenantdb/tenantdb/internal/schema"
 	"time"
 
 	"github.com/tenantdb/tenantdb/internal/apierr"
@@ -14,13 +13,7 @@ import (
 // indexes left CREATING by a previous run, and the TTL sweeper (every
 // Options.TTLInterval; negative disables it).
 func (e *Engine) startBackground() {
-	e.mu.RLock()
-	var tables []*schema.Table
-	for _, t := range e.shared {
-		tables = append(tables, t)
-	}
-	e.mu.RUnlock()
-	for _, t := range tables {
+	for _, t := range e.res.Shared() {
 		e.resumeBackfills(t)
 	}
 	if e.opts.TTLInterval < 0 {
@@ -124,22 +117,4 @@ func beUint64(b []byte) uint64 {
 		v = v<<8 | uint64(c)
 	}
 	return v
-}
-
-// tableByID returns the current definition of table id, loading the
-// tenant tables of namespace ns if needed (nil if the table is gone).
-func (e *Engine) tableByID(id uint64, ns []byte) (*schema.Table, error) {
-	e.mu.RLock()
-	t := e.byID[id]
-	e.mu.RUnlock()
-	if t != nil {
-		return t, nil
-	}
-	if _, err := e.ownedByNS(ns); err != nil {
-		return nil, err
-	}
-	e.mu.RLock()
-	t = e.byID[id]
-	e.mu.RUnlock()
-	return t, nil
 }

@@ -64,19 +64,19 @@ func (e *Engine) BatchGetItem(ctx context.Context, s tenancy.Scope, in *wire.Bat
 		if err := p.CheckUnused(); err != nil {
 			return nil, err
 		}
-		h, err := e.open(s, name)
+		h, err := e.open(ctx, s, name)
 		if err != nil {
 			return nil, err
 		}
 		seen := map[string]bool{}
 		for _, k := range ka.Keys {
-			if err := h.t.ValidateKey(k); err != nil {
+			if err := h.Table.ValidateKey(k); err != nil {
 				return nil, err
 			}
-			if err := h.checkLeadingKey(k[h.t.Hash.Name]); err != nil {
+			if err := h.CheckKey(k); err != nil {
 				return nil, err
 			}
-			pk := string(itemKey(h.t, h.ns, k))
+			pk := string(itemKey(h.Table, h.Namespace, k))
 			if seen[pk] {
 				return nil, apierr.Validationf("Provided list of item keys contains duplicates")
 			}

@@ -47,7 +47,7 @@ func (e *Engine) BatchWriteItem(ctx context.Context, s tenancy.Scope, in *wire.B
 	var ws []*itemWrite
 	seen := map[string]bool{}
 	for _, name := range names {
-		h, err := e.open(s, name)
+		h, err := e.open(ctx, s, name)
 		if err != nil {
 			return nil, err
 		}
@@ -56,22 +56,22 @@ func (e *Engine) BatchWriteItem(ctx context.Context, s tenancy.Scope, in *wire.B
 			switch {
 			case r.PutRequest != nil && r.DeleteRequest == nil:
 				item := r.PutRequest.Item
-				if err := h.t.ValidateItemKeys(item); err != nil {
+				if err := h.Table.ValidateItemKeys(item); err != nil {
 					return nil, err
 				}
 				if err := checkItemSize(item, false); err != nil {
 					return nil, err
 				}
-				if err := h.checkWriteLeadingKeys(item); err != nil {
+				if err := h.CheckItem(item); err != nil {
 					return nil, err
 				}
-				w = newWrite(h, h.t.KeyOf(item))
+				w = newWrite(h, h.Table.KeyOf(item))
 				w.put, w.new = true, item
 			case r.DeleteRequest != nil && r.PutRequest == nil:
-				if err := h.t.ValidateKey(r.DeleteRequest.Key); err != nil {
+				if err := h.Table.ValidateKey(r.DeleteRequest.Key); err != nil {
 					return nil, err
 				}
-				if err := h.checkLeadingKey(r.DeleteRequest.Key[h.t.Hash.Name]); err != nil {
+				if err := h.CheckKey(r.DeleteRequest.Key); err != nil {
 					return nil, err
 				}
 				w = newWrite(h, r.DeleteRequest.Key)
@@ -93,7 +93,7 @@ func (e *Engine) BatchWriteItem(ctx context.Context, s tenancy.Scope, in *wire.B
 	}
 	var tally capTally
 	for _, w := range ws {
-		tally.addWrite(w.h.t.Name, w.cost, 1)
+		tally.addWrite(w.h.Table.Name, w.cost, 1)
 	}
 	out := &wire.BatchWriteItemOutput{
 		UnprocessedItems: map[string][]wire.WriteRequest{},
@@ -106,7 +106,7 @@ func (e *Engine) BatchWriteItem(ctx context.Context, s tenancy.Scope, in *wire.B
 				if out.ItemCollectionMetrics == nil {
 					out.ItemCollectionMetrics = map[string][]wire.ItemCollectionMetrics{}
 				}
-				out.ItemCollectionMetrics[w.h.t.Name] = append(out.ItemCollectionMetrics[w.h.t.Name], *m)
+				out.ItemCollectionMetrics[w.h.Table.Name] = append(out.ItemCollectionMetrics[w.h.Table.Name], *m)
 			}
 		}
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"github.com/tenantdb/tenantdb/internal/schema"
 	"os"
 	"strings"
@@ -36,17 +35,6 @@ const (
 	counterBytes = "b" // their total size as DynamoDB counts it
 )
 
-// tableDefKey returns the key of t's persisted definition.
-func tableDefKey(t *schema.Table) []byte {
-	if t.Shared() {
-		return keyspace.SharedTable(t.Name)
-	}
-	return keyspace.TenantTable(keyspace.Namespace(t.Owner, t.OwnerEnv), t.Name)
-}
-
-// ownerNS returns the namespace a tenant table's definition lives in.
-func ownerNS(t *schema.Table) []byte { return keyspace.Namespace(t.Owner, t.OwnerEnv) }
-
 // nextTableID allocates a table id. Ids are never reused, so data left
 // behind by a dropped table can never show through a new table of the
 // same name. REQUIRES: e.ddl held.
@@ -68,77 +56,6 @@ func (e *Engine) nextTableID() (uint64, error) {
 		return 0, apierr.Wrap(apierr.Internal, err, "persisting table id sequence")
 	}
 	return next, nil
-}
-
-// saveTable adds t's definition to b.
-func saveTable(b *storage.Batch, t *schema.Table) error {
-	v, err := schema.Encode(t)
-	if err != nil {
-		return err
-	}
-	b.Set(tableDefKey(t), v)
-	return nil
-}
-
-// persist durably stores t's definition and publishes it. REQUIRES: e.ddl.
-func (e *Engine) persist(t *schema.Table) error {
-	b := e.db.NewBatch()
-	defer b.Close()
-	if err := saveTable(b, t); err != nil {
-		return err
-	}
-	if err := e.db.Apply(b); err != nil {
-		return apierr.Wrap(apierr.Internal, err, "saving table definition")
-	}
-	e.publish(t)
-	return nil
-}
-
-// publish makes t the current definition of its table. REQUIRES: e.ddl.
-func (e *Engine) publish(t *schema.Table) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.byID[t.ID] = t
-	if t.Shared() {
-		e.shared[t.Name] = t
-		return
-	}
-	ns := string(ownerNS(t))
-	cur, loaded := e.owned[ns]
-	if !loaded {
-		return // loaded from storage, with t, on first use
-	}
-	m := make(map[string]*schema.Table, len(cur)+1)
-	for k, v := range cur {
-		m[k] = v
-	}
-	m[t.Name] = t
-	e.owned[ns] = m
-}
-
-// unpublish removes t from the catalog maps. REQUIRES: e.ddl.
-func (e *Engine) unpublish(t *schema.Table) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	delete(e.byID, t.ID)
-	if t.Shared() {
-		if e.shared[t.Name] != nil && e.shared[t.Name].ID == t.ID {
-			delete(e.shared, t.Name)
-		}
-		return
-	}
-	ns := string(ownerNS(t))
-	cur, loaded := e.owned[ns]
-	if !loaded {
-		return
-	}
-	m := make(map[string]*schema.Table, len(cur))
-	for k, v := range cur {
-		if v.ID != t.ID {
-			m[k] = v
-		}
-	}
-	e.owned[ns] = m
 }
 
 // regPrefix returns the registry prefix of a table's namespaces.
@@ -317,26 +234,4 @@ func (e *Engine) noteNamespace(b *storage.Batch, db *storage.DB, t *schema.Table
 	}
 	e.registered.Store(string(k), struct{}{})
 	return "", nil
-}
-
-// tableARN returns the ARN of a table.
-func (e *Engine) tableARN(name string) string {
-	return fmt.Sprintf("arn:aws:dynamodb:%s:%s:table/%s", e.opts.Region, e.opts.Account, name)
-}
-
-// canManage reports whether scope s may change table t (DDL, TTL, tags):
-// the operator for shared tables, a tenant admin for its own tables.
-func canManage(s tenancy.Scope, t *schema.Table) bool {
-	if s.Bypassed() {
-		return true
-	}
-	if t.Shared() {
-		return s.IsOperator()
-	}
-	return s.CanManageTenantTables() && s.Tenant() == t.Owner
-}
-
-func (e *Engine) denyManage(s tenancy.Scope, t *schema.Table) error {
-	return apierr.New(apierr.AccessDenied, "User: %s is not authorized to perform: dynamodb:%s on resource: %s",
-		s.KeyID(), s.Action(), e.tableARN(t.Name))
 }

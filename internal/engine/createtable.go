@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	"github.com/tenantdb/tenantdb/internal/resolve"
 	"github.com/tenantdb/tenantdb/internal/schema"
 	"sort"
 	"strings"
@@ -35,38 +36,18 @@ func (e *Engine) CreateTable(ctx context.Context, s tenancy.Scope, in *wire.Crea
 	if err := check(ctx, s); err != nil {
 		return nil, err
 	}
-	if !s.IsOperator() && !s.CanManageTenantTables() && !s.Bypassed() {
-		return nil, apierr.New(apierr.AccessDenied, "User: %s is not authorized to perform: dynamodb:CreateTable on resource: %s", s.KeyID(), e.tableARN(in.TableName))
+	if err := e.res.MayCreate(s, in.TableName); err != nil {
+		return nil, err
 	}
 	t, err := e.buildTable(in)
 	if err != nil {
 		return nil, err
 	}
-	if !s.IsOperator() {
-		t.Owner, t.OwnerEnv = s.Tenant(), s.Env()
-		if t.Owner.IsZero() {
-			return nil, apierr.New(apierr.AccessDenied, "The credential is not bound to a tenant")
-		}
-	}
-	if !s.AllowsTable(t.Name) {
-		return nil, apierr.New(apierr.AccessDenied, "User: %s is not authorized to perform: dynamodb:CreateTable on resource: %s", s.KeyID(), e.tableARN(t.Name))
-	}
 
 	e.ddl.Lock()
 	defer e.ddl.Unlock()
-	if _, err := e.lookup(s, t.Name); err == nil {
-		return nil, apierr.New(apierr.ResourceInUse, "Table already exists: %s", t.Name)
-	} else if !apierr.Is(err, apierr.ResourceNotFound) {
+	if err := e.res.AdmitCreate(ctx, s, t); err != nil {
 		return nil, err
-	}
-	if !t.Shared() {
-		own, err := e.ownedTables(s)
-		if err != nil {
-			return nil, err
-		}
-		if len(own) >= e.opts.MaxTenantTables {
-			return nil, apierr.New(apierr.LimitExceeded, "Subscriber limit exceeded: the number of tables exceeds the limit of %d tables", e.opts.MaxTenantTables)
-		}
 	}
 	if t.ID, err = e.nextTableID(); err != nil {
 		return nil, err
@@ -206,7 +187,7 @@ func (e *Engine) buildTable(in *wire.CreateTableInput) (*schema.Table, error) {
 		return nil, err
 	}
 	t.Tags = append([]wire.Tag(nil), in.Tags...)
-	if err := applyIsolationTags(t); err != nil {
+	if err := resolve.ApplyIsolationTags(t); err != nil {
 		return nil, err
 	}
 	return t, nil
@@ -460,63 +441,6 @@ func checkTags(tags []wire.Tag, atCreate bool) error {
 			return apierr.Validationf("One or more parameter values were invalid: Duplicate tag key: %s", tg.Key)
 		}
 		seen[tg.Key] = true
-	}
-	return nil
-}
-
-// applyIsolationTags reads tenantdb:isolation and
-// tenantdb:leading-key-pattern from t's tags.
-func applyIsolationTags(t *schema.Table) error {
-	var mode, pattern string
-	var hasMode, hasPattern bool
-	for _, tg := range t.Tags {
-		switch tg.Key {
-		case tenancy.TagIsolation:
-			mode, hasMode = tg.Value, true
-		case tenancy.TagLeadingKeyPattern:
-			pattern, hasPattern = tg.Value, true
-		default:
-			if strings.HasPrefix(tg.Key, "tenantdb:") {
-				return apierr.Validationf("One or more parameter values were invalid: Unknown reserved tag key %s (tenantdb:isolation and tenantdb:leading-key-pattern are defined)", tg.Key)
-			}
-		}
-	}
-	if hasMode {
-		m, ok := tenancy.ParseIsolationMode(mode)
-		if !ok {
-			return apierr.Validationf("One or more parameter values were invalid: Tag %s must be one of namespace, leading-keys, silo; got %q", tenancy.TagIsolation, mode)
-		}
-		t.Isolation = m
-	}
-	if t.Isolation != tenancy.LeadingKeys {
-		if hasPattern {
-			return apierr.Validationf("One or more parameter values were invalid: Tag %s requires %s=leading-keys", tenancy.TagLeadingKeyPattern, tenancy.TagIsolation)
-		}
-		return nil
-	}
-	if !hasPattern || !strings.Contains(pattern, "{tenant}") {
-		return apierr.Validationf("One or more parameter values were invalid: A leading-keys table needs tag %s with a pattern containing {tenant}, such as TENANT#{tenant}|*", tenancy.TagLeadingKeyPattern)
-	}
-	if strings.Contains(strings.TrimSuffix(pattern, "*"), "*") {
-		return apierr.Validationf("One or more parameter values were invalid: Tag %s may contain * only at its end", tenancy.TagLeadingKeyPattern)
-	}
-	t.LeadingKeyPattern = pattern
-	return checkLeadingKeyTypes(t)
-}
-
-// checkLeadingKeyTypes requires string partition keys on a leading-keys
-// table and its GSIs: the pattern is a string prefix.
-func checkLeadingKeyTypes(t *schema.Table) error {
-	if t.Isolation != tenancy.LeadingKeys {
-		return nil
-	}
-	if t.Hash.Type != attr.S {
-		return apierr.Validationf("One or more parameter values were invalid: A leading-keys table needs a partition key of type S")
-	}
-	for _, ix := range t.Indexes {
-		if !ix.Local && ix.Hash.Type != attr.S {
-			return apierr.Validationf("One or more parameter values were invalid: On a leading-keys table the partition key of index %s must be of type S", ix.Name)
-		}
 	}
 	return nil
 }

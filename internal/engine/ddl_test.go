@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 	"math/rand"
 	"strings"
@@ -485,9 +486,9 @@ func TestBackfillUnderConcurrentWrites(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	// Count the items that carry g, straight from storage.
-	h, err := env.e.open(a.scope("GetItem"), "Busy")
+	h, err := env.e.open(context.Background(), a.scope("GetItem"), "Busy")
 	wtNoErr(t, err)
-	p := keyspace.Items(h.ns, h.t.ID)
+	p := keyspace.Items(h.Namespace, h.Table.ID)
 	it := env.db.NewIter(p, keyspace.PrefixEnd(p))
 	withG := map[string]string{}
 	for ok := it.First(); ok; ok = it.Next() {

@@ -36,14 +36,14 @@ func (e *Engine) DeleteItem(ctx context.Context, s tenancy.Scope, in *wire.Delet
 	if err := p.CheckUnused(); err != nil {
 		return nil, err
 	}
-	h, err := e.open(s, in.TableName)
+	h, err := e.open(ctx, s, in.TableName)
 	if err != nil {
 		return nil, err
 	}
-	if err := h.t.ValidateKey(in.Key); err != nil {
+	if err := h.Table.ValidateKey(in.Key); err != nil {
 		return nil, err
 	}
-	if err := h.checkLeadingKey(in.Key[h.t.Hash.Name]); err != nil {
+	if err := h.CheckKey(in.Key); err != nil {
 		return nil, err
 	}
 
@@ -64,7 +64,7 @@ func (e *Engine) DeleteItem(ctx context.Context, s tenancy.Scope, in *wire.Delet
 		return nil, err
 	}
 	var tally capTally
-	tally.addWrite(h.t.Name, w.cost, 1)
+	tally.addWrite(h.Table.Name, w.cost, 1)
 	out := &wire.DeleteItemOutput{ConsumedCapacity: tally.reportOne(in.ReturnConsumedCapacity)}
 	out.U = tally.usage(true)
 	if in.ReturnValues == rvAllOld && w.old != nil {

@@ -26,17 +26,18 @@ func (e *Engine) DeleteTable(ctx context.Context, s tenancy.Scope, in *wire.Dele
 	}
 	e.ddl.Lock()
 	defer e.ddl.Unlock()
-	t, err := e.lookup(s, in.TableName)
+	tg, err := e.res.Lookup(ctx, s, in.TableName)
 	if err != nil {
 		return nil, err
 	}
-	if !canManage(s, t) {
-		return nil, e.denyManage(s, t)
+	t := tg.Table
+	if err := e.res.CheckManage(s, t); err != nil {
+		return nil, err
 	}
 	if t.DeletionProtection {
 		return nil, apierr.New(apierr.Validation, "Resource cannot be deleted as it is currently protected against deletion. Disable deletion protection first.")
 	}
-	st, err := e.statsFor(s, t)
+	st, err := e.statsFor(tg)
 	if err != nil {
 		return nil, err
 	}
@@ -52,7 +53,7 @@ func (e *Engine) DeleteTable(ctx context.Context, s tenancy.Scope, in *wire.Dele
 	if err := e.db.Apply(b); err != nil {
 		return nil, apierr.Wrap(apierr.Internal, err, "deleting table")
 	}
-	e.unpublish(t)
+	e.res.Unpublish(t)
 	// NB: after the barrier no write of t can commit: writers re-read the
 	// definition with their stripes held and now find it gone.
 	e.locks.barrier()

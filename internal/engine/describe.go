@@ -3,26 +3,27 @@ package engine
 import (
 	"github.com/tenantdb/tenantdb/internal/apierr"
 	"github.com/tenantdb/tenantdb/internal/keyspace"
+	"github.com/tenantdb/tenantdb/internal/resolve"
 	"github.com/tenantdb/tenantdb/internal/schema"
-	"github.com/tenantdb/tenantdb/internal/tenancy"
 	"github.com/tenantdb/tenantdb/internal/wire"
 )
 
 // tableStats are one namespace's counters of a table and its indexes.
 type tableStats map[uint16][2]int64 // index no (0 = table) -> {items, bytes}
 
-// statsFor reads scope s's own counters of table t. The operator, which
-// must never learn anything about tenant data, gets none.
-func (e *Engine) statsFor(s tenancy.Scope, t *schema.Table) (tableStats, error) {
+// statsFor reads the counters of table tg.Table in tg's namespace: the
+// resolving scope's own. The operator, which must never learn anything
+// about tenant data, gets none.
+func (e *Engine) statsFor(tg resolve.Target) (tableStats, error) {
 	st := tableStats{}
-	if s.Tenant().IsZero() {
+	if tg.Scope.Tenant().IsZero() {
 		return st, nil
 	}
-	db, err := e.storeFor(s, t)
+	t, ns := tg.Table, tg.Namespace
+	db, err := e.storeFor(tg.Scope, t)
 	if err != nil {
 		return nil, err
 	}
-	ns := namespace(s)
 	nos := []uint16{0}
 	for _, ix := range t.Indexes {
 		nos = append(nos, ix.No)
@@ -40,6 +41,9 @@ func (e *Engine) statsFor(s tenancy.Scope, t *schema.Table) (tableStats, error) 
 	}
 	return st, nil
 }
+
+// tableARN returns the ARN of a table.
+func (e *Engine) tableARN(name string) string { return e.res.TableARN(name) }
 
 func keySchema(h, r schema.KeyAttr) []wire.KeySchemaElement {
 	ks := []wire.KeySchemaElement{{AttributeName: h.Name, KeyType: "HASH"}}

@@ -18,13 +18,13 @@ func (e *Engine) DescribeTable(ctx context.Context, s tenancy.Scope, in *wire.De
 	if err := schema.ValidateTableName(in.TableName); err != nil {
 		return nil, err
 	}
-	t, err := e.lookup(s, in.TableName)
+	tg, err := e.res.Lookup(ctx, s, in.TableName)
 	if err != nil {
 		return nil, err
 	}
-	st, err := e.statsFor(s, t)
+	st, err := e.statsFor(tg)
 	if err != nil {
 		return nil, err
 	}
-	return &wire.DescribeTableOutput{Table: e.describe(t, st)}, nil
+	return &wire.DescribeTableOutput{Table: e.describe(tg.Table, st)}, nil
 }

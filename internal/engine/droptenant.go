@@ -54,16 +54,8 @@ func (e *Engine) DropTenant(ctx context.Context, s tenancy.Scope) error {
 	// Stores of the tenant being opened when it was marked are closed
 	// below with the rest; none can start opening after the mark.
 	e.waitSiloOpens(func(key string) bool { return strings.HasPrefix(key, t.String()+"/") })
+	e.res.ForgetTenant(t)
 	e.mu.Lock()
-	for ns, tables := range e.owned {
-		if !strings.HasPrefix(ns, string(prefix)) {
-			continue
-		}
-		for _, tbl := range tables {
-			delete(e.byID, tbl.ID)
-		}
-		delete(e.owned, ns)
-	}
 	var silos []string
 	for key := range e.silos {
 		if strings.HasPrefix(key, t.String()+"/") {

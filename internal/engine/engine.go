@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/tenantdb/tenantdb/internal/apierr"
+	"github.com/tenantdb/tenantdb/internal/resolve"
 	"github.com/tenantdb/tenantdb/internal/storage"
 	"github.com/tenantdb/tenantdb/internal/tenancy"
 )
@@ -61,15 +62,18 @@ type Engine struct {
 	closed chan struct{}
 	wg     sync.WaitGroup
 
+	// res resolves table names for scopes and holds the published
+	// definitions; the engine persists them (defstore.go) and publishes.
+	res *resolve.Resolver
+
 	// ddl serializes catalog changes (create, update, delete, tags, TTL
 	// settings) and table id allocation.
 	ddl sync.Mutex
 
-	mu     sync.RWMutex
-	shared map[string]*schema.Table            // shared tables by name
-	owned  map[string]map[string]*schema.Table // tenant-owned tables: namespace key -> name -> table (copy-on-write)
-	byID   map[uint64]*schema.Table            // every loaded table by id
-	silos  map[string]*storage.DB              // silo stores by tenant+table id
+	// mu guards the silo stores. NB: it is taken before the resolver's
+	// lock (openSilo's allowed reads the published tables), never after.
+	mu    sync.RWMutex
+	silos map[string]*storage.DB // silo stores by tenant+table id
 	// opening holds the silo stores being opened, outside mu (see
 	// openSilo); openStore is storage.Open (tests slow it down).
 	opening   map[string]*siloOpen
@@ -126,18 +130,26 @@ func Open(db *storage.DB, opts Options) (*Engine, error) {
 		opts:   opts,
 		log:    opts.Logger,
 		closed: make(chan struct{}),
-		shared: map[string]*schema.Table{},
-		owned:  map[string]map[string]*schema.Table{},
-		byID:   map[uint64]*schema.Table{},
 		silos:  map[string]*storage.DB{},
 
 		opening:   map[string]*siloOpen{},
 		openStore: storage.Open,
 	}
 	e.locks.init()
-	if err := e.loadShared(); err != nil {
+	res, err := resolve.New(context.Background(), defStore{db}, resolve.Options{
+		Region:          opts.Region,
+		Account:         opts.Account,
+		MaxTenantTables: opts.MaxTenantTables,
+		Loaded: func(tables []*schema.Table) {
+			for _, t := range tables {
+				e.resumeBackfills(t)
+			}
+		},
+	})
+	if err != nil {
 		return nil, err
 	}
+	e.res = res
 	if err := e.runDrops(); err != nil {
 		return nil, err
 	}

@@ -239,11 +239,11 @@ func (a wtActor) get(table string, key attr.Item) attr.Item {
 func (a wtActor) indexEntries(name string, no uint16) []attr.Item {
 	a.env.t.Helper()
 	s := a.scope("GetItem")
-	h, err := a.env.e.open(s, name)
+	h, err := a.env.e.open(context.Background(), s, name)
 	if err != nil {
 		a.env.t.Fatalf("open: %v", err)
 	}
-	p := keyspace.Index(h.ns, h.t.ID, no)
+	p := keyspace.Index(h.Namespace, h.Table.ID, no)
 	it := h.db.NewIter(p, keyspace.PrefixEnd(p))
 	defer it.Close()
 	var out []attr.Item
@@ -260,13 +260,13 @@ func (a wtActor) indexEntries(name string, no uint16) []attr.Item {
 // wtCounters returns the (items, bytes) counters of index no (0: table).
 func (a wtActor) counters(name string, no uint16) (int64, int64) {
 	a.env.t.Helper()
-	h, err := a.env.e.open(a.scope("GetItem"), name)
+	h, err := a.env.e.open(context.Background(), a.scope("GetItem"), name)
 	if err != nil {
 		a.env.t.Fatalf("open: %v", err)
 	}
-	n, err := h.db.Counter(keyspace.Counter(h.ns, h.t.ID, no, counterItems))
+	n, err := h.db.Counter(keyspace.Counter(h.Namespace, h.Table.ID, no, counterItems))
 	wtNoErr(a.env.t, err)
-	b, err := h.db.Counter(keyspace.Counter(h.ns, h.t.ID, no, counterBytes))
+	b, err := h.db.Counter(keyspace.Counter(h.Namespace, h.Table.ID, no, counterBytes))
 	wtNoErr(a.env.t, err)
 	return n, b
 }

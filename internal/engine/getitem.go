@@ -35,14 +35,14 @@ func (e *Engine) GetItem(ctx context.Context, s tenancy.Scope, in *wire.GetItemI
 	if err := p.CheckUnused(); err != nil {
 		return nil, err
 	}
-	h, err := e.open(s, in.TableName)
+	h, err := e.open(ctx, s, in.TableName)
 	if err != nil {
 		return nil, err
 	}
-	if err := h.t.ValidateKey(in.Key); err != nil {
+	if err := h.Table.ValidateKey(in.Key); err != nil {
 		return nil, err
 	}
-	if err := h.checkLeadingKey(in.Key[h.t.Hash.Name]); err != nil {
+	if err := h.CheckKey(in.Key); err != nil {
 		return nil, err
 	}
 	item, err := h.getItem(in.Key)
@@ -55,7 +55,7 @@ func (e *Engine) GetItem(ctx context.Context, s tenancy.Scope, in *wire.GetItemI
 		size = attr.ItemSize(item)
 	}
 	var tally capTally
-	tally.addRead(h.t.Name, readUnits(size, consistent))
+	tally.addRead(h.Table.Name, readUnits(size, consistent))
 	out := &wire.GetItemOutput{ConsumedCapacity: tally.reportOne(in.ReturnConsumedCapacity)}
 	out.U = tally.usage(false)
 	if item != nil {

@@ -34,7 +34,7 @@ func checkIndexEntries(w *itemWrite) {
 	if !invariants || (!w.put && !w.del) {
 		return
 	}
-	t, ns := w.h.t, w.h.ns
+	t, ns := w.h.Table, w.h.Namespace
 	var nu attr.Item
 	if w.put {
 		nu = w.new

@@ -32,28 +32,14 @@ func (e *Engine) ListTables(ctx context.Context, s tenancy.Scope, in *wire.ListT
 			return nil, err
 		}
 	}
-	set := map[string]bool{}
-	e.mu.RLock()
-	for name := range e.shared {
-		set[name] = true
+	visible, err := e.res.Visible(ctx, s)
+	if err != nil {
+		return nil, err
 	}
-	e.mu.RUnlock()
-	if !s.Tenant().IsZero() {
-		own, err := e.ownedTables(s)
-		if err != nil {
-			return nil, err
-		}
-		for name := range own {
-			set[name] = true
-		}
+	names := visible[sort.SearchStrings(visible, in.ExclusiveStartTableName):]
+	if len(names) > 0 && names[0] == in.ExclusiveStartTableName {
+		names = names[1:]
 	}
-	names := make([]string, 0, len(set))
-	for n := range set {
-		if n > in.ExclusiveStartTableName && s.AllowsTable(n) {
-			names = append(names, n)
-		}
-	}
-	sort.Strings(names)
 	out := &wire.ListTablesOutput{TableNames: []string{}}
 	if len(names) > limit {
 		names = names[:limit]

@@ -24,7 +24,7 @@ import (
 // hold exactly the table's key attributes plus, for index reads, the
 // index's, with the schema's types.
 func (h *handle) startKey(ix *schema.Index, esk attr.Item) ([]byte, error) {
-	t := h.t
+	t := h.Table
 	want := pageKeyAttrs(t, ix)
 	if len(esk) != len(want) {
 		return nil, errStartKey("The provided key element does not match the schema")
@@ -45,16 +45,13 @@ func (h *handle) startKey(ix *schema.Index, esk attr.Item) ([]byte, error) {
 	}
 	// NB: leading-keys tables check every partition key a request names,
 	// page tokens included, like IAM's dynamodb:LeadingKeys.
-	if err := h.checkLeadingKey(esk[t.Hash.Name]); err != nil {
+	if err := h.CheckStartKey(ix, esk); err != nil {
 		return nil, err
 	}
 	if ix != nil {
-		if err := h.checkLeadingKey(esk[ix.Hash.Name]); err != nil {
-			return nil, err
-		}
-		return indexKey(t, h.ns, ix, esk), nil
+		return indexKey(t, h.Namespace, ix, esk), nil
 	}
-	return itemKey(t, h.ns, esk), nil
+	return itemKey(t, h.Namespace, esk), nil
 }
 
 // startSegment reports whether the partition of an ExclusiveStartKey (of

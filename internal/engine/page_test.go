@@ -213,7 +213,7 @@ func TestForgedStartKeys(t *testing.T) {
 
 	// A's own token used by B resumes B's scan at the same position in B's
 	// range: B gets exactly its own items after that key.
-	h, err := e.open(b, "Orders")
+	h, err := e.open(context.Background(), b, "Orders")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,13 +222,13 @@ func TestForgedStartKeys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(string(pos), string(h.ns)) {
-		t.Fatalf("seek position %x is outside B's namespace %x", pos, h.ns)
+	if !strings.HasPrefix(string(pos), string(h.Namespace)) {
+		t.Fatalf("seek position %x is outside B's namespace %x", pos, h.Namespace)
 	}
 	rest, _ := qtScanAll(t, e, b, wire.ScanInput{TableName: "Orders", ExclusiveStartKey: tokens[0]})
 	var want []attr.Item
 	for i, it := range all {
-		if attr.EqualItems(h.t.KeyOf(it), tokens[0]) {
+		if attr.EqualItems(h.Table.KeyOf(it), tokens[0]) {
 			want = all[i+1:]
 		}
 	}
@@ -268,18 +268,18 @@ func TestLeadingKeysQuery(t *testing.T) {
 // fails instead of reading.
 func TestReadSpanGuard(t *testing.T) {
 	e, a, b := qtTwoTenants(t)
-	hb, err := e.open(b, "Orders")
+	hb, err := e.open(context.Background(), b, "Orders")
 	if err != nil {
 		t.Fatal(err)
 	}
-	ha, err := e.open(a, "Orders")
+	ha, err := e.open(context.Background(), a, "Orders")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, span := range []keySpan{
-		{lo: keyspace.Items(ha.ns, ha.t.ID), hi: keyspace.PrefixEnd(keyspace.Items(ha.ns, ha.t.ID))}, // A's items
-		{lo: hb.ns[:len(hb.ns)-1], hi: keyspace.PrefixEnd(hb.ns)},                                    // starts before B's namespace
-		{lo: hb.ns, hi: keyspace.PrefixEnd(hb.ns[:len(hb.ns)-1])},                                    // ends after it
+		{lo: keyspace.Items(ha.Namespace, ha.Table.ID), hi: keyspace.PrefixEnd(keyspace.Items(ha.Namespace, ha.Table.ID))}, // A's items
+		{lo: hb.Namespace[:len(hb.Namespace)-1], hi: keyspace.PrefixEnd(hb.Namespace)},                                     // starts before B's namespace
+		{lo: hb.Namespace, hi: keyspace.PrefixEnd(hb.Namespace[:len(hb.Namespace)-1])},                                     // ends after it
 	} {
 		r := &readSpec{h: hb, span: span, forward: true}
 		if _, err := r.run(context.Background()); apierr.KindOf(err) != apierr.Internal {
@@ -308,7 +308,7 @@ func TestSiloAndTenantTables(t *testing.T) {
 		if len(q) != tc.want || len(g) != tc.want || len(sc) != tc.want {
 			t.Fatalf("tenant %s: query %d, gsi %d, scan %d; want %d", tc.s.Tenant(), len(q), len(g), len(sc), tc.want)
 		}
-		h, err := e.open(tc.s, "Silo")
+		h, err := e.open(context.Background(), tc.s, "Silo")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -163,14 +163,14 @@ func itemCollectionMetrics(h *handle, ricm string, key attr.Item) *wire.ItemColl
 		return nil
 	}
 	hasLSI := false
-	for _, ix := range h.t.Indexes {
+	for _, ix := range h.Table.Indexes {
 		hasLSI = hasLSI || ix.Local
 	}
 	if !hasLSI {
 		return nil
 	}
 	return &wire.ItemCollectionMetrics{
-		ItemCollectionKey:   attr.Item{h.t.Hash.Name: key[h.t.Hash.Name]},
+		ItemCollectionKey:   attr.Item{h.Table.Hash.Name: key[h.Table.Hash.Name]},
 		SizeEstimateRangeGB: []float64{0, 1},
 	}
 }
@@ -184,25 +184,6 @@ func checkItemSize(it attr.Item, update bool) error {
 		return apierr.Validationf("Item size to update has exceeded the maximum allowed size")
 	}
 	return apierr.Validationf("Item size has exceeded the maximum allowed size")
-}
-
-// checkWriteLeadingKeys enforces a leading-keys table's pattern on an
-// item's partition key and on every GSI partition key it carries.
-func (h *handle) checkWriteLeadingKeys(item attr.Item) error {
-	if err := h.checkLeadingKey(item[h.t.Hash.Name]); err != nil {
-		return err
-	}
-	for _, ix := range h.t.Indexes {
-		if ix.Local {
-			continue
-		}
-		if v, ok := item[ix.Hash.Name]; ok {
-			if err := h.checkLeadingKey(v); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
 }
 
 // keyOnly returns a copy of key as a fresh item (the base of an update of

@@ -36,21 +36,21 @@ func (e *Engine) PutItem(ctx context.Context, s tenancy.Scope, in *wire.PutItemI
 	if err := p.CheckUnused(); err != nil {
 		return nil, err
 	}
-	h, err := e.open(s, in.TableName)
+	h, err := e.open(ctx, s, in.TableName)
 	if err != nil {
 		return nil, err
 	}
-	if err := h.t.ValidateItemKeys(in.Item); err != nil {
+	if err := h.Table.ValidateItemKeys(in.Item); err != nil {
 		return nil, err
 	}
 	if err := checkItemSize(in.Item, false); err != nil {
 		return nil, err
 	}
-	if err := h.checkWriteLeadingKeys(in.Item); err != nil {
+	if err := h.CheckItem(in.Item); err != nil {
 		return nil, err
 	}
 
-	w := newWrite(h, h.t.KeyOf(in.Item))
+	w := newWrite(h, h.Table.KeyOf(in.Item))
 	w.sizeOnly = cond == nil && in.ReturnValues != rvAllOld
 	err = e.locked([]*itemWrite{w}, nil, func() error {
 		ok, err := evalCondition(cond, w.old)
@@ -67,7 +67,7 @@ func (e *Engine) PutItem(ctx context.Context, s tenancy.Scope, in *wire.PutItemI
 		return nil, err
 	}
 	var tally capTally
-	tally.addWrite(h.t.Name, w.cost, 1)
+	tally.addWrite(h.Table.Name, w.cost, 1)
 	out := &wire.PutItemOutput{ConsumedCapacity: tally.reportOne(in.ReturnConsumedCapacity)}
 	out.U = tally.usage(true)
 	if in.ReturnValues == rvAllOld && w.old != nil {

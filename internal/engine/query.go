@@ -27,15 +27,15 @@ func (e *Engine) Query(ctx context.Context, s tenancy.Scope, in *wire.QueryInput
 	if err := check(ctx, s); err != nil {
 		return nil, err
 	}
-	h, err := e.open(s, in.TableName)
+	h, err := e.open(ctx, s, in.TableName)
 	if err != nil {
 		return nil, err
 	}
-	ix, err := readIndex(h.t, in.IndexName)
+	ix, err := readIndex(h.Table, in.IndexName)
 	if err != nil {
 		return nil, err
 	}
-	ex, err := queryExprs(h.t, ix, in)
+	ex, err := queryExprs(h.Table, ix, in)
 	if err != nil {
 		return nil, err
 	}
@@ -85,13 +85,13 @@ func queryExprInput(in *wire.QueryInput) readExprInput {
 // planQuery validates a Query whose expressions are compiled and resolves
 // it to a readSpec.
 func (h *handle) planQuery(in *wire.QueryInput, ix *schema.Index, ex *readExprs) (*readSpec, error) {
-	t := h.t
+	t := h.Table
 	hashKey, rangeKey := queryKey(t, ix)
 	kc := ex.kc
 	if err := checkKeyCondition(kc, hashKey, rangeKey, in.KeyConditionExpression != nil); err != nil {
 		return nil, err
 	}
-	if err := h.checkLeadingKey(kc.HashValue); err != nil {
+	if err := h.CheckLeadingKey(kc.HashValue); err != nil {
 		return nil, err
 	}
 
@@ -117,9 +117,9 @@ func (h *handle) planQuery(in *wire.QueryInput, ix *schema.Index, ex *readExprs)
 
 	var p []byte
 	if ix != nil {
-		p = keyspace.Index(h.ns, t.ID, ix.No)
+		p = keyspace.Index(h.Namespace, t.ID, ix.No)
 	} else {
-		p = keyspace.Items(h.ns, t.ID)
+		p = keyspace.Items(h.Namespace, t.ID)
 	}
 	p = keyspace.AppendPartition(p, attr.AppendKey(nil, kc.HashValue))
 	var op expr.KeyOp

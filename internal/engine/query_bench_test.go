@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -25,7 +26,7 @@ func BenchmarkQuery20(b *testing.B) {
 	// The baseline: iterate the same partition straight from storage and
 	// decode its items, the least any Query of it must do. Report the
 	// Query numbers as ratios to it (the machine is shared and noisy).
-	h, err := e.open(s, "Orders")
+	h, err := e.open(context.Background(), s, "Orders")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -33,7 +34,7 @@ func BenchmarkQuery20(b *testing.B) {
 		b.ReportAllocs()
 		i := 0
 		for b.Loop() {
-			p := keyspace.AppendPartition(keyspace.Items(h.ns, h.t.ID), attr.AppendKey(nil, qtS(fmt.Sprintf("coll%04d", i%1000))))
+			p := keyspace.AppendPartition(keyspace.Items(h.Namespace, h.Table.ID), attr.AppendKey(nil, qtS(fmt.Sprintf("coll%04d", i%1000))))
 			it := h.db.NewIter(p, keyspace.PrefixEnd(p))
 			n := 0
 			for ok := it.First(); ok; ok = it.Next() {

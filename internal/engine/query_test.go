@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 	"github.com/tenantdb/tenantdb/internal/schema"
 	"math/rand/v2"
@@ -600,15 +601,15 @@ func TestQueryFilterNameRules(t *testing.T) {
 				qtWantErr(t, err, apierr.Validation, tc.msg)
 				return
 			}
-			h, err := e.open(s, "Orders")
+			h, err := e.open(context.Background(), s, "Orders")
 			if err != nil {
 				t.Fatal(err)
 			}
-			ix, err := readIndex(h.t, in.IndexName)
+			ix, err := readIndex(h.Table, in.IndexName)
 			if err != nil {
 				t.Fatal(err)
 			}
-			ex, err := queryExprs(h.t, ix, &in)
+			ex, err := queryExprs(h.Table, ix, &in)
 			if err != nil {
 				t.Fatal(err)
 			}

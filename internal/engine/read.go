@@ -136,7 +136,7 @@ func (r *readSpec) run(ctx context.Context) (*readResult, error) {
 		if (r.limit > 0 && res.scanned >= r.limit) || res.indexBytes+res.tableBytes >= maxPageBytes {
 			// NB: as DynamoDB, a page that stops at Limit or at 1 MB returns
 			// a LastEvaluatedKey without looking ahead.
-			res.last = pageKey(r.h.t, r.ix, entry)
+			res.last = pageKey(r.h.Table, r.ix, entry)
 			break
 		}
 	}
@@ -153,7 +153,7 @@ func (r *readSpec) run(ctx context.Context) (*readResult, error) {
 // NB: it holds by construction (see readSpec.span); checking it costs two
 // comparisons and turns a future bug into an error instead of a leak.
 func (r *readSpec) inNamespace() bool {
-	ns := r.h.ns
+	ns := r.h.Namespace
 	return bytes.HasPrefix(r.span.lo, ns) && bytes.Compare(r.span.hi, keyspace.PrefixEnd(ns)) <= 0
 }
 
@@ -168,7 +168,7 @@ func (r *readSpec) step(it *storage.Iter) bool {
 // missing item (nil) cannot happen while entries and items are written in
 // one batch; it is skipped.
 func (r *readSpec) base(snap *storage.Snapshot, entry attr.Item) (attr.Item, error) {
-	v, err := snap.Get(itemKey(r.h.t, r.h.ns, r.h.t.KeyOf(entry)))
+	v, err := snap.Get(itemKey(r.h.Table, r.h.Namespace, r.h.Table.KeyOf(entry)))
 	if err == storage.ErrNotFound {
 		return nil, nil
 	}
@@ -260,7 +260,7 @@ func (r *readSpec) response(res *readResult) *wire.QueryOutput {
 		indexUnits = readUnits(res.indexBytes, r.consistent)
 		total += indexUnits
 	}
-	name := r.h.t.Name
+	name := r.h.Table.Name
 	out.U = wire.Usage{ReadUnits: total, Table: name}
 	switch r.capacityMode {
 	case "TOTAL":
@@ -319,7 +319,7 @@ type readCommon struct {
 // resolve validates the parameters Query and Scan share and fills in the
 // spec's select mode, limit, consistency and capacity mode.
 func (c *readCommon) resolve(h *handle, r *readSpec) error {
-	t, ix := h.t, c.ix
+	t, ix := h.Table, c.ix
 	if c.limit != nil && *c.limit < 1 {
 		return apierr.Validationf("1 validation error detected: Value '%d' at 'limit' failed to satisfy constraint: Member must have value greater than or equal to 1", *c.limit)
 	}

@@ -97,11 +97,11 @@ func qtCreate(t testing.TB, e *Engine, name, hash, rng string, indexes []qtIndex
 	if _, err := e.CreateTable(context.Background(), op, in); err != nil {
 		t.Fatalf("CreateTable %s: %v", name, err)
 	}
-	tb, err := e.lookup(op, name)
+	tg, err := e.res.Lookup(context.Background(), op, name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return tb
+	return tg.Table
 }
 
 // qtAddCreatingIndex publishes (in memory only) a copy of table name with
@@ -110,14 +110,17 @@ func qtAddCreatingIndex(t testing.TB, e *Engine, name string, ix *schema.Index) 
 	t.Helper()
 	e.ddl.Lock()
 	defer e.ddl.Unlock()
-	e.mu.RLock()
-	tb := e.shared[name].Clone()
-	e.mu.RUnlock()
+	var tb *schema.Table
+	for _, sh := range e.res.Shared() {
+		if sh.Name == name {
+			tb = sh.Clone()
+		}
+	}
 	ix.No = tb.NextIndexNo
 	tb.NextIndexNo++
 	ix.Status, ix.Backfilling = "CREATING", true
 	tb.Indexes = append(tb.Indexes, ix)
-	e.publish(tb)
+	e.res.Publish(tb)
 }
 
 // qtPut writes items with BatchWriteItem (25 at a time).

@@ -25,7 +25,7 @@ func (e *Engine) Scan(ctx context.Context, s tenancy.Scope, in *wire.ScanInput) 
 	if err := check(ctx, s); err != nil {
 		return nil, err
 	}
-	h, err := e.open(s, in.TableName)
+	h, err := e.open(ctx, s, in.TableName)
 	if err != nil {
 		return nil, err
 	}
@@ -67,7 +67,7 @@ func scanExprInput(in *wire.ScanInput) readExprInput {
 // planScan validates a Scan whose expressions are compiled and resolves it
 // to a readSpec.
 func (h *handle) planScan(in *wire.ScanInput, ex *readExprs) (*readSpec, error) {
-	t := h.t
+	t := h.Table
 	seg, total, err := scanSegment(in.Segment, in.TotalSegments)
 	if err != nil {
 		return nil, err
@@ -96,9 +96,9 @@ func (h *handle) planScan(in *wire.ScanInput, ex *readExprs) (*readSpec, error) 
 
 	var p []byte
 	if ix != nil {
-		p = keyspace.Index(h.ns, t.ID, ix.No)
+		p = keyspace.Index(h.Namespace, t.ID, ix.No)
 	} else {
-		p = keyspace.Items(h.ns, t.ID)
+		p = keyspace.Items(h.Namespace, t.ID)
 	}
 	r.span = segmentSpan(p, seg, total)
 

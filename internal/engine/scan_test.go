@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 	"reflect"
 	"testing"
@@ -146,8 +147,8 @@ func TestScanValidation(t *testing.T) {
 	var other attr.Item
 	for i := 0; other == nil; i++ {
 		k := attr.Item{"pk": qtS(fmt.Sprint(i)), "sk": qtS("1")}
-		h, _ := e.open(s, "Orders")
-		if !startSegment(h.t, nil, k, 0, 2) {
+		h, _ := e.open(context.Background(), s, "Orders")
+		if !startSegment(h.Table, nil, k, 0, 2) {
 			other = k
 		}
 	}

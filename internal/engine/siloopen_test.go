@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"github.com/tenantdb/tenantdb/internal/resolve"
 	"io"
 	"log/slog"
 	"os"
@@ -236,7 +237,7 @@ func TestBackgroundWorkDoesNotRecreateDroppedSilo(t *testing.T) {
 		t.Fatalf("the drop left %v in %s", entries, dir)
 	}
 
-	ns := namespace(qtScope(t, a, "PutItem"))
+	ns := resolve.Namespace(qtScope(t, a, "PutItem"))
 	budget := 100
 	if _, err := e.expire(stale, ns, time.Now(), nil, &budget); err != nil {
 		t.Errorf("TTL expiry on the dropped table: %v", err)

@@ -7,7 +7,6 @@ import (
 	"os"
 
 	"github.com/tenantdb/tenantdb/internal/apierr"
-	"github.com/tenantdb/tenantdb/internal/keyspace"
 	"github.com/tenantdb/tenantdb/internal/storage"
 	"github.com/tenantdb/tenantdb/internal/tenancy"
 )
@@ -22,15 +21,13 @@ func (e *Engine) siloStores(ctx context.Context, t tenancy.TenantID, envs []stri
 		return nil, nil // NB: do not load a dropped tenant's tables again
 	}
 	var cands []*schema.Table
-	e.mu.RLock()
-	for _, tb := range e.shared {
+	for _, tb := range e.res.Shared() {
 		if tb.Isolation == tenancy.Silo {
 			cands = append(cands, tb)
 		}
 	}
-	e.mu.RUnlock()
 	for _, env := range envs {
-		owned, err := e.ownedByNS(keyspace.Namespace(t, env))
+		owned, err := e.res.Owned(ctx, t, env)
 		if err != nil {
 			return nil, err
 		}
@@ -66,7 +63,7 @@ func (e *Engine) existingSilo(tenant tenancy.TenantID, tb *schema.Table) (*stora
 	dir := e.siloDir(tenant, tb.ID)
 	errNone := errors.New("no store")
 	db, err := e.openSilo(key, dir, func() error {
-		if cur := e.byID[tb.ID]; cur == nil || cur.Isolation != tenancy.Silo || e.isDropped(tenant) {
+		if cur := e.res.ByID(tb.ID); cur == nil || cur.Isolation != tenancy.Silo || e.isDropped(tenant) {
 			return errNone
 		}
 		if dir == "" {

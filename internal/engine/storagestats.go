@@ -37,8 +37,8 @@ type envTable struct {
 // stores silos returns.
 func tenantStorage(ctx context.Context, db *storage.DB, t tenancy.TenantID,
 	silos func(ctx context.Context, t tenancy.TenantID, envs []string) ([]*storage.DB, error)) ([]schema.TableStorage, error) {
-	lo, hi := keyspace.SharedTables()
-	shared, err := tableNames(db, lo, hi)
+	defs := defStore{db}
+	shared, err := defs.tableNames(nil)
 	if err != nil {
 		return nil, err
 	}
@@ -47,8 +47,7 @@ func tenantStorage(ctx context.Context, db *storage.DB, t tenancy.TenantID,
 		m, ok := own[env]
 		if !ok {
 			var err error
-			lo, hi := keyspace.TenantTables(keyspace.Namespace(t, env))
-			if m, err = tableNames(db, lo, hi); err != nil {
+			if m, err = defs.tableNames(keyspace.Namespace(t, env)); err != nil {
 				return "", false, err
 			}
 			own[env] = m
@@ -163,23 +162,4 @@ func scanCounters(ctx context.Context, db *storage.DB, t tenancy.TenantID,
 		return nil, fmt.Errorf("engine: reading storage counters: %w", err)
 	}
 	return envs, nil
-}
-
-// tableNames reads the id and name of the table definitions in [lo, hi)
-// of db.
-func tableNames(db *storage.DB, lo, hi []byte) (map[uint64]string, error) {
-	it := db.NewIter(lo, hi)
-	defer it.Close()
-	m := map[uint64]string{}
-	for ok := it.First(); ok; ok = it.Next() {
-		t, err := schema.Decode(it.Value())
-		if err != nil {
-			return nil, err
-		}
-		m[t.ID] = t.Name
-	}
-	if err := it.Error(); err != nil {
-		return nil, fmt.Errorf("engine: reading table definitions: %w", err)
-	}
-	return m, nil
 }

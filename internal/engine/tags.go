@@ -16,33 +16,13 @@ import (
 // its tags. Keys starting with "tenantdb:" are reserved: they are set at
 // CreateTable (isolation) and cannot be added or removed later.
 
-// tableFromARN resolves a table ARN visible to s.
-func (e *Engine) tableFromARN(s tenancy.Scope, arn string) (*schema.Table, error) {
-	prefix := "arn:aws:dynamodb:" + e.opts.Region + ":" + e.opts.Account + ":table/"
-	if arn == "" {
-		return nil, apierr.Validationf("1 validation error detected: Value null at 'resourceArn' failed to satisfy constraint: Member must not be null")
-	}
-	if !strings.HasPrefix(arn, "arn:") || strings.Count(arn, ":") < 5 {
-		return nil, apierr.Validationf("Invalid TableArn: Invalid ResourceArn provided as input %s", arn)
-	}
-	if !strings.HasPrefix(arn, prefix) {
-		return nil, apierr.New(apierr.AccessDenied, "User: %s is not authorized to perform: dynamodb:%s on resource: %s", s.KeyID(), s.Action(), arn)
-	}
-	name := strings.TrimPrefix(arn, prefix)
-	if i := strings.IndexByte(name, '/'); i >= 0 {
-		name = name[:i] // an index or stream ARN names its table first
-	}
-	if err := schema.ValidateTableName(name); err != nil {
-		return nil, apierr.Validationf("Invalid TableArn: Invalid ResourceArn provided as input %s", arn)
-	}
-	if !s.AllowsTable(name) {
-		return nil, apierr.New(apierr.AccessDenied, "User: %s is not authorized to perform: dynamodb:%s on resource: %s", s.KeyID(), s.Action(), arn)
-	}
-	t, err := e.lookup(s, name)
+// tableFromARN resolves a table ARN visible to s (resolve.LookupARN).
+func (e *Engine) tableFromARN(ctx context.Context, s tenancy.Scope, arn string) (*schema.Table, error) {
+	tg, err := e.res.LookupARN(ctx, s, arn)
 	if err != nil {
-		return nil, apierr.New(apierr.ResourceNotFound, "Requested resource not found: ResourcArn: %s not found", arn)
+		return nil, err
 	}
-	return t, nil
+	return tg.Table, nil
 }
 
 // TagResource adds or replaces tags of a table. Errors:
@@ -60,12 +40,12 @@ func (e *Engine) TagResource(ctx context.Context, s tenancy.Scope, in *wire.TagR
 	}
 	e.ddl.Lock()
 	defer e.ddl.Unlock()
-	t, err := e.tableFromARN(s, in.ResourceArn)
+	t, err := e.tableFromARN(ctx, s, in.ResourceArn)
 	if err != nil {
 		return nil, err
 	}
-	if !canManage(s, t) {
-		return nil, e.denyManage(s, t)
+	if err := e.res.CheckManage(s, t); err != nil {
+		return nil, err
 	}
 	c := t.Clone()
 	for _, tg := range in.Tags {
@@ -108,12 +88,12 @@ func (e *Engine) UntagResource(ctx context.Context, s tenancy.Scope, in *wire.Un
 	}
 	e.ddl.Lock()
 	defer e.ddl.Unlock()
-	t, err := e.tableFromARN(s, in.ResourceArn)
+	t, err := e.tableFromARN(ctx, s, in.ResourceArn)
 	if err != nil {
 		return nil, err
 	}
-	if !canManage(s, t) {
-		return nil, e.denyManage(s, t)
+	if err := e.res.CheckManage(s, t); err != nil {
+		return nil, err
 	}
 	c := t.Clone()
 	kept := c.Tags[:0]
@@ -136,7 +116,7 @@ func (e *Engine) ListTagsOfResource(ctx context.Context, s tenancy.Scope, in *wi
 	if err := check(ctx, s); err != nil {
 		return nil, err
 	}
-	t, err := e.tableFromARN(s, in.ResourceArn)
+	t, err := e.tableFromARN(ctx, s, in.ResourceArn)
 	if err != nil {
 		return nil, err
 	}

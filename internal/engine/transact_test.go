@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"github.com/tenantdb/tenantdb/internal/resolve"
 	"testing"
 	"time"
 
@@ -145,7 +146,7 @@ func TestTransactIdempotency(t *testing.T) {
 	// After ten minutes the token is forgotten and the sweeper removes it.
 	env.clock.Set(env.clock.Now().Add(11 * time.Minute))
 	wtNoErr(t, e.sweep())
-	if rec, err := e.readToken(namespace(a.scope("GetItem")), "tok-1"); err != nil || rec != nil {
+	if rec, err := e.readToken(resolve.Namespace(a.scope("GetItem")), "tok-1"); err != nil || rec != nil {
 		t.Fatalf("expired token: %v %v", rec, err)
 	}
 	_, err = e.TransactWriteItems(wtCtx, a.scope("TransactWriteItems"), req("tok-1", "1"))

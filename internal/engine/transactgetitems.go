@@ -56,18 +56,18 @@ func (e *Engine) TransactGetItems(ctx context.Context, s tenancy.Scope, in *wire
 		}
 		h := handles[g.TableName]
 		if h == nil {
-			if h, err = e.open(s, g.TableName); err != nil {
+			if h, err = e.open(ctx, s, g.TableName); err != nil {
 				return nil, err
 			}
 			handles[g.TableName] = h
 		}
-		if err := h.t.ValidateKey(g.Key); err != nil {
+		if err := h.Table.ValidateKey(g.Key); err != nil {
 			return nil, err
 		}
-		if err := h.checkLeadingKey(g.Key[h.t.Hash.Name]); err != nil {
+		if err := h.CheckKey(g.Key); err != nil {
 			return nil, err
 		}
-		gets = append(gets, get{h: h, pk: itemKey(h.t, h.ns, g.Key), proj: proj})
+		gets = append(gets, get{h: h, pk: itemKey(h.Table, h.Namespace, g.Key), proj: proj})
 	}
 
 	snaps := map[*storage.DB]*storage.Snapshot{}
@@ -86,7 +86,7 @@ func (e *Engine) TransactGetItems(ctx context.Context, s tenancy.Scope, in *wire
 	for i, g := range gets {
 		v, err := snaps[g.h.db].Get(g.pk)
 		if errors.Is(err, storage.ErrNotFound) {
-			tally.addRead(g.h.t.Name, 2*readUnits(0, true))
+			tally.addRead(g.h.Table.Name, 2*readUnits(0, true))
 			continue
 		}
 		if err != nil {
@@ -96,7 +96,7 @@ func (e *Engine) TransactGetItems(ctx context.Context, s tenancy.Scope, in *wire
 		if err != nil {
 			return nil, apierr.Wrap(apierr.Internal, err, "decoding item")
 		}
-		tally.addRead(g.h.t.Name, 2*readUnits(attr.ItemSize(item), true))
+		tally.addRead(g.h.Table.Name, 2*readUnits(attr.ItemSize(item), true))
 		if g.proj != nil {
 			item = g.proj.Apply(item)
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/tenantdb/tenantdb/internal/resolve"
 	"strings"
 
 	"github.com/tenantdb/tenantdb/internal/apierr"
@@ -62,7 +63,7 @@ func (e *Engine) TransactWriteItems(ctx context.Context, s tenancy.Scope, in *wi
 	handles := map[string]*handle{}
 	seen := map[string]bool{}
 	for _, ti := range in.TransactItems {
-		a, err := e.prepareTx(s, ti, handles)
+		a, err := e.prepareTx(ctx, s, ti, handles)
 		if err != nil {
 			return nil, err
 		}
@@ -77,7 +78,7 @@ func (e *Engine) TransactWriteItems(ctx context.Context, s tenancy.Scope, in *wi
 		ws[i] = a.w
 	}
 
-	ns := namespace(s)
+	ns := resolve.Namespace(s)
 	var extra [][]byte
 	var hash []byte
 	if token != "" {
@@ -123,7 +124,7 @@ func (e *Engine) TransactWriteItems(ctx context.Context, s tenancy.Scope, in *wi
 		if replayed {
 			// NB: a replay consumes read capacity in DynamoDB; charge one
 			// read unit per item without re-reading anything.
-			tally.addRead(a.w.h.t.Name, 1)
+			tally.addRead(a.w.h.Table.Name, 1)
 			continue
 		}
 		if a.kind == "check" {
@@ -133,7 +134,7 @@ func (e *Engine) TransactWriteItems(ctx context.Context, s tenancy.Scope, in *wi
 			}
 			a.w.cost = writeCost{table: writeUnits(size)}
 		}
-		tally.addWrite(a.w.h.t.Name, a.w.cost, 2)
+		tally.addWrite(a.w.h.Table.Name, a.w.cost, 2)
 	}
 	out := &wire.TransactWriteItemsOutput{ConsumedCapacity: tally.report(in.ReturnConsumedCapacity)}
 	out.U = tally.usage(!replayed)
@@ -143,7 +144,7 @@ func (e *Engine) TransactWriteItems(ctx context.Context, s tenancy.Scope, in *wi
 				if out.ItemCollectionMetrics == nil {
 					out.ItemCollectionMetrics = map[string][]wire.ItemCollectionMetrics{}
 				}
-				out.ItemCollectionMetrics[a.w.h.t.Name] = append(out.ItemCollectionMetrics[a.w.h.t.Name], *m)
+				out.ItemCollectionMetrics[a.w.h.Table.Name] = append(out.ItemCollectionMetrics[a.w.h.Table.Name], *m)
 			}
 		}
 	}
@@ -151,7 +152,7 @@ func (e *Engine) TransactWriteItems(ctx context.Context, s tenancy.Scope, in *wi
 }
 
 // prepareTx validates and compiles one action.
-func (e *Engine) prepareTx(s tenancy.Scope, ti wire.TransactWriteItem, handles map[string]*handle) (*txAction, error) {
+func (e *Engine) prepareTx(ctx context.Context, s tenancy.Scope, ti wire.TransactWriteItem, handles map[string]*handle) (*txAction, error) {
 	count := 0
 	for _, set := range []bool{ti.ConditionCheck != nil, ti.Put != nil, ti.Delete != nil, ti.Update != nil} {
 		if set {
@@ -214,30 +215,30 @@ func (e *Engine) prepareTx(s tenancy.Scope, ti wire.TransactWriteItem, handles m
 	}
 	h := handles[table]
 	if h == nil {
-		if h, err = e.open(s, table); err != nil {
+		if h, err = e.open(ctx, s, table); err != nil {
 			return nil, err
 		}
 		handles[table] = h
 	}
 	if a.kind == "put" {
-		if err := h.t.ValidateItemKeys(a.item); err != nil {
+		if err := h.Table.ValidateItemKeys(a.item); err != nil {
 			return nil, err
 		}
 		if err := checkItemSize(a.item, false); err != nil {
 			return nil, err
 		}
-		if err := h.checkWriteLeadingKeys(a.item); err != nil {
+		if err := h.CheckItem(a.item); err != nil {
 			return nil, err
 		}
-		key = h.t.KeyOf(a.item)
+		key = h.Table.KeyOf(a.item)
 	} else {
-		if err := h.t.ValidateKey(key); err != nil {
+		if err := h.Table.ValidateKey(key); err != nil {
 			return nil, err
 		}
-		if err := h.checkLeadingKey(key[h.t.Hash.Name]); err != nil {
+		if err := h.CheckKey(key); err != nil {
 			return nil, err
 		}
-		if err := checkUpdateKeys(h.t, a.upd); err != nil {
+		if err := checkUpdateKeys(h.Table, a.upd); err != nil {
 			return nil, err
 		}
 	}

@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"context"
+	"github.com/tenantdb/tenantdb/internal/resolve"
 	"github.com/tenantdb/tenantdb/internal/schema"
 	"sort"
 	"strconv"
@@ -37,12 +38,13 @@ func (e *Engine) UpdateTimeToLive(ctx context.Context, s tenancy.Scope, in *wire
 	}
 	e.ddl.Lock()
 	defer e.ddl.Unlock()
-	t, err := e.lookup(s, in.TableName)
+	tg, err := e.res.Lookup(ctx, s, in.TableName)
 	if err != nil {
 		return nil, err
 	}
-	if !canManage(s, t) {
-		return nil, e.denyManage(s, t)
+	t := tg.Table
+	if err := e.res.CheckManage(s, t); err != nil {
+		return nil, err
 	}
 	switch {
 	case spec.Enabled && t.TTLEnabled:
@@ -70,10 +72,11 @@ func (e *Engine) DescribeTimeToLive(ctx context.Context, s tenancy.Scope, in *wi
 	if err := schema.ValidateTableName(in.TableName); err != nil {
 		return nil, err
 	}
-	t, err := e.lookup(s, in.TableName)
+	tg, err := e.res.Lookup(ctx, s, in.TableName)
 	if err != nil {
 		return nil, err
 	}
+	t := tg.Table
 	d := wire.TimeToLiveDescription{TimeToLiveStatus: "DISABLED"}
 	if t.TTLEnabled {
 		d = wire.TimeToLiveDescription{TimeToLiveStatus: "ENABLED", AttributeName: t.TTLAttribute}
@@ -126,7 +129,7 @@ func (e *Engine) sweep() error {
 		if bytes.Equal(p.key, e.ttl.pair) {
 			from = e.ttl.item
 		}
-		t, err := e.tableByID(p.id, p.ns)
+		t, err := e.res.TableByID(context.Background(), p.id, p.ns)
 		if err != nil {
 			return err
 		}
@@ -178,7 +181,7 @@ func (e *Engine) expire(t *schema.Table, ns []byte, now time.Time, from []byte, 
 	if err != nil || db == nil {
 		return nil, err // nil: t was dropped meanwhile
 	}
-	h := &handle{t: t, ns: ns, db: db}
+	h := &handle{Target: resolve.Background(t, ns), db: db}
 	p := keyspace.Items(ns, t.ID)
 	lo, hi := p, keyspace.PrefixEnd(p)
 	if from != nil && bytes.Compare(from, lo) > 0 {
@@ -201,7 +204,7 @@ func (e *Engine) expire(t *schema.Table, ns []byte, now time.Time, from []byte, 
 				for _, w := range ws {
 					// NB: re-checked under the lock: the item may have been
 					// rewritten since it was scanned.
-					w.del = w.old != nil && w.h.t.TTLEnabled && expired(w.old, w.h.t.TTLAttribute, nowN, horizonN)
+					w.del = w.old != nil && w.h.Table.TTLEnabled && expired(w.old, w.h.Table.TTLAttribute, nowN, horizonN)
 				}
 				return e.commit(ws, nil)
 			})

@@ -53,17 +53,17 @@ func (e *Engine) UpdateItem(ctx context.Context, s tenancy.Scope, in *wire.Updat
 	if err := p.CheckUnused(); err != nil {
 		return nil, err
 	}
-	h, err := e.open(s, in.TableName)
+	h, err := e.open(ctx, s, in.TableName)
 	if err != nil {
 		return nil, err
 	}
-	if err := h.t.ValidateKey(in.Key); err != nil {
+	if err := h.Table.ValidateKey(in.Key); err != nil {
 		return nil, err
 	}
-	if err := checkUpdateKeys(h.t, upd); err != nil {
+	if err := checkUpdateKeys(h.Table, upd); err != nil {
 		return nil, err
 	}
-	if err := h.checkLeadingKey(in.Key[h.t.Hash.Name]); err != nil {
+	if err := h.CheckKey(in.Key); err != nil {
 		return nil, err
 	}
 
@@ -94,7 +94,7 @@ func (e *Engine) UpdateItem(ctx context.Context, s tenancy.Scope, in *wire.Updat
 		w.cost.table = writeUnits(0) // nothing written still costs a unit
 	}
 	var tally capTally
-	tally.addWrite(h.t.Name, w.cost, 1)
+	tally.addWrite(h.Table.Name, w.cost, 1)
 	out := &wire.UpdateItemOutput{ConsumedCapacity: tally.reportOne(in.ReturnConsumedCapacity)}
 	out.U = tally.usage(true)
 	out.Attributes = updateReturn(in.ReturnValues, w.old, w.new, paths)
@@ -144,13 +144,13 @@ func applyUpdate(h *handle, upd expr.Update, old, key attr.Item) (attr.Item, []e
 			return nil, nil, err
 		}
 	}
-	if err := h.t.ValidateItemKeys(nu); err != nil {
+	if err := h.Table.ValidateItemKeys(nu); err != nil {
 		return nil, nil, err
 	}
 	if err := checkItemSize(nu, true); err != nil {
 		return nil, nil, err
 	}
-	if err := h.checkWriteLeadingKeys(nu); err != nil {
+	if err := h.CheckItem(nu); err != nil {
 		return nil, nil, err
 	}
 	return nu, paths, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/tenantdb/tenantdb/internal/resolve"
 	"github.com/tenantdb/tenantdb/internal/schema"
 	"sort"
 
@@ -47,12 +48,13 @@ func (e *Engine) UpdateTable(ctx context.Context, s tenancy.Scope, in *wire.Upda
 
 	e.ddl.Lock()
 	defer e.ddl.Unlock()
-	t, err := e.lookup(s, in.TableName)
+	tg, err := e.res.Lookup(ctx, s, in.TableName)
 	if err != nil {
 		return nil, err
 	}
-	if !canManage(s, t) {
-		return nil, e.denyManage(s, t)
+	t := tg.Table
+	if err := e.res.CheckManage(s, t); err != nil {
+		return nil, err
 	}
 	c := t.Clone()
 
@@ -188,7 +190,7 @@ func (e *Engine) UpdateTable(ctx context.Context, s tenancy.Scope, in *wire.Upda
 	if projected > maxProjectedAttrs {
 		return nil, apierr.Validationf("One or more parameter values were invalid: The number of attributes projected into all secondary indexes exceeds the per-table limit of %d", maxProjectedAttrs)
 	}
-	if err := checkLeadingKeyTypes(c); err != nil {
+	if err := resolve.CheckLeadingKeyTypes(c); err != nil {
 		return nil, err
 	}
 	// Keep exactly the definitions of key attributes still in use; the
@@ -244,7 +246,7 @@ func (e *Engine) UpdateTable(ctx context.Context, s tenancy.Scope, in *wire.Upda
 	if err := e.db.Apply(b); err != nil {
 		return nil, apierr.Wrap(apierr.Internal, err, "saving table definition")
 	}
-	e.publish(c)
+	e.res.Publish(c)
 	if len(created)+len(dropped) > 0 {
 		// NB: every write committed from now on maintains the new index
 		// set; the backfill and the drop cover everything before.
@@ -258,7 +260,8 @@ func (e *Engine) UpdateTable(ctx context.Context, s tenancy.Scope, in *wire.Upda
 	for _, ix := range created {
 		e.startBackfill(c.ID, ix.No)
 	}
-	st, err := e.statsFor(s, c)
+	tg.Table = c
+	st, err := e.statsFor(tg)
 	if err != nil {
 		return nil, err
 	}

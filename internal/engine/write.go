@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"errors"
+	"github.com/tenantdb/tenantdb/internal/resolve"
 	"github.com/tenantdb/tenantdb/internal/schema"
 
 	"github.com/tenantdb/tenantdb/internal/apierr"
@@ -69,7 +70,7 @@ func (c writeCost) total() float64 {
 // newWrite prepares a write of the item with key attributes key (already
 // validated) through handle h.
 func newWrite(h *handle, key attr.Item) *itemWrite {
-	return &itemWrite{h: h, key: key, pk: itemKey(h.t, h.ns, key)}
+	return &itemWrite{h: h, key: key, pk: itemKey(h.Table, h.Namespace, key)}
 }
 
 // locked locks the items of ws (plus the extra lock keys), refreshes their
@@ -85,17 +86,17 @@ func (e *Engine) locked(ws []*itemWrite, extra [][]byte, fn func() error) error 
 	unlock := e.locks.lock(keys...)
 	defer unlock()
 	for _, w := range ws {
-		if e.isDropped(tenantOfNS(w.h.ns)) {
+		if e.isDropped(tenantOfNS(w.h.Namespace)) {
 			// NB: checked with the stripes held; DropTenant passes the
 			// barrier after marking the tenant, so it waits for writes that
 			// got here first.
-			return notFound(w.h.t.Name)
+			return resolve.NotFound(w.h.Table.Name)
 		}
-		t, err := e.current(w.h.t)
+		t, err := e.res.Current(w.h.Table)
 		if err != nil {
 			return err
 		}
-		w.h.t = t
+		w.h.Table = t
 		if w.sizeOnly && len(t.Indexes) == 0 {
 			w.old = nil
 			if w.found, w.oldSize, err = readItemSize(w.h.db, w.pk); err != nil {
@@ -196,7 +197,7 @@ func (e *Engine) commit(ws []*itemWrite, extra func(b *storage.Batch) error) err
 			return err
 		}
 		if w.put || w.found {
-			reg, err := e.noteNamespace(p.b, w.h.db, w.h.t, w.h.ns)
+			reg, err := e.noteNamespace(p.b, w.h.db, w.h.Table, w.h.Namespace)
 			if err != nil {
 				return err
 			}
@@ -225,7 +226,7 @@ func (e *Engine) commit(ws []*itemWrite, extra func(b *storage.Batch) error) err
 // stage adds one decided write to b: the item, its index entries and the
 // counters, and computes its capacity cost.
 func (e *Engine) stage(b *storage.Batch, w *itemWrite) error {
-	t, ns := w.h.t, w.h.ns
+	t, ns := w.h.Table, w.h.Namespace
 	var nu attr.Item
 	if w.put {
 		nu = w.new
