@@ -3,9 +3,10 @@
 // batches, transactions, TTL and tags.
 //
 // Every exported operation takes a tenancy.Scope as its second argument and
-// rejects the zero Scope; all physical keys it touches are derived from the
-// Scope's namespace (see package keyspace), so one tenant's operation
-// cannot reach another tenant's range. See DESIGN.md.
+// rejects the zero Scope. It resolves its table through package resolve,
+// which decides isolation; all physical keys it touches are derived from
+// the resolved Target's namespace (see package keyspace), so one tenant's
+// operation cannot reach another tenant's range. See DESIGN.md.
 package engine
 
 import (
