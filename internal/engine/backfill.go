@@ -2,11 +2,11 @@ package engine
 
 import (
 	"errors"
-	"github.com/tenantdb/tenantdb/internal/schema"
 
 	"github.com/tenantdb/tenantdb/internal/apierr"
 	"github.com/tenantdb/tenantdb/internal/attr"
 	"github.com/tenantdb/tenantdb/internal/keyspace"
+	"github.com/tenantdb/tenantdb/internal/schema"
 	"github.com/tenantdb/tenantdb/internal/storage"
 )
 

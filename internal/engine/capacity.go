@@ -1,9 +1,9 @@
 package engine
 
 import (
-	"github.com/tenantdb/tenantdb/internal/schema"
 	"math"
 
+	"github.com/tenantdb/tenantdb/internal/schema"
 	"github.com/tenantdb/tenantdb/internal/wire"
 )
 

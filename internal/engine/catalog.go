@@ -5,18 +5,19 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
-	"github.com/tenantdb/tenantdb/internal/schema"
 	"os"
 	"strings"
 
 	"github.com/tenantdb/tenantdb/internal/apierr"
 	"github.com/tenantdb/tenantdb/internal/keyspace"
+	"github.com/tenantdb/tenantdb/internal/schema"
 	"github.com/tenantdb/tenantdb/internal/storage"
 	"github.com/tenantdb/tenantdb/internal/tenancy"
 )
 
-// The catalog: persisted table definitions, the table id sequence, the
-// registry of namespaces that hold a table's data, and pending drops.
+// The catalog's physical side: the table id sequence, the registry of
+// namespaces that hold a table's data, and pending drops. (Definitions are
+// persisted in defstore.go and resolved by package resolve.)
 //
 // System keys used here (all under keyspace.System):
 //

@@ -3,9 +3,9 @@ package engine
 import (
 	"context"
 	"encoding/json"
-	"github.com/tenantdb/tenantdb/internal/schema"
 
 	"github.com/tenantdb/tenantdb/internal/apierr"
+	"github.com/tenantdb/tenantdb/internal/schema"
 	"github.com/tenantdb/tenantdb/internal/tenancy"
 	"github.com/tenantdb/tenantdb/internal/wire"
 )

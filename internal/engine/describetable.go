@@ -2,8 +2,8 @@ package engine
 
 import (
 	"context"
-	"github.com/tenantdb/tenantdb/internal/schema"
 
+	"github.com/tenantdb/tenantdb/internal/schema"
 	"github.com/tenantdb/tenantdb/internal/tenancy"
 	"github.com/tenantdb/tenantdb/internal/wire"
 )

@@ -11,7 +11,6 @@ package engine
 
 import (
 	"context"
-	"github.com/tenantdb/tenantdb/internal/schema"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/tenantdb/tenantdb/internal/apierr"
 	"github.com/tenantdb/tenantdb/internal/resolve"
+	"github.com/tenantdb/tenantdb/internal/schema"
 	"github.com/tenantdb/tenantdb/internal/storage"
 	"github.com/tenantdb/tenantdb/internal/tenancy"
 )

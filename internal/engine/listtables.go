@@ -2,10 +2,10 @@ package engine
 
 import (
 	"context"
-	"github.com/tenantdb/tenantdb/internal/schema"
 	"sort"
 
 	"github.com/tenantdb/tenantdb/internal/apierr"
+	"github.com/tenantdb/tenantdb/internal/schema"
 	"github.com/tenantdb/tenantdb/internal/tenancy"
 	"github.com/tenantdb/tenantdb/internal/wire"
 )

@@ -1,12 +1,12 @@
 package engine
 
 import (
-	"github.com/tenantdb/tenantdb/internal/schema"
 	"strings"
 
 	"github.com/tenantdb/tenantdb/internal/apierr"
 	"github.com/tenantdb/tenantdb/internal/attr"
 	"github.com/tenantdb/tenantdb/internal/expr"
+	"github.com/tenantdb/tenantdb/internal/schema"
 	"github.com/tenantdb/tenantdb/internal/wire"
 )
 

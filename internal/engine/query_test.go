@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"fmt"
-	"github.com/tenantdb/tenantdb/internal/schema"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -14,6 +13,7 @@ import (
 	"github.com/tenantdb/tenantdb/internal/attr"
 	"github.com/tenantdb/tenantdb/internal/dynamo"
 	"github.com/tenantdb/tenantdb/internal/expr"
+	"github.com/tenantdb/tenantdb/internal/schema"
 	"github.com/tenantdb/tenantdb/internal/tenancy"
 	"github.com/tenantdb/tenantdb/internal/wire"
 )

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"github.com/tenantdb/tenantdb/internal/schema"
 	"io"
 	"log/slog"
 	"sort"
@@ -12,6 +11,7 @@ import (
 	"github.com/tenantdb/tenantdb/internal/attr"
 	"github.com/tenantdb/tenantdb/internal/dynamo"
 	"github.com/tenantdb/tenantdb/internal/expr"
+	"github.com/tenantdb/tenantdb/internal/schema"
 	"github.com/tenantdb/tenantdb/internal/storage"
 	"github.com/tenantdb/tenantdb/internal/tenancy"
 	"github.com/tenantdb/tenantdb/internal/wire"

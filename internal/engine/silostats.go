@@ -3,10 +3,10 @@ package engine
 import (
 	"context"
 	"errors"
-	"github.com/tenantdb/tenantdb/internal/schema"
 	"os"
 
 	"github.com/tenantdb/tenantdb/internal/apierr"
+	"github.com/tenantdb/tenantdb/internal/schema"
 	"github.com/tenantdb/tenantdb/internal/storage"
 	"github.com/tenantdb/tenantdb/internal/tenancy"
 )

@@ -2,12 +2,12 @@ package engine
 
 import (
 	"fmt"
-	"github.com/tenantdb/tenantdb/internal/resolve"
 	"testing"
 	"time"
 
 	"github.com/tenantdb/tenantdb/internal/apierr"
 	"github.com/tenantdb/tenantdb/internal/attr"
+	"github.com/tenantdb/tenantdb/internal/resolve"
 	"github.com/tenantdb/tenantdb/internal/tenancy"
 	"github.com/tenantdb/tenantdb/internal/wire"
 )

@@ -3,8 +3,6 @@ package engine
 import (
 	"bytes"
 	"context"
-	"github.com/tenantdb/tenantdb/internal/resolve"
-	"github.com/tenantdb/tenantdb/internal/schema"
 	"sort"
 	"strconv"
 	"sync"
@@ -13,6 +11,8 @@ import (
 	"github.com/tenantdb/tenantdb/internal/apierr"
 	"github.com/tenantdb/tenantdb/internal/attr"
 	"github.com/tenantdb/tenantdb/internal/keyspace"
+	"github.com/tenantdb/tenantdb/internal/resolve"
+	"github.com/tenantdb/tenantdb/internal/schema"
 	"github.com/tenantdb/tenantdb/internal/tenancy"
 	"github.com/tenantdb/tenantdb/internal/wire"
 )

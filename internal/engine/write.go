@@ -3,12 +3,12 @@ package engine
 import (
 	"bytes"
 	"errors"
-	"github.com/tenantdb/tenantdb/internal/resolve"
-	"github.com/tenantdb/tenantdb/internal/schema"
 
 	"github.com/tenantdb/tenantdb/internal/apierr"
 	"github.com/tenantdb/tenantdb/internal/attr"
 	"github.com/tenantdb/tenantdb/internal/keyspace"
+	"github.com/tenantdb/tenantdb/internal/resolve"
+	"github.com/tenantdb/tenantdb/internal/schema"
 	"github.com/tenantdb/tenantdb/internal/storage"
 )
 
