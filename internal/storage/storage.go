@@ -339,6 +339,46 @@ func (db *DB) Apply(b *Batch) error {
 	return nil
 }
 
+// ApplyNoSync commits b atomically like Apply, without waiting for the WAL
+// sync: after it returns nil b is visible to later reads, and it is in the
+// WAL ahead of every later write, so it is durable once a later synced
+// write (any Apply, or SyncWAL) has returned. Until then kill -9 or power
+// loss may lose it (and only it and later unsynced batches). Errors as
+// Apply.
+func (db *DB) ApplyNoSync(b *Batch) error {
+	switch {
+	case b.err != nil:
+		return b.err
+	case b.applied:
+		return errors.New("storage: batch already applied")
+	case b.db != db:
+		return errors.New("storage: batch belongs to another DB")
+	}
+	if err := db.enter(); err != nil {
+		return err
+	}
+	defer db.mu.RUnlock()
+	b.applied = true
+	if err := db.pdb.Apply(b.pb, pebble.NoSync); err != nil {
+		return fmt.Errorf("storage: apply: %w", err)
+	}
+	return nil
+}
+
+// SyncWAL makes every batch applied before it durable (unless
+// Options.NoSync), sharing the fsync with concurrent writers. It returns
+// ErrClosed after Close.
+func (db *DB) SyncWAL() error {
+	if err := db.enter(); err != nil {
+		return err
+	}
+	defer db.mu.RUnlock()
+	if err := db.pdb.LogData(nil, db.writeOpts); err != nil {
+		return fmt.Errorf("storage: syncing the WAL: %w", err)
+	}
+	return nil
+}
+
 // DeleteRange durably deletes every key in [lo, hi), in time independent of
 // how many keys the range holds; space is reclaimed by later compactions.
 // It returns an error if hi is nil or lo > hi, and ErrClosed after Close.
