@@ -20,7 +20,10 @@ import (
 // A checkpoint is never more restrictive than the truth: the tokens at
 // load are the saved ones plus the refill since, and debits after the
 // checkpoint only ever lowered them. At most one FlushInterval of debits
-// is forgotten on kill -9. A tenant whose buckets are full again has its
+// is forgotten on kill -9 or power loss (checkpoints are synced writes):
+// a tenant throttled throughout that interval gets back at most its rate
+// x FlushInterval plus one request's overdraw (tests/crash measures it).
+// A tenant whose buckets are full again has its
 // checkpoint deleted (a full bucket is what a missing one means).
 
 // savedBuckets is the stored checkpoint of one tenant's buckets: the
@@ -172,6 +175,8 @@ func (m *Manager) Forget(t tenancy.TenantID) {
 	// mark; later flushes drop it (meter.gone).
 	m.meter.flushMu.Lock()
 	m.meter.flushMu.Unlock()
+	m.meter.chargeMu.Lock() // NB: waits out charges that checked gone before the mark
+	m.meter.chargeMu.Unlock()
 	m.saveMu.Lock() // NB: waits out a checkpoint that may hold t's state
 	m.states.Delete(t)
 	m.saveMu.Unlock()

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tenantdb/tenantdb/internal/dynamo"
@@ -56,13 +57,19 @@ type pending struct {
 	tables map[string]*[2]int64
 }
 
-// meter aggregates usage in memory and flushes it to storage as merge
-// counters (one batch per interval, so a busy server writes one small
-// batch per second, not one per request).
+// meter writes usage to storage as merge counters in one of two ways
+// (see "Durability of usage" in the package documentation):
 //
-// NB: what kill -9 loses is at most the last flush interval of metering;
-// it never loses or delays data, because metering is written separately
-// from, and after, the operation it counts.
+//   - charge: a request of the write class (writes and DDL) writes its
+//     own counters at once, before its response, with an unsynced batch
+//     (storage.ApplyNoSync), and asks the syncer for a WAL sync;
+//   - record: reads, control-plane and throttled requests are added up in
+//     memory and flushed in one synced batch per interval, so a busy
+//     server writes one small batch per second for them, not one per
+//     request.
+//
+// NB: metering is written separately from, and after, the operation it
+// counts: it never loses or delays data.
 type meter struct {
 	db *storage.DB
 
@@ -72,6 +79,15 @@ type meter struct {
 	// flushMu makes "take pending, apply batch" atomic with respect to
 	// report, so a report never misses counts in transit.
 	flushMu sync.RWMutex
+	// chargeMu is held (read) by charge from its check of gone to the
+	// end of its write, so that Forget can wait out charges that began
+	// before the tenant was marked.
+	chargeMu sync.RWMutex
+
+	// unsynced is set by a charge and cleared by the syncer before it
+	// syncs; kick wakes the syncer (meter.syncLoop).
+	unsynced atomic.Bool
+	kick     chan struct{}
 
 	// gone reports the tenants being deleted (Manager.Forget): their
 	// pending usage is dropped, not written into a range being deleted.
@@ -144,27 +160,16 @@ func (m *meter) flush() error {
 	}
 	b := m.db.NewBatch()
 	defer b.Close()
-	name := make([]byte, 0, 64)
-	add := func(k hourKey, kind byte, s string, v int64) {
-		if v != 0 {
-			name = append(append(name[:0], kind), s...)
-			b.AddCounter(keyspace.Usage(k.tenant, k.hour, string(name)), v)
-		}
-	}
+	var name []byte
 	for k, p := range acc {
 		if m.gone != nil && m.gone(k.tenant) {
 			continue
 		}
 		for i, c := range p.ops {
-			op := opNames[i]
-			add(k, nameRequests, op, c.requests)
-			add(k, nameThrottled, op, c.throttled)
-			add(k, nameReadOp, op, c.read)
-			add(k, nameWriteOp, op, c.write)
+			name = stageOp(b, name, k, opNames[i], c)
 		}
 		for tbl, c := range p.tables {
-			add(k, nameReadTbl, tbl, c[0])
-			add(k, nameWriteTbl, tbl, c[1])
+			name = stageTable(b, name, k, tbl, c[0], c[1])
 		}
 	}
 	if err := m.db.Apply(b); err != nil {
@@ -177,6 +182,91 @@ func (m *meter) flush() error {
 		return fmt.Errorf("quota: flushing usage: %w", err)
 	}
 	return nil
+}
+
+// stageCounter adds v to the counter kind+s of k's hour to b, unless v is
+// zero, and returns name (scratch space) for reuse.
+func stageCounter(b *storage.Batch, name []byte, k hourKey, kind byte, s string, v int64) []byte {
+	if v != 0 {
+		name = append(append(name[:0], kind), s...)
+		b.AddCounter(keyspace.Usage(k.tenant, k.hour, string(name)), v)
+	}
+	return name
+}
+
+// stageOp adds the counters of operation op to b.
+func stageOp(b *storage.Batch, name []byte, k hourKey, op string, c opCounters) []byte {
+	name = stageCounter(b, name, k, nameRequests, op, c.requests)
+	name = stageCounter(b, name, k, nameThrottled, op, c.throttled)
+	name = stageCounter(b, name, k, nameReadOp, op, c.read)
+	return stageCounter(b, name, k, nameWriteOp, op, c.write)
+}
+
+// stageTable adds the counters of one table to b.
+func stageTable(b *storage.Batch, name []byte, k hourKey, table string, read, write int64) []byte {
+	name = stageCounter(b, name, k, nameReadTbl, table, read)
+	return stageCounter(b, name, k, nameWriteTbl, table, write)
+}
+
+// charge writes one request of tenant t to the store before returning:
+// unsynced, so it is durable once the next synced write of any request,
+// or the syncer's, has completed (storage.ApplyNoSync). If the write fails
+// the request is recorded in memory instead, for the next flush.
+func (m *meter) charge(t tenancy.TenantID, now time.Time, op string, u wire.Usage) {
+	if _, ok := opIndex[op]; !ok {
+		return
+	}
+	k := hourKey{t, hourOf(now)}
+	m.chargeMu.RLock()
+	defer m.chargeMu.RUnlock()
+	if m.gone != nil && m.gone(t) {
+		return
+	}
+	b := m.db.NewBatch()
+	defer b.Close()
+	name := make([]byte, 0, 64)
+	name = stageOp(b, name, k, op, opCounters{requests: 1, read: toMilli(u.ReadUnits), write: toMilli(u.WriteUnits)})
+	u.EachTable(func(table string, read, write float64) {
+		name = stageTable(b, name, k, table, toMilli(read), toMilli(write))
+	})
+	if err := m.db.ApplyNoSync(b); err != nil {
+		m.record(t, now, op, u, false)
+		return
+	}
+	if !m.unsynced.Swap(true) {
+		m.nudge()
+	}
+}
+
+// nudge wakes the syncer if a charge is not synced yet.
+func (m *meter) nudge() {
+	if m.unsynced.Load() {
+		select {
+		case m.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// syncLoop makes charges durable soon after they were written, when no
+// request's own synced write does it first: it syncs the WAL whenever a
+// charge has been written since its last sync, until stop is closed.
+// Writers share the fsync (group commit); a busy server's syncs carry
+// item writes too, so this adds few of its own.
+func (m *meter) syncLoop(stop <-chan struct{}, onErr func(error)) {
+	for {
+		select {
+		case <-stop:
+			return
+		case <-m.kick:
+		}
+		if m.unsynced.Swap(false) {
+			if err := m.db.SyncWAL(); err != nil {
+				m.unsynced.Store(true)
+				onErr(err)
+			}
+		}
+	}
 }
 
 func (m *meter) mergeLocked(k hourKey, p *pending) {

@@ -1,0 +1,49 @@
+package quota
+
+import (
+	"testing"
+
+	"github.com/tenantdb/tenantdb/internal/keyspace"
+	"github.com/tenantdb/tenantdb/internal/wire"
+)
+
+// A write's usage is in the store when Done returns (it is charged before
+// the response); a read's waits in memory for the next flush. The report
+// counts both either way.
+func TestWritesChargedBeforeDone(t *testing.T) {
+	c := &clock{t: t0}
+	db := memDB(t)
+	m := newManager(t, Options{DB: db, Now: c.now, FlushInterval: 1 << 40})
+	a := tid(1)
+	stored := func(name string) int64 {
+		t.Helper()
+		v, err := db.Counter(keyspace.Usage(a, hourOf(t0), name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	if err := do(t, m, a, "PutItem", &wire.PutItemInput{TableName: "t"}, wire.Usage{WriteUnits: 2, Table: "t"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := do(t, m, a, "GetItem", &wire.GetItemInput{TableName: "t"}, wire.Usage{ReadUnits: 0.5, Table: "t"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range []struct {
+		name string
+		want int64
+	}{{"qPutItem", 1}, {"wPutItem", 2000}, {"Wt", 2000}, {"qGetItem", 0}, {"Rt", 0}} {
+		if got := stored(x.name); got != x.want {
+			t.Errorf("stored %s before a flush = %d, want %d", x.name, got, x.want)
+		}
+	}
+	if err := m.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if got := stored("qGetItem"); got != 1 {
+		t.Errorf("stored qGetItem after a flush = %d, want 1", got)
+	}
+	if got := stored("Rt"); got != 500 {
+		t.Errorf("stored Rt after a flush = %d, want 500", got)
+	}
+}
