@@ -5,18 +5,18 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
+
+	"github.com/cockroachdb/datadriven"
 
 	"github.com/tenantdb/tenantdb/internal/apierr"
 	"github.com/tenantdb/tenantdb/internal/attr"
 )
 
-// Golden files in testdata/ hold cases in this form (after Pebble's and
-// CockroachDB's datadriven tests):
+// Golden files in testdata/ are datadriven files
+// (github.com/cockroachdb/datadriven):
 //
 //	# comment
 //	command arg=value
@@ -28,100 +28,14 @@ import (
 // go test -run Golden -rewrite regenerates the expected outputs; review the
 // diff before committing it.
 
-var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of golden files in testdata/")
-
-type goldenCase struct {
-	pre      string // comments and blank lines before the case, kept on rewrite
-	cmd      string
-	args     map[string]string
-	input    string
-	expected string
-	line     int
-}
-
-func readGolden(t *testing.T, path string) ([]*goldenCase, string) {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	var cases []*goldenCase
-	i := 0
-	for {
-		var pre strings.Builder
-		for i < len(lines) && (strings.TrimSpace(lines[i]) == "" || strings.HasPrefix(lines[i], "#")) {
-			pre.WriteString(lines[i])
-			pre.WriteByte('\n')
-			i++
-		}
-		if i == len(lines) {
-			return cases, pre.String()
-		}
-		c := &goldenCase{pre: pre.String(), line: i + 1, args: map[string]string{}}
-		fields := strings.Fields(lines[i])
-		c.cmd = fields[0]
-		for _, f := range fields[1:] {
-			k, v, _ := strings.Cut(f, "=")
-			c.args[k] = v
-		}
-		i++
-		var in []string
-		for i < len(lines) && lines[i] != "----" {
-			in = append(in, lines[i])
-			i++
-		}
-		if i == len(lines) {
-			t.Fatalf("%s:%d: missing ----", path, c.line)
-		}
-		i++
-		c.input = strings.Join(in, "\n")
-		var out []string
-		for i < len(lines) && strings.TrimSpace(lines[i]) != "" {
-			out = append(out, lines[i])
-			i++
-		}
-		c.expected = strings.Join(out, "\n")
-		cases = append(cases, c)
-	}
-}
-
-// runGolden runs f on every case of a golden file and compares (or, with
-// -rewrite, replaces) the expected output. f must not return blank lines.
-func runGolden(t *testing.T, path string, f func(t *testing.T, c *goldenCase) string) {
-	t.Helper()
-	cases, trailer := readGolden(t, path)
-	var out strings.Builder
-	for _, c := range cases {
-		got := strings.TrimRight(f(t, c), "\n")
-		if strings.Contains(got, "\n\n") {
-			t.Fatalf("%s:%d: output has a blank line: %q", path, c.line, got)
-		}
-		if !*rewrite && got != c.expected {
-			t.Errorf("%s:%d: %s\n%s\ngot:\n%s\nwant:\n%s", path, c.line, c.cmd, c.input, got, c.expected)
-		}
-		out.WriteString(c.pre)
-		out.WriteString(c.cmd)
-		for _, k := range sortedKeys(c.args) {
-			fmt.Fprintf(&out, " %s=%s", k, c.args[k])
-		}
-		out.WriteByte('\n')
-		if c.input != "" {
-			out.WriteString(c.input)
-			out.WriteByte('\n')
-		}
-		out.WriteString("----\n")
-		if got != "" {
-			out.WriteString(got)
-			out.WriteByte('\n')
+// arg returns the value of d's argument key, or "".
+func arg(d *datadriven.TestData, key string) string {
+	for _, a := range d.CmdArgs {
+		if a.Key == key {
+			return strings.Join(a.Vals, ",")
 		}
 	}
-	out.WriteString(trailer)
-	if *rewrite {
-		if err := os.WriteFile(path, []byte(out.String()), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	return ""
 }
 
 // errString prints an error as golden output: its message, marked.
@@ -223,19 +137,19 @@ func (g *goldenParams) params() *Params { return NewParams(g.names, g.values) }
 
 // state handles the commands that set up state; it reports whether c was
 // one of them.
-func (g *goldenParams) state(t *testing.T, c *goldenCase) bool {
-	switch c.cmd {
+func (g *goldenParams) state(t *testing.T, d *datadriven.TestData) bool {
+	switch d.Cmd {
 	case "item":
-		g.item = mustItem(t, c.input)
+		g.item = mustItem(t, d.Input)
 	case "names":
 		g.names = nil
-		if strings.TrimSpace(c.input) != "" {
-			if err := json.Unmarshal([]byte(c.input), &g.names); err != nil {
-				t.Fatalf("line %d: %v", c.line, err)
+		if strings.TrimSpace(d.Input) != "" {
+			if err := json.Unmarshal([]byte(d.Input), &g.names); err != nil {
+				t.Fatalf("%s: %v", d.Pos, err)
 			}
 		}
 	case "values":
-		g.values = mustItem(t, c.input)
+		g.values = mustItem(t, d.Input)
 	default:
 		return false
 	}
@@ -243,32 +157,32 @@ func (g *goldenParams) state(t *testing.T, c *goldenCase) bool {
 }
 
 func TestGoldenParse(t *testing.T) {
-	runGolden(t, "testdata/parse", func(t *testing.T, c *goldenCase) string {
+	datadriven.RunTest(t, "testdata/parse", func(t *testing.T, d *datadriven.TestData) string {
 		var n node
 		var err error
-		switch c.cmd {
+		switch d.Cmd {
 		case "condition":
-			n, err = parseCondition(c.input)
+			n, err = parseCondition(d.Input)
 		case "update":
 			var u *updateNode
-			if u, err = parseUpdate(c.input); err == nil {
+			if u, err = parseUpdate(d.Input); err == nil {
 				n = u
 			}
 		case "projection":
 			var p *projectionNode
-			if p, err = parseProjection(c.input); err == nil {
+			if p, err = parseProjection(d.Input); err == nil {
 				n = p
 			}
 		default:
-			t.Fatalf("line %d: unknown command %q", c.line, c.cmd)
+			t.Fatalf("%s: unknown command %q", d.Pos, d.Cmd)
 		}
 		if err != nil {
 			return "error: " + err.Error()
 		}
 		// Printing must give source that parses to the same tree.
 		src := nodeString(n)
-		if again := reparse(c.cmd, src); again != dumpString(n) {
-			t.Errorf("line %d: %q printed as %q, which parses to\n%s\nnot\n%s", c.line, c.input, src, again, dumpString(n))
+		if again := reparse(d.Cmd, src); again != dumpString(n) {
+			t.Errorf("%s: %q printed as %q, which parses to\n%s\nnot\n%s", d.Pos, d.Input, src, again, dumpString(n))
 		}
 		return dumpString(n) + "\nprint: " + src
 	})
@@ -300,18 +214,18 @@ func reparse(lang, src string) string {
 
 func TestGoldenEval(t *testing.T) {
 	g := &goldenParams{}
-	runGolden(t, "testdata/eval", func(t *testing.T, c *goldenCase) string {
-		if g.state(t, c) {
+	datadriven.RunTest(t, "testdata/eval", func(t *testing.T, d *datadriven.TestData) string {
+		if g.state(t, d) {
 			return ""
 		}
-		switch c.cmd {
+		switch d.Cmd {
 		case "eval", "filter":
 			p := g.params()
 			compile := p.Condition
-			if c.cmd == "filter" {
+			if d.Cmd == "filter" {
 				compile = p.Filter
 			}
-			cond, err := compile(c.input)
+			cond, err := compile(d.Input)
 			if err != nil {
 				return errString(err)
 			}
@@ -321,19 +235,19 @@ func TestGoldenEval(t *testing.T) {
 			}
 			return fmt.Sprint(ok)
 		case "compile":
-			cond, err := g.params().Condition(c.input)
+			cond, err := g.params().Condition(d.Input)
 			if err != nil {
 				return errString(err)
 			}
 			return fmt.Sprint(cond)
 		case "keycond":
-			kc, err := g.params().KeyCondition(c.input, c.args["hash"], c.args["range"])
+			kc, err := g.params().KeyCondition(d.Input, arg(d, "hash"), arg(d, "range"))
 			if err != nil {
 				return errString(err)
 			}
 			return formatKeyCondition(kc)
 		}
-		t.Fatalf("line %d: unknown command %q", c.line, c.cmd)
+		t.Fatalf("%s: unknown command %q", d.Pos, d.Cmd)
 		return ""
 	})
 }
@@ -356,21 +270,21 @@ func formatKeyCondition(kc *KeyCondition) string {
 
 func TestGoldenUpdate(t *testing.T) {
 	g := &goldenParams{}
-	runGolden(t, "testdata/update", func(t *testing.T, c *goldenCase) string {
-		if g.state(t, c) {
+	datadriven.RunTest(t, "testdata/update", func(t *testing.T, d *datadriven.TestData) string {
+		if g.state(t, d) {
 			return ""
 		}
-		switch c.cmd {
+		switch d.Cmd {
 		case "update":
 			p := g.params()
-			u, err := p.Update(c.input)
+			u, err := p.Update(d.Input)
 			if err != nil {
 				return errString(err)
 			}
 			before := formatItem(g.item)
 			out, paths, err := u.Apply(g.item)
 			if formatItem(g.item) != before {
-				t.Errorf("line %d: Apply changed its input item", c.line)
+				t.Errorf("%s: Apply changed its input item", d.Pos)
 			}
 			if err != nil {
 				return errString(err)
@@ -381,13 +295,13 @@ func TestGoldenUpdate(t *testing.T) {
 			}
 			return itemDiff(g.item, out) + "\npaths: " + strings.Join(ps, ", ")
 		case "project":
-			pr, err := g.params().Projection(c.input)
+			pr, err := g.params().Projection(d.Input)
 			if err != nil {
 				return errString(err)
 			}
 			return formatItem(pr.Apply(g.item)) + "\ntop: " + strings.Join(pr.TopNames(), ", ")
 		}
-		t.Fatalf("line %d: unknown command %q", c.line, c.cmd)
+		t.Fatalf("%s: unknown command %q", d.Pos, d.Cmd)
 		return ""
 	})
 }

@@ -4,60 +4,42 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/cockroachdb/datadriven"
 
 	"github.com/tenantdb/tenantdb/internal/apierr"
 	"github.com/tenantdb/tenantdb/internal/attr"
 )
 
-// checkGolden compares results (name → text) with the "=== name" sections
-// of path, or rewrites path with -rewrite.
+// checkGolden compares results (name → text) with the "encode name=NAME"
+// cases of the datadriven file path (go test -rewrite updates them). Every
+// result must have a case and every case a result.
 func checkGolden(t *testing.T, path string, results map[string]string) {
 	t.Helper()
+	seen := map[string]bool{}
+	datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
+		name := arg(d, "name")
+		got, ok := results[name]
+		if d.Cmd != "encode" || !ok {
+			t.Fatalf("%s: stale case %s (no result of that name)", d.Pos, d.Cmd+" name="+name)
+		}
+		if seen[name] {
+			t.Fatalf("%s: case %q twice", d.Pos, name)
+		}
+		seen[name] = true
+		return got
+	})
 	names := make([]string, 0, len(results))
 	for n := range results {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	var b strings.Builder
-	for i, n := range names {
-		if i > 0 {
-			b.WriteString("\n")
-		}
-		fmt.Fprintf(&b, "%s%s\n%s\n", caseSep, n, strings.TrimSuffix(results[n], "\n"))
-	}
-	if *rewrite {
-		if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := map[string]string{}
-	for _, chunk := range strings.Split("\n"+string(data), "\n"+caseSep)[1:] {
-		name, body, _ := strings.Cut(chunk, "\n")
-		want[name] = strings.TrimSuffix(body, "\n")
-	}
 	for _, n := range names {
-		got := strings.TrimSuffix(results[n], "\n")
-		w, ok := want[n]
-		if !ok {
-			t.Errorf("%s: case %q missing (run with -rewrite)", path, n)
-			continue
-		}
-		if got != w {
-			t.Errorf("%s: case %q\ngot:\n%s\nwant:\n%s", path, n, got, w)
-		}
-	}
-	for n := range want {
-		if _, ok := results[n]; !ok {
-			t.Errorf("%s: stale case %q (run with -rewrite)", path, n)
+		if !seen[n] {
+			t.Errorf("%s: case %q missing (add \"encode name=%s\" and run with -rewrite)", path, n, n)
 		}
 	}
 }

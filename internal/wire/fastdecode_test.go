@@ -1,7 +1,6 @@
 package wire
 
 import (
-	"path/filepath"
 	"reflect"
 	"slices"
 	"testing"
@@ -64,12 +63,7 @@ func FuzzFastDecode(f *testing.F) {
 	for _, s := range fastSeeds {
 		f.Add(s.op, []byte(s.body))
 	}
-	files, _ := filepath.Glob("testdata/decode/*.txt")
-	for _, path := range files {
-		for _, c := range readGolden(f, path) {
-			f.Add(c.op, []byte(c.body))
-		}
-	}
+	addDecodeSeeds(f)
 	f.Fuzz(func(t *testing.T, op string, body []byte) {
 		fast, ok := NewInput(op)
 		if !ok {

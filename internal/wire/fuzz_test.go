@@ -3,7 +3,6 @@ package wire
 import (
 	"encoding/json"
 	"errors"
-	"path/filepath"
 	"testing"
 
 	"github.com/tenantdb/tenantdb/internal/apierr"
@@ -16,12 +15,7 @@ func FuzzDecode(f *testing.F) {
 	for _, op := range OpNames {
 		f.Add(op, []byte(`{}`))
 	}
-	files, _ := filepath.Glob("testdata/decode/*.txt")
-	for _, path := range files {
-		for _, c := range readGolden(f, path) {
-			f.Add(c.op, []byte(c.body))
-		}
-	}
+	addDecodeSeeds(f)
 	f.Fuzz(func(t *testing.T, op string, body []byte) {
 		in, err := decodeOp(op, body)
 		if err != nil {

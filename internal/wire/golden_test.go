@@ -3,103 +3,34 @@ package wire
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/cockroachdb/datadriven"
 )
 
-var rewrite = flag.Bool("rewrite", false, "rewrite the golden files in testdata/ with the current results")
-
-// A golden file holds cases of the form
+// Golden files in testdata/ are datadriven files
+// (github.com/cockroachdb/datadriven), e.g. in testdata/decode:
 //
-//	=== name
-//	op: PutItem
+//	decode name=put-item op=PutItem
 //	<request body, any number of lines>
-//	--- want
+//	----
 //	<the result>
 //
-// and -rewrite replaces every "want" part with what the code produces.
-type goldenCase struct {
-	name string
-	op   string
-	body string
-	want string
-}
+// and go test -rewrite replaces every result with what the code produces;
+// review the diff.
 
-const (
-	caseSep = "=== "
-	wantSep = "--- want\n"
-)
-
-func readGolden(t testing.TB, path string) []goldenCase {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var cases []goldenCase
-	for _, chunk := range strings.Split("\n"+string(data), "\n"+caseSep)[1:] {
-		name, rest, _ := strings.Cut(chunk, "\n")
-		input, want, ok := strings.Cut(rest, wantSep)
-		if !ok {
-			t.Fatalf("%s: case %q has no %q line", path, name, strings.TrimSpace(wantSep))
-		}
-		opLine, body, _ := strings.Cut(input, "\n")
-		op, ok := strings.CutPrefix(opLine, "op: ")
-		if !ok {
-			t.Fatalf("%s: case %q: first line must be \"op: NAME\", got %q", path, name, opLine)
-		}
-		cases = append(cases, goldenCase{name: name, op: op, body: strings.TrimSuffix(body, "\n"), want: want})
-	}
-	if len(cases) == 0 {
-		t.Fatalf("%s: no cases", path)
-	}
-	return cases
-}
-
-func writeGolden(t testing.TB, path string, cases []goldenCase) {
-	t.Helper()
-	var b strings.Builder
-	for i, c := range cases {
-		if i > 0 {
-			b.WriteString("\n")
-		}
-		fmt.Fprintf(&b, "%s%s\nop: %s\n%s\n%s%s", caseSep, c.name, c.op, c.body, wantSep, strings.TrimSuffix(c.want, "\n")+"\n")
-	}
-	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// runGolden runs f on every case of every file matching pattern and
-// compares (or with -rewrite, replaces) the results.
-func runGolden(t *testing.T, pattern string, f func(t *testing.T, c goldenCase) string) {
-	files, err := filepath.Glob(pattern)
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no golden files match %s", pattern)
-	}
-	for _, path := range files {
-		cases := readGolden(t, path)
-		for i := range cases {
-			c := &cases[i]
-			t.Run(filepath.Base(path)+"/"+c.name, func(t *testing.T) {
-				got := strings.TrimSuffix(f(t, *c), "\n") + "\n"
-				if *rewrite {
-					c.want = got
-					return
-				}
-				if got != c.want {
-					t.Errorf("%s: case %q\ngot:\n%s\nwant:\n%s", path, c.name, got, c.want)
-				}
-			})
-		}
-		if *rewrite {
-			writeGolden(t, path, cases)
+// arg returns the value of d's argument key, or "".
+func arg(d *datadriven.TestData, key string) string {
+	for _, a := range d.CmdArgs {
+		if a.Key == key {
+			return strings.Join(a.Vals, ",")
 		}
 	}
+	return ""
 }
 
 // canonical re-indents JSON with sorted object keys, so that golden files
@@ -125,18 +56,49 @@ func canonical(t testing.TB, data []byte, edits ...func(any) any) string {
 // TestDecodeGolden decodes each request in testdata/decode and prints the
 // decoded input (re-encoded) or the error response a client would get.
 func TestDecodeGolden(t *testing.T) {
-	runGolden(t, "testdata/decode/*.txt", func(t *testing.T, c goldenCase) string {
-		in, err := decodeOp(c.op, []byte(c.body))
-		if err != nil {
-			body, status := AppendError(nil, err)
-			return fmt.Sprintf("error %d\n%s", status, canonical(t, body))
-		}
-		enc, err := json.Marshal(in)
-		if err != nil {
-			t.Fatalf("re-encoding %T: %v", in, err)
-		}
-		return fmt.Sprintf("ok %T\n%s", in, canonical(t, enc, dropNulls))
+	datadriven.Walk(t, "testdata/decode", func(t *testing.T, path string) {
+		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
+			in, err := decodeOp(arg(d, "op"), decodeBody(t, d))
+			if err != nil {
+				body, status := AppendError(nil, err)
+				return fmt.Sprintf("error %d\n%s", status, canonical(t, body))
+			}
+			enc, err := json.Marshal(in)
+			if err != nil {
+				t.Fatalf("re-encoding %T: %v", in, err)
+			}
+			return fmt.Sprintf("ok %T\n%s", in, canonical(t, enc, dropNulls))
+		})
 	})
+}
+
+// decodeBody returns the request body of a "decode" case: its input, or
+// with the argument quoted, the Go string literal its input is.
+func decodeBody(t testing.TB, d *datadriven.TestData) []byte {
+	t.Helper()
+	if d.Cmd != "decode" {
+		t.Fatalf("%s: unknown command %q", d.Pos, d.Cmd)
+	}
+	if !d.HasArg("quoted") {
+		return []byte(d.Input)
+	}
+	body, err := strconv.Unquote(d.Input)
+	if err != nil {
+		t.Fatalf("%s: quoted body: %v", d.Pos, err)
+	}
+	return []byte(body)
+}
+
+// addDecodeSeeds adds the requests of the golden files in testdata/decode
+// to f's seed corpus.
+func addDecodeSeeds(f *testing.F) {
+	files, _ := filepath.Glob("testdata/decode/*.txt")
+	for _, path := range files {
+		datadriven.RunTestAny(f, path, func(t testing.TB, d *datadriven.TestData) string {
+			f.Add(arg(d, "op"), decodeBody(t, d))
+			return d.Expected
+		})
+	}
 }
 
 // dropNulls removes null members, which decoded inputs have for every
