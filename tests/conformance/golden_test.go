@@ -6,67 +6,39 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
+	"github.com/cockroachdb/datadriven"
 
 	"github.com/tenantdb/tenantdb/tests/harness"
 )
 
-var rewrite = flag.Bool("rewrite", false, "rewrite testdata/golden with the server's current answers")
-
 // TestGolden replays each file of testdata/golden against a fresh server:
 // a sequence of raw requests, each followed by the exact response (status
-// and body, keys sorted, volatile members masked). With -rewrite the
-// responses are regenerated; review the diff.
+// and body, keys sorted, volatile members masked), in
+// cockroachdb/datadriven's format. With -rewrite the responses are
+// regenerated; review the diff.
 //
-//	=== PutItem
+//	PutItem
 //	{"TableName": ...}
-//	--- 200
+//	----
+//	200
 //	{...}
 func TestGolden(t *testing.T) {
-	files, err := filepath.Glob("testdata/golden/*.txt")
-	if err != nil || len(files) == 0 {
-		t.Fatal("no golden files")
-	}
-	for _, path := range files {
-		t.Run(filepath.Base(path), func(t *testing.T) {
-			data, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			srv := harness.Start(t)
-			var out strings.Builder
-			for i, chunk := range strings.Split("\n"+string(data), "\n=== ")[1:] {
-				op, rest, _ := strings.Cut(chunk, "\n")
-				body, want, _ := strings.Cut(rest, "\n--- ")
-				body = strings.TrimSpace(body)
-				status, resp := signedCall(t, srv, op, body)
-				got := fmt.Sprintf("%d\n%s", status, maskJSON(t, resp))
-				if !*rewrite && strings.TrimSpace(got) != strings.TrimSpace(want) {
-					t.Errorf("%s: request %d (%s)\n%s\ngot:\n%s\nwant:\n%s", path, i+1, op, body, got, want)
-				}
-				if i > 0 {
-					out.WriteString("\n")
-				}
-				fmt.Fprintf(&out, "=== %s\n%s\n--- %s\n", op, body, got)
-			}
-			if *rewrite {
-				if err := os.WriteFile(path, []byte(out.String()), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
+	datadriven.Walk(t, "testdata/golden", func(t *testing.T, path string) {
+		srv := harness.Start(t)
+		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
+			status, resp := signedCall(t, srv, d.Cmd, d.Input)
+			return fmt.Sprintf("%d\n%s", status, maskJSON(t, resp))
 		})
-	}
+	})
 }
 
 // signedCall sends one DynamoDB request signed with the default tenant's key.
