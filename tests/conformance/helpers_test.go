@@ -92,30 +92,7 @@ func createTable(t *testing.T, c *dynamodb.Client, name string, h keyDef, r *key
 	if _, err := c.CreateTable(ctxT(t), in); err != nil {
 		t.Fatalf("CreateTable %s: %v", name, err)
 	}
-	waitActive(t, c, name)
-}
-
-// waitActive waits until the table and its indexes are ACTIVE.
-func waitActive(t *testing.T, c *dynamodb.Client, name string) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		out, err := c.DescribeTable(ctxT(t), &dynamodb.DescribeTableInput{TableName: aws.String(name)})
-		if err != nil {
-			t.Fatalf("DescribeTable %s: %v", name, err)
-		}
-		active := out.Table.TableStatus == types.TableStatusActive
-		for _, g := range out.Table.GlobalSecondaryIndexes {
-			active = active && g.IndexStatus == types.IndexStatusActive
-		}
-		if active {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("table %s not ACTIVE after 30s", name)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	harness.WaitActive(t, ctxT(t), c, name)
 }
 
 func str(v types.AttributeValue) string {

@@ -8,6 +8,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/tenantdb/tenantdb/tests/harness"
 )
 
 // tableAttacks attacks table names, definitions, statistics and tags: a
@@ -301,7 +303,7 @@ func (w *world) tableAttacks(t *testing.T) {
 			if err != nil {
 				t.Fatalf("UpdateTable %s add GSI: %v", table, err)
 			}
-			w.waitActive(t, w.Op, table)
+			harness.WaitActive(t, w.ctx, w.Op, table)
 			for _, tn := range []*tenant{A, B, w.Btest} {
 				for _, owner := range []string{"A", "B", "Btest"} {
 					out, err := tn.Read.Query(ctx, &dynamodb.QueryInput{TableName: aws.String(table), IndexName: aws.String("by_owner"),
@@ -328,7 +330,7 @@ func (w *world) tableAttacks(t *testing.T) {
 				GlobalSecondaryIndexUpdates: []types.GlobalSecondaryIndexUpdate{{Delete: &types.DeleteGlobalSecondaryIndexAction{IndexName: aws.String("by_owner")}}}}); err != nil {
 				t.Fatalf("UpdateTable %s drop GSI: %v", table, err)
 			}
-			w.waitActive(t, w.Op, table)
+			harness.WaitActive(t, w.ctx, w.Op, table)
 		}
 	})
 
@@ -343,7 +345,7 @@ func (w *world) tableAttacks(t *testing.T) {
 		if err := w.tryCreate(w.Op, name, nil); err != nil {
 			t.Fatalf("operator CreateTable %s: %v", name, err)
 		}
-		w.waitActive(t, w.Op, name)
+		harness.WaitActive(t, w.ctx, w.Op, name)
 		got := onlyOwn(t, B, "B's Scan of its shadowed table", w.scanAll(t, B.App, name, ""))
 		if len(got) != 1 {
 			t.Errorf("B's own %s after the operator created a shared one: %v", name, got)

@@ -212,7 +212,7 @@ func (w *world) createTable(t *testing.T, c *dynamodb.Client, name string, tags 
 	if _, err := c.CreateTable(w.ctx, tableInput(name, tags)); err != nil {
 		t.Fatalf("CreateTable %s: %v", name, err)
 	}
-	w.waitActive(t, c, name)
+	harness.WaitActive(t, w.ctx, c, name)
 }
 
 func tableInput(name string, tags []types.Tag) *dynamodb.CreateTableInput {
@@ -240,28 +240,6 @@ func tableInput(name string, tags []types.Tag) *dynamodb.CreateTableInput {
 			{IndexName: aws.String("gsik"), KeySchema: ks("gpk2", ""), Projection: &types.Projection{ProjectionType: types.ProjectionTypeKeysOnly}},
 		},
 		Tags: tags,
-	}
-}
-
-func (w *world) waitActive(t *testing.T, c *dynamodb.Client, name string) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		out, err := c.DescribeTable(w.ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)})
-		if err != nil {
-			t.Fatalf("DescribeTable %s: %v", name, err)
-		}
-		active := out.Table.TableStatus == types.TableStatusActive
-		for _, g := range out.Table.GlobalSecondaryIndexes {
-			active = active && g.IndexStatus == types.IndexStatusActive
-		}
-		if active {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("table %s not ACTIVE after 30s", name)
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
 

@@ -212,23 +212,7 @@ func createTable(t *testing.T, ctx context.Context, c *dynamodb.Client, name str
 	if _, err := c.CreateTable(ctx, in); err != nil {
 		t.Fatalf("CreateTable %s: %v", name, err)
 	}
-	for deadline := time.Now().Add(30 * time.Second); ; {
-		out, err := c.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		active := out.Table.TableStatus == types.TableStatusActive
-		for _, g := range out.Table.GlobalSecondaryIndexes {
-			active = active && g.IndexStatus == types.IndexStatusActive
-		}
-		if active {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s not ACTIVE", name)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	harness.WaitActive(t, ctx, c, name)
 }
 
 // ---- one random operation ----
