@@ -3,17 +3,16 @@ package cfn
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/cockroachdb/datadriven"
+
 	"github.com/tenantdb/tenantdb/internal/wire"
 )
-
-var rewrite = flag.Bool("rewrite", false, "rewrite the golden files in testdata")
 
 // seedDir is where the project's seed documents live, beside the
 // repository (absent in a plain checkout).
@@ -79,44 +78,36 @@ func TestSeed002(t *testing.T) {
 	}
 }
 
-// TestGolden parses the templates in testdata and compares what Parse
-// read with the .golden files (go test -rewrite updates them).
+// TestGolden parses the templates named in testdata/parse and compares
+// what Parse read with the expected JSON there (go test -rewrite updates
+// it; review the diff).
 func TestGolden(t *testing.T) {
-	for _, c := range []struct {
-		template, golden string
-		params           map[string]string
-	}{
-		{"seed002_app_data.yaml", "seed002_app_data.golden", nil},
-		{"features.yaml", "features.golden", nil},
-		{"features.yaml", "features.live.golden", map[string]string{"Env": "live", "ReadUnits": "7"}},
-		{"seed004_support_ticket.json", "seed004_support_ticket.golden", nil},
-	} {
-		t.Run(c.golden, func(t *testing.T) {
-			tmpl, err := Parse(readTestdata(t, c.template), Options{Parameters: c.params, StackName: "stack"})
-			if err != nil {
-				t.Fatal(err)
+	datadriven.RunTest(t, "testdata/parse", func(t *testing.T, d *datadriven.TestData) string {
+		if d.Cmd != "parse" {
+			t.Fatalf("%s: unknown command %q", d.Pos, d.Cmd)
+		}
+		var template string
+		var params map[string]string
+		for _, a := range d.CmdArgs {
+			if a.Key == "template" {
+				template = strings.Join(a.Vals, ",")
+				continue
 			}
-			got, err := json.MarshalIndent(tmpl, "", "  ")
-			if err != nil {
-				t.Fatal(err)
+			if params == nil {
+				params = map[string]string{}
 			}
-			got = append(got, '\n')
-			path := filepath.Join("testdata", c.golden)
-			if *rewrite {
-				if err := os.WriteFile(path, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run go test -rewrite to create it)", err)
-			}
-			if !bytes.Equal(got, want) {
-				t.Errorf("Parse(%s) differs from %s (go test -rewrite updates it):\n%s", c.template, c.golden, got)
-			}
-		})
-	}
+			params[a.Key] = strings.Join(a.Vals, ",")
+		}
+		tmpl, err := Parse(readTestdata(t, template), Options{Parameters: params, StackName: "stack"})
+		if err != nil {
+			t.Fatalf("%s: %v", d.Pos, err)
+		}
+		got, err := json.MarshalIndent(tmpl, "", "  ")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(got)
+	})
 }
 
 func TestMalformed(t *testing.T) {
