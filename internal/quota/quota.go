@@ -19,10 +19,12 @@
 //     as an unsynced batch: it is in the WAL behind the request's own
 //     synced write and durable once the next WAL sync completes — that
 //     of any later write, or the meter's own, which it starts at once in
-//     the background (writers share the fsync). So an acknowledged
-//     write's usage is lost only by a crash within one WAL sync of its
-//     response, never by a crash a flush interval later; the request path
-//     pays one unsynced commit, not an fsync.
+//     the background (writers share the fsync). A crash loses it only if
+//     it comes before that sync: the writes acknowledged while one WAL
+//     fsync was in progress (milliseconds), not a flush interval. The
+//     request path pays one unsynced commit, not an fsync; making it
+//     exact would cost a second fsync wait per write, or the engine
+//     writing the counters into the item's own batch.
 //   - Reads, control-plane requests and throttled requests are added up in
 //     memory and written in one synced batch every Options.FlushInterval
 //     (1 s): a crash loses at most those completed in the last interval

@@ -21,6 +21,12 @@ import (
 // kill -9 (README "Metering").
 const flushInterval = time.Second
 
+// syncWindow bounds what kill -9 may lose of the metering of writes: those
+// acknowledged while the WAL fsync that follows them was in progress
+// (README "Metering"). An fsync takes milliseconds; the margin is for a
+// loaded test machine.
+const syncWindow = 100 * time.Millisecond
+
 // opUsage is one operation's figures in GET /v1/tenants/{id}/usage.
 type opUsage struct {
 	Requests           int64   `json:"requests"`
@@ -64,9 +70,10 @@ func noRetry(o *dynamodb.Options) { o.Retryer = aws.NopRetryer{} }
 
 // TestKill9KeepsMetering drives acknowledged writes and reads through the
 // SDK, kills the binary with SIGKILL in the middle of the load, restarts it
-// and checks that the usage report counts every acknowledged write (each
-// one write unit) and every read acknowledged more than one flush interval
-// before the kill: the bound README "Metering" documents.
+// and checks that the usage report counts every write acknowledged more
+// than syncWindow before the kill (each one write unit) and every read
+// acknowledged more than one flush interval before it: the bounds README
+// "Metering" documents. It logs what was lost.
 func TestKill9KeepsMetering(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and kills the binary")
@@ -83,7 +90,7 @@ func TestKill9KeepsMetering(t *testing.T) {
 	const writers, readers, loadFor = 8, 4, 3*flushInterval + flushInterval/2
 	var writes, reads atomic.Int64
 	var mu sync.Mutex
-	var readAcks []time.Time // when each read was acknowledged
+	var readAcks, writeAcks []time.Time // when each request was acknowledged
 	var killedAt time.Time
 	var once sync.Once
 	kill := func() {
@@ -110,6 +117,9 @@ func TestKill9KeepsMetering(t *testing.T) {
 					return
 				}
 				writes.Add(1)
+				mu.Lock()
+				writeAcks = append(writeAcks, time.Now())
+				mu.Unlock()
 			}
 		}()
 	}
@@ -137,24 +147,33 @@ func TestKill9KeepsMetering(t *testing.T) {
 	got := usageOf(t, srv, tenant, start)
 	put, get := got["PutItem"], got["GetItem"]
 	acked := writes.Load()
-	// Every acknowledged write is counted; a write in flight at the kill
-	// may have committed and been counted too, never more than one per writer.
-	if put.Requests < acked || put.Requests > acked+writers {
-		t.Errorf("PutItem requests after kill -9 = %d, want %d acknowledged (+ at most %d in flight)", put.Requests, acked, writers)
+	// ackedBefore counts the acknowledgements in acks before the kill - d.
+	ackedBefore := func(acks []time.Time, d time.Duration) int64 {
+		n := int64(0)
+		for _, at := range acks {
+			if at.Before(killedAt.Add(-d)) {
+				n++
+			}
+		}
+		return n
 	}
-	if put.ConsumedWriteUnits < float64(acked) || put.ConsumedWriteUnits > float64(acked+writers) {
-		t.Errorf("PutItem write units after kill -9 = %v, want %d acknowledged (+ at most %d in flight)", put.ConsumedWriteUnits, acked, writers)
+	// Every write acknowledged before the sync window is counted; a write
+	// in flight at the kill may have committed and been counted too, never
+	// more than one per writer.
+	durable := ackedBefore(writeAcks, syncWindow)
+	t.Logf("writes: %d acknowledged, %d of them more than %v before the kill; counted after kill -9: %d PutItem, %v WCU (%d lost)",
+		acked, durable, syncWindow, put.Requests, put.ConsumedWriteUnits, max(acked-put.Requests, 0))
+	if put.Requests < durable || put.Requests > acked+writers {
+		t.Errorf("PutItem requests after kill -9 = %d, want at least the %d acknowledged more than %v before the kill, at most %d acknowledged + %d in flight",
+			put.Requests, durable, syncWindow, acked, writers)
+	}
+	if put.ConsumedWriteUnits < float64(durable) || put.ConsumedWriteUnits > float64(acked+writers) {
+		t.Errorf("PutItem write units after kill -9 = %v, want at least %d, at most %d", put.ConsumedWriteUnits, durable, acked+writers)
 	}
 	// Reads: what kill -9 may lose is bounded by the flush interval.
-	var before int64
-	for _, at := range readAcks {
-		if at.Before(killedAt.Add(-flushInterval)) {
-			before++
-		}
-	}
-	lost := reads.Load() - get.Requests
-	t.Logf("acknowledged: %d writes, %d reads; counted after kill -9: %d PutItem (%v WCU), %d GetItem (%d reads lost, %d acknowledged within %v of the kill)",
-		acked, reads.Load(), put.Requests, put.ConsumedWriteUnits, get.Requests, max(lost, 0), reads.Load()-before, flushInterval)
+	before := ackedBefore(readAcks, flushInterval)
+	t.Logf("reads: %d acknowledged, %d of them more than %v before the kill; counted after kill -9: %d GetItem (%d lost)",
+		reads.Load(), before, flushInterval, get.Requests, max(reads.Load()-get.Requests, 0))
 	if get.Requests < before {
 		t.Errorf("GetItem requests after kill -9 = %d, want at least the %d acknowledged more than %v before the kill", get.Requests, before, flushInterval)
 	}
