@@ -18,7 +18,7 @@ var _ = register(&command{
 
 func runTenant(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return dispatchVerb("tenant", []verb{
-		{"create", "create NAME [--slug SLUG] [--tier pool|silo] [--owner-sub SUB]", func(a []string, o, e io.Writer) error { return tenantCreate(ctx, a, o, e) }},
+		{"create", "create NAME [--slug SLUG] [--tier pool] [--owner-sub SUB]", func(a []string, o, e io.Writer) error { return tenantCreate(ctx, a, o, e) }},
 		{"list", "list", func(a []string, o, e io.Writer) error { return tenantList(ctx, a, o, e) }},
 		{"show", "show ID|SLUG", func(a []string, o, e io.Writer) error { return tenantAction(ctx, "show", a, o, e) }},
 		{"suspend", "suspend ID|SLUG", func(a []string, o, e io.Writer) error { return tenantAction(ctx, "suspend", a, o, e) }},
@@ -38,7 +38,7 @@ func tenantCreate(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs, cf := newClientFlagSet("tenant create", stderr, os.Getenv)
 	var req admin.CreateTenantRequest
 	fs.StringVar(&req.Slug, "slug", "", "unique short name (default: derived from NAME)")
-	fs.StringVar(&req.Tier, "tier", "", "pool (default) or silo")
+	fs.StringVar(&req.Tier, "tier", "", "pool (the default and, until tenants can be moved, the only tier; silo is refused)")
 	fs.StringVar(&req.OwnerSub, "owner-sub", "", "platform user (OIDC sub) who becomes the tenant's first member")
 	fs.StringVar(&req.ID, "id", "", "use this tenant id (32 hex) instead of a random one")
 	usageFunc(fs, stderr, "usage: tenantdb tenant create NAME [flags]")

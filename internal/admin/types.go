@@ -27,7 +27,7 @@ func tenantOut(t catalog.Tenant) Tenant {
 type CreateTenantRequest struct {
 	Name     string `json:"name"`
 	Slug     string `json:"slug,omitempty"`
-	Tier     string `json:"tier,omitempty"`      // pool (default) or silo
+	Tier     string `json:"tier,omitempty"`      // pool (default); silo is refused until tenant moves exist
 	OwnerSub string `json:"owner_sub,omitempty"` // platform user who becomes a member (admin)
 	ID       string `json:"id,omitempty"`        // a chosen id (32 hex), for seeding
 }

@@ -144,6 +144,10 @@ func TestMalformed(t *testing.T) {
 		{"deletion protection", table(keys + "      DeletionProtectionEnabled: maybe\n"), nil, `expected true or false, got "maybe"`},
 		{"ttl without attribute", table(keys + "      TimeToLiveSpecification: {Enabled: true}\n"), nil, "AttributeName is required when Enabled is true"},
 		{"stream without view type", table(keys + "      StreamSpecification: {}\n"), nil, "required property StreamViewType is missing"},
+		{"stream", table(keys + "      StreamSpecification: {StreamViewType: KEYS_ONLY}\n"), nil, "tenantdb has no change streams yet"},
+		{"point-in-time recovery", table(keys + "      PointInTimeRecoverySpecification: {PointInTimeRecoveryEnabled: true}\n"), nil, "PointInTimeRecoveryEnabled: tenantdb has no point-in-time recovery"},
+		{"point-in-time recovery not a bool", table(keys + "      PointInTimeRecoverySpecification: {PointInTimeRecoveryEnabled: yes}\n"), nil, `expected true or false, got "yes"`},
+		{"encryption at rest", table(keys + "      SSESpecification: {SSEEnabled: true, SSEType: KMS}\n"), nil, "SSEEnabled: tenantdb does not encrypt table data at rest yet"},
 		{"gsi without projection", table(keys + "      GlobalSecondaryIndexes: [{IndexName: g, KeySchema: [{AttributeName: id, KeyType: HASH}]}]\n"), nil, "GlobalSecondaryIndexes[0]: required property Projection is missing"},
 		{"tags not pairs", table(keys + "      Tags: {Environment: prod}\n"), nil, "Tags: expected a list, got a mapping"},
 		{"import source", table(keys + "      ImportSourceSpecification: {}\n"), nil, "importing a table from S3 is not supported"},
@@ -257,7 +261,6 @@ func TestDifferences(t *testing.T) {
 			ProvisionedThroughput: &wire.ProvisionedThroughputDescription{ReadCapacityUnits: 1, WriteCapacityUnits: 1},
 		}},
 		LocalSecondaryIndexes: []wire.LocalSecondaryIndexDescription{{IndexName: "by_owner_lsi", KeySchema: in.LocalSecondaryIndexes[0].KeySchema, Projection: &wire.Projection{ProjectionType: "ALL"}}},
-		StreamSpecification:   &wire.StreamSpecification{StreamEnabled: &on, StreamViewType: "NEW_AND_OLD_IMAGES"},
 		TableClassSummary:     &wire.TableClassSummary{TableClass: "STANDARD_INFREQUENT_ACCESS"},
 	}
 	if diffs := Differences(tb, d); diffs != nil {
@@ -266,7 +269,7 @@ func TestDifferences(t *testing.T) {
 	d.GlobalSecondaryIndexes[0].Projection = &wire.Projection{ProjectionType: "ALL"}
 	d.GlobalSecondaryIndexes = append(d.GlobalSecondaryIndexes, wire.GlobalSecondaryIndexDescription{IndexName: "Extra"})
 	d.LocalSecondaryIndexes = nil
-	d.StreamSpecification = nil
+	d.StreamSpecification = &wire.StreamSpecification{StreamEnabled: &on, StreamViewType: "NEW_AND_OLD_IMAGES"}
 	d.DeletionProtectionEnabled = true
 	d.ProvisionedThroughput.WriteCapacityUnits = 3
 	want := []string{
@@ -274,7 +277,7 @@ func TestDifferences(t *testing.T) {
 		"global secondary index GSI1 projection: the table has ALL, the template INCLUDE (created, title)",
 		"global secondary index Extra: the table has it, the template does not",
 		"local secondary index by_owner_lsi: the table has none, the template defines it",
-		"stream: the table has no stream, the template a stream of NEW_AND_OLD_IMAGES",
+		"stream: the table has a stream of NEW_AND_OLD_IMAGES, the template no stream",
 		"deletion protection: the table has true, the template false",
 	}
 	if got := Differences(tb, d); !reflect.DeepEqual(got, want) {

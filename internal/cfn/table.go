@@ -18,8 +18,10 @@ var resourceAttributes = []string{"Type", "Properties", "Condition", "DependsOn"
 	"UpdateReplacePolicy", "Metadata", "UpdatePolicy", "CreationPolicy"}
 
 // noEffect are table properties tenantdb reads but has no use for.
+// Properties that would promise a protection tenantdb does not give
+// (point-in-time recovery, encryption at rest, streams) are not here:
+// enabled, they are refused (see table).
 var noEffect = map[string]string{
-	"PointInTimeRecoverySpecification": "point-in-time recovery is configured per tenant in tenantdb",
 	"ContributorInsightsSpecification": "tenantdb has no CloudWatch Contributor Insights",
 	"KinesisStreamSpecification":       "tenantdb has no Kinesis streaming destination",
 }
@@ -80,6 +82,8 @@ func (ev *evaluator) table(id string, r *mapNode) (Table, []string, error) {
 			}
 		case "SSESpecification":
 			in.SSESpecification, err = sseSpec(p.val, pp)
+		case "PointInTimeRecoverySpecification":
+			err = pitrSpec(p.val, pp)
 		case "OnDemandThroughput":
 			in.OnDemandThroughput, err = rawObject(p.val, pp, map[string]string{"MaxReadRequestUnits": "int", "MaxWriteRequestUnits": "int"}, nil)
 		case "WarmThroughput":
@@ -352,8 +356,34 @@ func streamSpec(n *yaml.Node, path string, warns []string) (*wire.StreamSpecific
 	if m.get("ResourcePolicy") != nil {
 		warns = append(warns, path+".ResourcePolicy: ignored (stream resource policies are IAM's; tenantdb scopes streams by tenant)")
 	}
-	enabled := true
-	return &wire.StreamSpecification{StreamEnabled: &enabled, StreamViewType: vt}, warns, nil
+	// NB: in CloudFormation a StreamSpecification enables the stream.
+	// Until tenantdb has change streams, it must not create a table that
+	// looks as if it had one.
+	return nil, nil, errAt(m.node, path, "tenantdb has no change streams yet: a table cannot have a stream (StreamViewType %s); remove StreamSpecification", vt)
+}
+
+// pitrSpec reads PointInTimeRecoverySpecification: disabled is what every
+// tenantdb table is; enabled is refused until backups exist.
+func pitrSpec(n *yaml.Node, path string) error {
+	m, err := object(n, path, []string{"PointInTimeRecoveryEnabled", "RecoveryPeriodInDays"})
+	if err != nil {
+		return err
+	}
+	if v := m.get("RecoveryPeriodInDays"); v != nil {
+		if _, err := integer(v, path+".RecoveryPeriodInDays"); err != nil {
+			return err
+		}
+	}
+	if v := m.get("PointInTimeRecoveryEnabled"); v != nil {
+		on, err := boolean(v, path+".PointInTimeRecoveryEnabled")
+		if err != nil {
+			return err
+		}
+		if on {
+			return errAt(v, path+".PointInTimeRecoveryEnabled", "tenantdb has no point-in-time recovery (or backups) yet; set PointInTimeRecoveryEnabled to false or remove the property")
+		}
+	}
+	return nil
 }
 
 func tags(n *yaml.Node, path string) ([]wire.Tag, error) {
@@ -401,10 +431,19 @@ func ttlSpec(n *yaml.Node, path string) (*wire.TimeToLiveSpecification, error) {
 }
 
 // sseSpec maps CloudFormation's SSESpecification (SSEEnabled) to the
-// API's (Enabled).
+// API's (Enabled). SSEEnabled: true is refused: tenantdb does not encrypt
+// table data at rest yet.
 func sseSpec(n *yaml.Node, path string) (json.RawMessage, error) {
-	return rawObject(n, path, map[string]string{"SSEEnabled": "bool", "SSEType": "string", "KMSMasterKeyId": "string"},
+	raw, err := rawObject(n, path, map[string]string{"SSEEnabled": "bool", "SSEType": "string", "KMSMasterKeyId": "string"},
 		map[string]string{"SSEEnabled": "Enabled"})
+	if err != nil {
+		return nil, err
+	}
+	var spec struct{ Enabled bool }
+	if json.Unmarshal(raw, &spec) == nil && spec.Enabled {
+		return nil, errAt(n, path+".SSEEnabled", "tenantdb does not encrypt table data at rest yet; set SSEEnabled to false or remove SSESpecification")
+	}
+	return raw, nil
 }
 
 // rawObject reads a mapping of scalar members of the given kinds ("int",

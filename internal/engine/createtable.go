@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"crypto/rand"
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -174,11 +175,13 @@ func (e *Engine) buildTable(in *wire.CreateTableInput) (*schema.Table, error) {
 		return nil, err
 	}
 	if in.StreamSpecification != nil {
+		// A disabled stream is accepted and not stored: the table has none.
 		if err := checkStream(in.StreamSpecification); err != nil {
 			return nil, err
 		}
-		spec := *in.StreamSpecification
-		t.Stream = &spec
+	}
+	if err := checkSSE(in.SSESpecification); err != nil {
+		return nil, err
 	}
 	if in.DeletionProtectionEnabled != nil {
 		t.DeletionProtection = *in.DeletionProtectionEnabled
@@ -413,6 +416,34 @@ func checkStream(spec *wire.StreamSpecification) error {
 		}
 	default:
 		return enumErr(spec.StreamViewType, "streamSpecification.streamViewType", "NEW_IMAGE, OLD_IMAGE, NEW_AND_OLD_IMAGES, KEYS_ONLY")
+	}
+	if *spec.StreamEnabled {
+		return errNoStreams
+	}
+	return nil
+}
+
+// errNoStreams refuses a stream: until change streams exist, a table must
+// not report one (a LatestStreamArn that nothing can read).
+var errNoStreams = apierr.Validationf("One or more parameter values were invalid: StreamEnabled is not supported: tenantdb has no change streams yet")
+
+// checkSSE accepts an SSESpecification that leaves encryption off (or is
+// absent) and refuses one that turns it on: tenantdb does not encrypt
+// table data at rest yet, and must not say it does.
+func checkSSE(raw json.RawMessage) error {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	var spec struct {
+		Enabled        *bool
+		SSEType        string
+		KMSMasterKeyId string
+	}
+	if err := json.Unmarshal(raw, &spec); err != nil {
+		return apierr.Validationf("1 validation error detected: Value at 'sSESpecification' failed to satisfy constraint: Member must be an object")
+	}
+	if spec.Enabled != nil && *spec.Enabled || spec.SSEType != "" || spec.KMSMasterKeyId != "" {
+		return apierr.Validationf("One or more parameter values were invalid: SSESpecification is not supported: tenantdb does not encrypt table data at rest yet")
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand"
 	"strings"
@@ -122,6 +123,15 @@ func TestCreateTableValidation(t *testing.T) {
 		{"stream without view type", func(in *wire.CreateTableInput) {
 			in.StreamSpecification = &wire.StreamSpecification{StreamEnabled: wtBool(true)}
 		}, apierr.Validation, "StreamViewType"},
+		{"stream enabled", func(in *wire.CreateTableInput) {
+			in.StreamSpecification = &wire.StreamSpecification{StreamEnabled: wtBool(true), StreamViewType: "KEYS_ONLY"}
+		}, apierr.Validation, "tenantdb has no change streams yet"},
+		{"encryption at rest", func(in *wire.CreateTableInput) {
+			in.SSESpecification = json.RawMessage(`{"Enabled":true,"SSEType":"KMS"}`)
+		}, apierr.Validation, "tenantdb does not encrypt table data at rest yet"},
+		{"encryption with a KMS key only", func(in *wire.CreateTableInput) {
+			in.SSESpecification = json.RawMessage(`{"KMSMasterKeyId":"alias/x"}`)
+		}, apierr.Validation, "tenantdb does not encrypt table data at rest yet"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -87,13 +87,9 @@ func (e *Engine) describe(t *schema.Table, st tableStats) *wire.TableDescription
 	if t.TableClass != "" {
 		d.TableClassSummary = &wire.TableClassSummary{TableClass: t.TableClass}
 	}
-	if t.Stream != nil && t.Stream.StreamEnabled != nil && *t.Stream.StreamEnabled {
-		spec := *t.Stream
-		d.StreamSpecification = &spec
-		label := t.Created.UTC().Format("2006-01-02T15:04:05.000")
-		d.LatestStreamLabel = label
-		d.LatestStreamArn = arn + "/stream/" + label
-	}
+	// NB: no StreamSpecification or LatestStreamArn, even for a table an
+	// earlier version stored with a stream: tenantdb has no change
+	// streams yet, so there is no stream to name.
 	for _, ix := range t.Indexes {
 		c := st[ix.No]
 		if ix.Local {

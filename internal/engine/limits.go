@@ -8,7 +8,9 @@ import (
 )
 
 // DescribeLimits reports DynamoDB's default account and table capacity
-// limits (tenantdb enforces per-tenant quotas elsewhere).
+// limits. The engine enforces none: a server answers with the caller's
+// quota instead, which the quota layer (quota.Manager.Wrap) puts in
+// place of these numbers.
 func (e *Engine) DescribeLimits(ctx context.Context, s tenancy.Scope, _ *wire.DescribeLimitsInput) (*wire.DescribeLimitsOutput, error) {
 	if err := check(ctx, s); err != nil {
 		return nil, err

@@ -207,15 +207,16 @@ func (e *Engine) UpdateTable(ctx context.Context, s tenancy.Scope, in *wire.Upda
 		if err := checkStream(in.StreamSpecification); err != nil {
 			return nil, err
 		}
-		enabled := c.Stream != nil && c.Stream.StreamEnabled != nil && *c.Stream.StreamEnabled
-		switch {
-		case *in.StreamSpecification.StreamEnabled && enabled:
-			return nil, apierr.Validationf("Table already has an enabled stream: %s", e.tableARN(c.Name))
-		case !*in.StreamSpecification.StreamEnabled && !enabled:
+		// Only StreamEnabled=false gets here. A stream stored by an
+		// earlier version (which accepted them and delivered nothing) is
+		// removed by it.
+		if c.Stream == nil || c.Stream.StreamEnabled == nil || !*c.Stream.StreamEnabled {
 			return nil, apierr.Validationf("Table already has no enabled stream")
 		}
-		spec := *in.StreamSpecification
-		c.Stream = &spec
+		c.Stream = nil
+	}
+	if err := checkSSE(in.SSESpecification); err != nil {
+		return nil, err
 	}
 	if in.DeletionProtectionEnabled != nil {
 		c.DeletionProtection = *in.DeletionProtectionEnabled

@@ -20,7 +20,10 @@ type Limited struct {
 var _ dynamo.Handler = (*Limited)(nil)
 
 // Wrap returns next under m's admission control and metering.
-func (m *Manager) Wrap(next dynamo.Handler) *Limited { return &Limited{next: next, m: m} }
+// DescribeLimits reports the caller's quota (describelimits.go).
+func (m *Manager) Wrap(next dynamo.Handler) *Limited {
+	return &Limited{next: limitsReporter{next: next, m: m}, m: m}
+}
 
 // Handle admits, runs and charges one operation.
 func (l *Limited) Handle(ctx context.Context, s tenancy.Scope, op *dynamo.Op, in any) (wire.Output, error) {

@@ -1,0 +1,133 @@
+package conformance
+
+// What tenantdb does not have yet is refused or described truthfully:
+// no table reports a stream nothing can read or an encryption nothing
+// does, no tenant is given a tier that has no effect, and DescribeLimits
+// reports the quota that actually limits the caller.
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
+
+	"github.com/tenantdb/tenantdb/internal/admin"
+	"github.com/tenantdb/tenantdb/tests/harness"
+)
+
+func plainTable(name string) *dynamodb.CreateTableInput {
+	return &dynamodb.CreateTableInput{
+		TableName:            aws.String(name),
+		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("pk"), AttributeType: types.ScalarAttributeTypeS}},
+		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash}},
+		BillingMode:          types.BillingModePayPerRequest,
+	}
+}
+
+// wantValidation fails t unless err is a ValidationException whose message
+// contains msg.
+func wantValidation(t *testing.T, what string, err error, msg string) {
+	t.Helper()
+	var ae smithy.APIError
+	if !errors.As(err, &ae) || ae.ErrorCode() != "ValidationException" || !strings.Contains(ae.ErrorMessage(), msg) {
+		t.Errorf("%s: %v; want ValidationException containing %q", what, err, msg)
+	}
+}
+
+func TestStreamsAndEncryptionRefused(t *testing.T) {
+	_, c := start(t)
+	ctx := ctxT(t)
+
+	in := plainTable("streamed")
+	in.StreamSpecification = &types.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: types.StreamViewTypeNewAndOldImages}
+	_, err := c.CreateTable(ctx, in)
+	wantValidation(t, "CreateTable with a stream", err, "tenantdb has no change streams yet")
+
+	in = plainTable("encrypted")
+	in.SSESpecification = &types.SSESpecification{Enabled: aws.Bool(true), SSEType: types.SSETypeKms}
+	_, err = c.CreateTable(ctx, in)
+	wantValidation(t, "CreateTable with encryption at rest", err, "tenantdb does not encrypt table data at rest yet")
+	if _, err := c.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String("streamed")}); err == nil {
+		t.Error("the refused table streamed exists")
+	}
+
+	// Disabled stream and encryption: accepted, and nothing reported.
+	in = plainTable("plain")
+	in.StreamSpecification = &types.StreamSpecification{StreamEnabled: aws.Bool(false)}
+	in.SSESpecification = &types.SSESpecification{Enabled: aws.Bool(false)}
+	if _, err := c.CreateTable(ctx, in); err != nil {
+		t.Fatal(err)
+	}
+	d, err := c.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String("plain")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Table.StreamSpecification != nil || d.Table.LatestStreamArn != nil || d.Table.LatestStreamLabel != nil || d.Table.SSEDescription != nil {
+		t.Errorf("DescribeTable: stream %v, arn %v, label %v, SSE %v; want none", d.Table.StreamSpecification,
+			aws.ToString(d.Table.LatestStreamArn), aws.ToString(d.Table.LatestStreamLabel), d.Table.SSEDescription)
+	}
+
+	_, err = c.UpdateTable(ctx, &dynamodb.UpdateTableInput{TableName: aws.String("plain"),
+		StreamSpecification: &types.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: types.StreamViewTypeKeysOnly}})
+	wantValidation(t, "UpdateTable enabling a stream", err, "tenantdb has no change streams yet")
+	_, err = c.UpdateTable(ctx, &dynamodb.UpdateTableInput{TableName: aws.String("plain"),
+		SSESpecification: &types.SSESpecification{Enabled: aws.Bool(true)}})
+	wantValidation(t, "UpdateTable enabling encryption", err, "tenantdb does not encrypt table data at rest yet")
+	d, err = c.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String("plain")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Table.StreamSpecification != nil || d.Table.LatestStreamArn != nil || d.Table.SSEDescription != nil {
+		t.Errorf("DescribeTable after the refused updates: stream %v, SSE %v; want none", d.Table.StreamSpecification, d.Table.SSEDescription)
+	}
+}
+
+// TestDescribeLimitsIsTheQuota: a tenant sees its own quota (the server
+// default, then what the operator set), the operator the server default.
+func TestDescribeLimitsIsTheQuota(t *testing.T) {
+	srv := harness.Start(t)
+	ctx := ctxT(t)
+	check := func(what string, c *dynamodb.Client, read, write int64) {
+		t.Helper()
+		l, err := c.DescribeLimits(ctx, &dynamodb.DescribeLimitsInput{})
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		got := [4]int64{aws.ToInt64(l.AccountMaxReadCapacityUnits), aws.ToInt64(l.AccountMaxWriteCapacityUnits),
+			aws.ToInt64(l.TableMaxReadCapacityUnits), aws.ToInt64(l.TableMaxWriteCapacityUnits)}
+		if want := [4]int64{read, write, read, write}; got != want {
+			t.Errorf("%s: DescribeLimits account %d/%d, table %d/%d; want %v", what, got[0], got[1], got[2], got[3], want)
+		}
+	}
+	a, b := srv.NewTenant(t, "acme", "app"), srv.NewTenant(t, "globex", "app")
+	check("operator", srv.Client(srv.Operator), 1000, 1000)
+	check("tenant without a quota", srv.Client(a), 1000, 1000)
+	err := srv.Admin().Do(ctx, http.MethodPut, "/v1/tenants/"+a.TenantID+"/quota", map[string]any{"read_units": 500.5, "write_units": 200}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("tenant with a quota", srv.Client(a), 500, 200)
+	check("another tenant", srv.Client(b), 1000, 1000)
+}
+
+func TestSiloTierRefused(t *testing.T) {
+	srv := harness.Start(t)
+	ctx := ctxT(t)
+	_, err := srv.Admin().CreateTenant(ctx, admin.CreateTenantRequest{Name: "vault", Tier: "silo"})
+	var ae *admin.Error
+	if !errors.As(err, &ae) || ae.Status != http.StatusBadRequest || !strings.Contains(ae.Message, "tier silo is not supported yet") {
+		t.Fatalf("create tenant with tier silo: %v; want 400 saying silo is not supported yet", err)
+	}
+	if ts, err := srv.Admin().Tenants(ctx); err != nil || len(ts) != 1 {
+		t.Errorf("tenants after the refusal: %v, %v; want only default", ts, err)
+	}
+	tn, err := srv.Admin().CreateTenant(ctx, admin.CreateTenantRequest{Name: "pooled", Tier: "pool"})
+	if err != nil || tn.Tier != "pool" {
+		t.Fatalf("create tenant with tier pool: %+v, %v", tn, err)
+	}
+}
