@@ -40,7 +40,7 @@ func cliServer(t *testing.T) (string, string) {
 		n.Close()
 	})
 	path := filepath.Join(t.TempDir(), auth.OperatorCredentialsFile)
-	if err := auth.WriteCredentialsFile(path, auth.OperatorProfile, n.Bootstrap().Operator, "us-east-1"); err != nil {
+	if err := auth.WriteCredentialsFile(path, auth.OperatorProfile, n.Bootstrap().Operator, "us-east-1", ""); err != nil {
 		t.Fatal(err)
 	}
 	return "http://" + l.Addr().String(), path

@@ -192,7 +192,7 @@ func TestQuotaEndToEnd(t *testing.T) {
 			consumed += *o.ConsumedCapacity.CapacityUnits
 		case code == "ProvisionedThroughputExceededException":
 			rejected = i
-			if !strings.Contains(err.Error(), "The level of configured provisioned throughput for the table was exceeded") {
+			if !strings.Contains(err.Error(), "The tenant's capacity quota was exceeded") || !strings.Contains(err.Error(), "tenantdb quota set") || strings.Contains(err.Error(), "increasing your provisioning level") {
 				t.Errorf("throttle message: %v", err)
 			}
 		default:

@@ -132,6 +132,17 @@ func TestServeStartsAndStops(t *testing.T) {
 	if !strings.Contains(out.String(), "default-credentials") {
 		t.Errorf("progress output does not name the default credentials:\n%s", out)
 	}
+	// The files' usage comment names the port the server listens on
+	// (here chosen by the kernel), not the default 8000.
+	for _, f := range []string{"operator-credentials", "default-credentials"} {
+		data, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(data), "--endpoint-url "+endpoint+" ") {
+			t.Errorf("%s does not name the endpoint %s:\n%s", f, endpoint, data)
+		}
+	}
 	for path, want := range map[string]int{"/": 200, "/metrics": 401, "/v1/tenants": 401} {
 		resp, err := http.Get(endpoint + path)
 		if err != nil {

@@ -27,7 +27,7 @@ func tableServer(t *testing.T) (*harness.Server, []string) {
 		t.Fatal(err)
 	}
 	creds := filepath.Join(t.TempDir(), "operator-credentials")
-	if err := auth.WriteCredentialsFile(creds, auth.OperatorProfile, k, ""); err != nil {
+	if err := auth.WriteCredentialsFile(creds, auth.OperatorProfile, k, "", ""); err != nil {
 		t.Fatal(err)
 	}
 	return srv, []string{"--endpoint", srv.Endpoint, "--credentials", creds}

@@ -716,7 +716,7 @@ func TestOperatorBootstrap(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	e := newEnv(t, t.TempDir(), true)
-	path, err := e.auth.BootstrapOperator(ctx, dir, "", "us-east-1")
+	path, err := e.auth.BootstrapOperator(ctx, dir, "", "us-east-1", "")
 	if err != nil || path == "" {
 		t.Fatalf("bootstrap: %q %v", path, err)
 	}
@@ -725,7 +725,7 @@ func TestOperatorBootstrap(t *testing.T) {
 		t.Fatalf("mode %v", fi.Mode())
 	}
 	data, _ := os.ReadFile(path)
-	for _, want := range []string{"[tenantdb-operator]", "aws_access_key_id = sk_op_", "aws_secret_access_key = ", "region = us-east-1"} {
+	for _, want := range []string{"[tenantdb-operator]", "aws_access_key_id = sk_op_", "aws_secret_access_key = ", "region = us-east-1", "--endpoint-url http://127.0.0.1:8000 "} {
 		if !strings.Contains(string(data), want) {
 			t.Errorf("credentials file lacks %q:\n%s", want, data)
 		}
@@ -738,21 +738,21 @@ func TestOperatorBootstrap(t *testing.T) {
 		t.Fatalf("operator from file: %+v %v", p, err)
 	}
 	// A second start creates nothing.
-	if path, err := e.auth.BootstrapOperator(ctx, dir, "", ""); err != nil || path != "" {
+	if path, err := e.auth.BootstrapOperator(ctx, dir, "", "", ""); err != nil || path != "" {
 		t.Fatalf("second bootstrap: %q %v", path, err)
 	}
 	// A given key is stored, and accepted again on the next start.
 	e2 := newEnv(t, t.TempDir(), true)
 	given := NewAPIKey(keyspace.Platform, OperatorEnv).String()
 	for range 2 {
-		if _, err := e2.auth.BootstrapOperator(ctx, t.TempDir(), given, ""); err != nil {
+		if _, err := e2.auth.BootstrapOperator(ctx, t.TempDir(), given, "", ""); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if p, err := e2.auth.AuthenticateBearer(ctx, given); err != nil || !p.IsOperator() {
 		t.Fatalf("given operator key: %v", err)
 	}
-	if _, err := e2.auth.BootstrapOperator(ctx, t.TempDir(), NewAPIKey(tenancy.NewTenantID(), "live").String(), ""); !apierr.Is(err, apierr.Validation) {
+	if _, err := e2.auth.BootstrapOperator(ctx, t.TempDir(), NewAPIKey(tenancy.NewTenantID(), "live").String(), "", ""); !apierr.Is(err, apierr.Validation) {
 		t.Fatalf("tenant key as operator key: %v", err)
 	}
 }

@@ -165,15 +165,16 @@ func (a *Authenticator) CreateOperatorKey(ctx context.Context, by string) (Issue
 
 // BootstrapOperator is what `tenantdb serve` calls at start-up: it runs
 // EnsureOperator and, if it created or was given a new key, writes it to
-// <dataDir>/operator-credentials (see WriteCredentialsFile). It returns
-// the file's path if it wrote one.
-func (a *Authenticator) BootstrapOperator(ctx context.Context, dataDir, given, region string) (string, error) {
+// <dataDir>/operator-credentials (see WriteCredentialsFile; endpoint is
+// the server's URL for the file's usage comment). It returns the file's
+// path if it wrote one.
+func (a *Authenticator) BootstrapOperator(ctx context.Context, dataDir, given, region, endpoint string) (string, error) {
 	k, created, err := a.EnsureOperator(ctx, given)
 	if err != nil || !created {
 		return "", err
 	}
 	path := filepath.Join(dataDir, OperatorCredentialsFile)
-	if err := WriteCredentialsFile(path, OperatorProfile, k, region); err != nil {
+	if err := WriteCredentialsFile(path, OperatorProfile, k, region, endpoint); err != nil {
 		return "", err
 	}
 	return path, nil
@@ -185,14 +186,19 @@ func (a *Authenticator) BootstrapOperator(ctx context.Context, dataDir, given, r
 //	AWS_SHARED_CREDENTIALS_FILE=path aws --profile profile ...
 //
 // works. The file also carries the full key (tenantdb_key), which the
-// tenantdb CLI sends as a bearer token.
-func WriteCredentialsFile(path, profile string, k APIKey, region string) error {
+// tenantdb CLI sends as a bearer token. endpoint is the server's URL as a
+// client reaches it (e.g. http://127.0.0.1:8000, the default when ""),
+// named in the file's usage comment.
+func WriteCredentialsFile(path, profile string, k APIKey, region, endpoint string) error {
 	if region == "" {
 		region = "us-east-1"
 	}
+	if endpoint == "" {
+		endpoint = "http://127.0.0.1:8000"
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "# tenantdb credential, created %s. Keep this file secret (mode 0600).\n", time.Now().UTC().Format(time.RFC3339))
-	fmt.Fprintf(&b, "# Use: AWS_SHARED_CREDENTIALS_FILE=%s aws --profile %s --region %s --endpoint-url http://127.0.0.1:8000 dynamodb list-tables\n", path, profile, region)
+	fmt.Fprintf(&b, "# Use: AWS_SHARED_CREDENTIALS_FILE=%s aws --profile %s --region %s --endpoint-url %s dynamodb list-tables\n", path, profile, region, endpoint)
 	fmt.Fprintf(&b, "[%s]\n", profile)
 	fmt.Fprintf(&b, "aws_access_key_id = %s\n", k.AccessKeyID())
 	fmt.Fprintf(&b, "aws_secret_access_key = %s\n", k.Secret)

@@ -252,7 +252,7 @@ func (n *Node) bootstrapStore(ctx context.Context, o Options) error {
 	n.bootstrap.Operator = op
 	if !o.InMemory {
 		path := filepath.Join(o.DataDir, auth.OperatorCredentialsFile)
-		if err := auth.WriteCredentialsFile(path, auth.OperatorProfile, op, o.Region); err != nil {
+		if err := auth.WriteCredentialsFile(path, auth.OperatorProfile, op, o.Region, clientEndpoint(o.Endpoint)); err != nil {
 			return err
 		}
 		n.bootstrap.OperatorFile = path
@@ -264,7 +264,7 @@ func (n *Node) bootstrapStore(ctx context.Context, o Options) error {
 	if o.InMemory {
 		dir = ""
 	}
-	n.bootstrap.Default, n.bootstrap.DefaultFile, err = createDefaultTenant(ctx, n.catalog, n.auth, dir, o.Region)
+	n.bootstrap.Default, n.bootstrap.DefaultFile, err = createDefaultTenant(ctx, n.catalog, n.auth, dir, o.Region, clientEndpoint(o.Endpoint))
 	return err
 }
 

@@ -565,8 +565,11 @@ type Ticket struct {
 
 // The client-visible errors of admission control.
 var (
+	// NB: the limit is the quota the operator sets (tenantdb quota set),
+	// not the table's ProvisionedThroughput: the message must not send a
+	// tenant to UpdateTable, which changes nothing here.
 	errCapacity = apierr.New(apierr.ProvisionedThroughputExceeded,
-		"The level of configured provisioned throughput for the table was exceeded. Consider increasing your provisioning level with the UpdateTable API.")
+		"The tenant's capacity quota was exceeded: its read or write units per second (for the tenant, or for this table) are a quota the platform operator sets with `tenantdb quota set`, not the table's provisioned throughput, so UpdateTable does not raise it. Retry with backoff, or ask the operator to raise the quota.")
 	errControl = apierr.New(apierr.Throttling, "Rate of requests exceeds the allowed throughput.")
 )
 

@@ -108,7 +108,7 @@ func TestThrottleAndDebt(t *testing.T) {
 	if !apierr.Is(err, apierr.ProvisionedThroughputExceeded) {
 		t.Fatalf("write in debt: err = %v, want ProvisionedThroughputExceeded", err)
 	}
-	if !strings.Contains(err.Error(), "The level of configured provisioned throughput for the table was exceeded") {
+	if !strings.Contains(err.Error(), "The tenant's capacity quota was exceeded") || !strings.Contains(err.Error(), "tenantdb quota set") || strings.Contains(err.Error(), "increasing your provisioning level") {
 		t.Fatalf("message = %q", err)
 	}
 	// Reads have their own bucket; another tenant is untouched.
