@@ -4,4 +4,10 @@
 // verbatim) and the same flow through boto3, for one tenant and for two
 // tenants sharing a table. Black-box, through the network only (see
 // package harness; TENANTDB_BIN runs them against the built binary).
+//
+// testdata/seeds holds verbatim copies of the two seed documents, so that
+// the tests check the template and commands against them in any clone.
+// Seed 004 keeps its AGGREGATE items up to date from a change stream;
+// tenantdb has none yet, so the tests update them as the application
+// would and accept only counts that match the tickets.
 package seeds

@@ -23,9 +23,9 @@ import (
 	"github.com/tenantdb/tenantdb/tests/harness"
 )
 
-// seedDir is where the project's seed documents live, beside the
-// repository (absent in a plain checkout).
-const seedDir = "../../../shared/seeds"
+// seedDir holds verbatim copies of the seed documents the tests check
+// against (see its README.md).
+const seedDir = "testdata/seeds"
 
 func ctxT(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -117,6 +117,14 @@ func s(it map[string]any, name string) string {
 	v, _ := it[name].(map[string]any)
 	str, _ := v["S"].(string)
 	return str
+}
+
+// num returns the number (as a string) of attribute name of a
+// DynamoDB-JSON item.
+func num(it map[string]any, name string) string {
+	v, _ := it[name].(map[string]any)
+	n, _ := v["N"].(string)
+	return n
 }
 
 func jsonString(v any) string {

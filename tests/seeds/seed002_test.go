@@ -627,7 +627,7 @@ func TestSeed002CLI(t *testing.T) {
 func TestSeed002Verbatim(t *testing.T) {
 	seed, err := os.ReadFile(filepath.Join(seedDir, "002_dc8721d4d42bc4fc.txt"))
 	if err != nil {
-		t.Skipf("seed documents not available: %v", err)
+		t.Fatal(err)
 	}
 	tmpl, err := os.ReadFile("testdata/seed002_app_data.yaml")
 	if err != nil {
