@@ -241,7 +241,8 @@ func TestQuotaEndToEnd(t *testing.T) {
 		t.Fatalf("negative quota: %s", msg)
 	}
 
-	// Metrics show the tenants' throttles.
+	// Metrics show the tenants' throttles, in the tenant's own series
+	// (labels are free: it has had one since its first request).
 	mreq, _ := http.NewRequest("GET", s.Endpoint+"/metrics", nil)
 	mreq.Header.Set("Authorization", "Bearer "+s.Operator.Key)
 	resp, err := http.DefaultClient.Do(mreq)
@@ -250,7 +251,8 @@ func TestQuotaEndToEnd(t *testing.T) {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if !strings.Contains(string(body), `tenantdb_tenant_throttled_requests_total{reason="capacity",tenant="other"} 1`) {
+	if !strings.Contains(string(body), `tenantdb_tenant_throttled_requests_total{reason="capacity",tenant="`+noisy.TenantID+`"} 1`) ||
+		!strings.Contains(string(body), `tenantdb_tenant_throttled_requests_total{reason="capacity",tenant="other"} 0`) {
 		t.Errorf("/metrics lacks the throttle:\n%s", grepLines(string(body), "tenantdb_tenant_"))
 	}
 

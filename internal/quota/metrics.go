@@ -1,8 +1,10 @@
 package quota
 
 import (
+	"fmt"
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -22,13 +24,22 @@ var reasonNames = [reasonCount]string{"capacity", "control_plane", "queue_full",
 // otherLabel is the tenant label of every tenant without its own.
 const otherLabel = "other"
 
+// tenantRule is how the per-tenant metrics choose their tenant label, for
+// a cap of %d tenants; their HELP texts end with it and README.md says the
+// same.
+const tenantRule = ` The tenant label is the tenant's id for at most %d tenants, "other" for the rest: a tenant gets its own label at its first request while one is free, so with fewer tenants all of a tenant's counts are in its own series; once all are taken, every 10 s the busiest tenants of the last 10 s get labels, an unlabelled tenant displacing a labelled one only if it made at least twice as many requests. A tenant's requests before it got a label and after it lost it count under "other", and its series is deleted when it loses the label.`
+
 // metrics are quota's Prometheus collectors. Per-tenant series exist only
-// for at most cap tenants — the busiest, re-chosen every rebalance — and
-// the rest share the tenant label "other", so a million tenants cost cap+1
-// series per metric. A tenant that loses its label has its series deleted
-// (later traffic counts under "other"); every series stays monotonic.
+// for at most cap tenants and the rest share the tenant label "other", so
+// a million tenants cost cap+1 series per metric. While labels are free a
+// tenant takes one at its first request (of), so that its counts are never
+// split between "other" and its own series; once they are all taken, the
+// busiest tenants are re-chosen every rebalance. A tenant that loses its
+// label has its series deleted (later traffic counts under "other"); every
+// series stays monotonic. tenantRule states this for users.
 type metrics struct {
 	cap       int
+	free      atomic.Int64             // cap - len(labelled), for of's fast path
 	requests  *prometheus.CounterVec   // tenant
 	readUnits *prometheus.CounterVec   // tenant
 	writeUnit *prometheus.CounterVec   // tenant
@@ -54,27 +65,28 @@ type tenantMetrics struct {
 }
 
 func newMetrics(reg prometheus.Registerer, cap int, gates []*gate) (*metrics, error) {
+	rule := fmt.Sprintf(tenantRule, cap)
 	m := &metrics{
 		cap: cap,
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "tenantdb", Subsystem: "tenant", Name: "requests_total",
-			Help: "DynamoDB requests by tenant (the busiest tenants by id, the rest as \"other\").",
+			Help: "DynamoDB requests by tenant." + rule,
 		}, []string{"tenant"}),
 		readUnits: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "tenantdb", Subsystem: "tenant", Name: "consumed_read_units_total",
-			Help: "Read capacity units consumed, by tenant (the busiest tenants by id, the rest as \"other\").",
+			Help: "Read capacity units consumed, by tenant." + rule,
 		}, []string{"tenant"}),
 		writeUnit: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "tenantdb", Subsystem: "tenant", Name: "consumed_write_units_total",
-			Help: "Write capacity units consumed, by tenant (the busiest tenants by id, the rest as \"other\").",
+			Help: "Write capacity units consumed, by tenant." + rule,
 		}, []string{"tenant"}),
 		throttled: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "tenantdb", Subsystem: "tenant", Name: "throttled_requests_total",
-			Help: "Requests rejected by admission control, by tenant and reason (capacity, control_plane, queue_full, queue_timeout, overloaded).",
+			Help: "Requests rejected by admission control, by tenant and reason (capacity, control_plane, queue_full, queue_timeout, overloaded)." + rule,
 		}, []string{"tenant", "reason"}),
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: "tenantdb", Subsystem: "tenant", Name: "request_duration_seconds",
-			Help:    "Time from admission to the end of the operation (queue wait and the engine; not HTTP, authentication or encoding), by tenant (the busiest tenants by id, the rest as \"other\").",
+			Help:    "Time from admission to the end of the operation (queue wait and the engine; not HTTP, authentication or encoding), by tenant." + rule,
 			Buckets: prometheus.ExponentialBuckets(.000125, 2, 14), // 125 µs .. 1 s
 		}, []string{"tenant"}),
 		queueWait: prometheus.NewHistogram(prometheus.HistogramOpts{
@@ -113,6 +125,7 @@ func newMetrics(reg prometheus.Registerer, cap int, gates []*gate) (*metrics, er
 		}
 	}
 	m.other = m.series(otherLabel)
+	m.free.Store(int64(cap))
 	return m, nil
 }
 
@@ -130,12 +143,31 @@ func (m *metrics) series(label string) *tenantMetrics {
 	return tm
 }
 
-// of returns the series st counts under.
+// of returns the series st counts under, giving st a label of its own if
+// one is free.
 func (m *metrics) of(st *tenantState) *tenantMetrics {
 	if tm := st.metrics.Load(); tm != nil {
 		return tm
 	}
+	if m.free.Load() > 0 {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		if tm := st.metrics.Load(); tm != nil {
+			return tm
+		}
+		if len(m.labelled) < m.cap {
+			m.label(st)
+			return st.metrics.Load()
+		}
+	}
 	return m.other
+}
+
+// label gives st its own series. REQUIRES: m.mu, a free label.
+func (m *metrics) label(st *tenantState) {
+	st.metrics.Store(m.series(st.tenant.String()))
+	m.labelled[st] = struct{}{}
+	m.free.Store(int64(m.cap - len(m.labelled)))
 }
 
 func (m *metrics) unlabel(st *tenantState) {
@@ -144,6 +176,7 @@ func (m *metrics) unlabel(st *tenantState) {
 		return
 	}
 	delete(m.labelled, st)
+	m.free.Store(int64(m.cap - len(m.labelled)))
 	m.requests.DeleteLabelValues(tm.label)
 	m.readUnits.DeleteLabelValues(tm.label)
 	m.writeUnit.DeleteLabelValues(tm.label)
@@ -187,8 +220,7 @@ func (m *metrics) rebalance(states []*tenantState) {
 			m.unlabel(lab[0].st)
 			lab = lab[1:]
 		}
-		u.st.metrics.Store(m.series(u.st.tenant.String()))
-		m.labelled[u.st] = struct{}{}
+		m.label(u.st)
 	}
 }
 

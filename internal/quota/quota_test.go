@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -388,44 +389,59 @@ func TestUsageReport(t *testing.T) {
 	}
 }
 
-func TestMetricLabelCap(t *testing.T) {
-	reg := prometheus.NewRegistry()
-	m := newManager(t, Options{DB: memDB(t), Registerer: reg, MetricTenants: 2})
-	traffic := func(tenant byte, n int) {
+// metricTraffic and metricLabels drive and read tenantdb_tenant_requests_total.
+func metricTraffic(t *testing.T, m *Manager) func(tenant byte, n int) {
+	return func(tenant byte, n int) {
+		t.Helper()
 		for i := 0; i < n; i++ {
 			if err := do(t, m, tid(tenant), "PutItem", &wire.PutItemInput{}, wire.Usage{WriteUnits: 1}); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
-	labels := func() map[string]float64 {
-		mfs, err := reg.Gather()
-		if err != nil {
-			t.Fatal(err)
-		}
-		out := map[string]float64{}
-		for _, mf := range mfs {
-			if mf.GetName() != "tenantdb_tenant_requests_total" {
-				continue
-			}
-			for _, mt := range mf.GetMetric() {
-				out[mt.GetLabel()[0].GetValue()] = mt.GetCounter().GetValue()
-			}
-		}
-		return out
+}
+
+func metricLabels(t *testing.T, reg *prometheus.Registry) map[string]float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
 	}
+	out := map[string]float64{}
+	for _, mf := range mfs {
+		if mf.GetName() != "tenantdb_tenant_requests_total" {
+			continue
+		}
+		if !strings.Contains(mf.GetHelp(), "at most 2 tenants") && !strings.Contains(mf.GetHelp(), "at most 100 tenants") {
+			t.Errorf("HELP does not state the label rule: %q", mf.GetHelp())
+		}
+		for _, mt := range mf.GetMetric() {
+			out[mt.GetLabel()[0].GetValue()] = mt.GetCounter().GetValue()
+		}
+	}
+	return out
+}
+
+func TestMetricLabelCap(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := newManager(t, Options{DB: memDB(t), Registerer: reg, MetricTenants: 2})
+	traffic := metricTraffic(t, m)
+	labels := func() map[string]float64 { return metricLabels(t, reg) }
 	for i := byte(1); i <= 10; i++ {
 		traffic(i, int(i))
 	}
-	if l := labels(); len(l) != 1 || l[otherLabel] != 55 {
-		t.Fatalf("before rebalance: %v, want everything under other", l)
+	// The first two tenants took the free labels at their first request;
+	// the other eight share "other".
+	if l := labels(); len(l) != 3 || l[tid(1).String()] != 1 || l[tid(2).String()] != 2 || l[otherLabel] != 52 {
+		t.Fatalf("before rebalance: %v, want tenants 1 and 2 and other", l)
 	}
+	// The busiest tenants take the labels of those less than half as busy.
 	m.housekeep()
 	traffic(10, 3)
 	traffic(9, 1)
 	traffic(1, 1)
 	l := labels()
-	if len(l) != 3 || l[tid(10).String()] != 3 || l[tid(9).String()] != 1 || l[otherLabel] != 56 {
+	if len(l) != 3 || l[tid(10).String()] != 3 || l[tid(9).String()] != 1 || l[otherLabel] != 53 {
 		t.Fatalf("after rebalance: %v, want the two busiest tenants and other", l)
 	}
 	// A tenant at least twice as busy as the least busy labelled one takes
@@ -433,8 +449,29 @@ func TestMetricLabelCap(t *testing.T) {
 	traffic(3, 5)
 	m.housekeep()
 	l = labels()
-	if len(l) != 3 || l[tid(3).String()] != 0 || l[tid(10).String()] != 3 || l[otherLabel] != 61 {
+	if len(l) != 3 || l[tid(3).String()] != 0 || l[tid(10).String()] != 3 || l[otherLabel] != 58 {
 		t.Fatalf("after second rebalance: %v", l)
+	}
+}
+
+// TestMetricOneSeriesPerTenant: while labels are free, each tenant's
+// requests all land in its own series, from the first, whatever the
+// rebalances in between; nothing counts under "other".
+func TestMetricOneSeriesPerTenant(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := newManager(t, Options{DB: memDB(t), Registerer: reg, MetricTenants: 100})
+	traffic := metricTraffic(t, m)
+	want := map[string]float64{otherLabel: 0}
+	for round := 0; round < 3; round++ {
+		for i := byte(1); i <= 5; i++ {
+			n := int(i) * (round + 1)
+			traffic(i, n)
+			want[tid(i).String()] += float64(n)
+		}
+		m.housekeep()
+		if l := metricLabels(t, reg); !reflect.DeepEqual(l, want) {
+			t.Fatalf("round %d: %v, want %v", round, l, want)
+		}
 	}
 }
 
