@@ -179,3 +179,35 @@ func TestTableApplyErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestTableApplyRefusesMissingFeatures: a template that enables what
+// tenantdb does not have yet (point-in-time recovery, a stream, encryption
+// at rest) is refused with a message saying so, and creates no table;
+// the same properties disabled are accepted.
+func TestTableApplyRefusesMissingFeatures(t *testing.T) {
+	srv, flags := tableServer(t)
+	ctx := context.Background()
+	op := srv.Client(srv.Operator)
+	for name, c := range map[string]struct{ prop, want string }{
+		"pitr":   {"      PointInTimeRecoverySpecification: {PointInTimeRecoveryEnabled: true}\n", "tenantdb has no point-in-time recovery"},
+		"stream": {"      StreamSpecification: {StreamViewType: NEW_IMAGE}\n", "tenantdb has no change streams yet"},
+		"sse":    {"      SSESpecification: {SSEEnabled: true}\n", "tenantdb does not encrypt table data at rest yet"},
+	} {
+		p := writeTemplate(t, ticketsTemplate+c.prop)
+		out, errOut, code := cli(t, append([]string{"table", "apply", "-f", p}, flags...)...)
+		if code == 0 || !strings.Contains(errOut, c.want) || strings.Contains(errOut, "ignored") {
+			t.Errorf("%s: code %d, stdout %q, stderr %q; want an error containing %q", name, code, out, errOut, c.want)
+		}
+		if _, err := op.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String("tickets")}); err == nil {
+			t.Fatalf("%s: the refused template created table tickets", name)
+		}
+	}
+	p := writeTemplate(t, ticketsTemplate+"      PointInTimeRecoverySpecification: {PointInTimeRecoveryEnabled: false}\n      SSESpecification: {SSEEnabled: false}\n")
+	if out, errOut, code := cli(t, append([]string{"table", "apply", "-f", p}, flags...)...); code != 0 || !strings.HasPrefix(out, "created") {
+		t.Fatalf("disabled features: code %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	d, err := op.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String("tickets")})
+	if err != nil || d.Table.SSEDescription != nil || d.Table.StreamSpecification != nil {
+		t.Fatalf("tickets: %v; SSE %v, stream %v", err, d.Table.SSEDescription, d.Table.StreamSpecification)
+	}
+}
