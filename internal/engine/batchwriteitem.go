@@ -87,7 +87,8 @@ func (e *Engine) BatchWriteItem(ctx context.Context, s tenancy.Scope, in *wire.B
 			ws = append(ws, w)
 		}
 	}
-	err := e.locked(ws, nil, func() error { return e.commit(ws, nil) })
+	var staged bool
+	err := e.locked(ws, nil, func() error { return e.commit(ws, e.metered(s, "BatchWriteItem", ws, 1, &staged, nil)) })
 	if err != nil {
 		return nil, err
 	}
@@ -100,6 +101,7 @@ func (e *Engine) BatchWriteItem(ctx context.Context, s tenancy.Scope, in *wire.B
 		ConsumedCapacity: tally.report(in.ReturnConsumedCapacity),
 	}
 	out.U = tally.usage(true)
+	out.U.Committed = staged
 	if in.ReturnItemCollectionMetrics == "SIZE" {
 		for _, w := range ws {
 			if m := itemCollectionMetrics(w.h, "SIZE", w.key); m != nil {

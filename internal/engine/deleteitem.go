@@ -49,6 +49,7 @@ func (e *Engine) DeleteItem(ctx context.Context, s tenancy.Scope, in *wire.Delet
 
 	w := newWrite(h, in.Key)
 	w.sizeOnly = cond == nil && in.ReturnValues != rvAllOld
+	var staged bool
 	err = e.locked([]*itemWrite{w}, nil, func() error {
 		ok, err := evalCondition(cond, w.old)
 		if err != nil {
@@ -58,7 +59,8 @@ func (e *Engine) DeleteItem(ctx context.Context, s tenancy.Scope, in *wire.Delet
 			return condFailed(in.ReturnValuesOnConditionCheckFailure, w.old)
 		}
 		w.del = true
-		return e.commit([]*itemWrite{w}, nil)
+		ws := []*itemWrite{w}
+		return e.commit(ws, e.metered(s, "DeleteItem", ws, 1, &staged, nil))
 	})
 	if err != nil {
 		return nil, err
@@ -67,6 +69,7 @@ func (e *Engine) DeleteItem(ctx context.Context, s tenancy.Scope, in *wire.Delet
 	tally.addWrite(h.Table.Name, w.cost, 1)
 	out := &wire.DeleteItemOutput{ConsumedCapacity: tally.reportOne(in.ReturnConsumedCapacity)}
 	out.U = tally.usage(true)
+	out.U.Committed = staged
 	if in.ReturnValues == rvAllOld && w.old != nil {
 		out.Attributes = w.old
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/tenantdb/tenantdb/internal/schema"
 	"github.com/tenantdb/tenantdb/internal/storage"
 	"github.com/tenantdb/tenantdb/internal/tenancy"
+	"github.com/tenantdb/tenantdb/internal/wire"
 )
 
 // Options configure an Engine.
@@ -49,6 +50,22 @@ type Options struct {
 	// an open store, so one tenant must not be able to create them
 	// without limit.
 	MaxTenantTables int
+	// Meter, if not nil, receives the usage of every item write request
+	// (PutItem, UpdateItem, DeleteItem, BatchWriteItem,
+	// TransactWriteItems) that commits to the main store, to add to the
+	// batch that commits its items; the output's Usage is then marked
+	// Committed. Nil: usage is only reported in the output.
+	Meter Meter
+}
+
+// Meter adds a write request's usage to the storage batch that commits
+// the request's items, so that the usage is durable exactly when the
+// items are. The metering layer (quota) provides it and owns its record
+// format; the assembly wires it.
+type Meter interface {
+	// StageUsage adds to b the usage u of one request of operation op
+	// (its wire name) made with scope s.
+	StageUsage(b *storage.Batch, s tenancy.Scope, op string, u wire.Usage)
 }
 
 // DefaultMaxTenantTables is DynamoDB's default per-account table quota.

@@ -52,6 +52,7 @@ func (e *Engine) PutItem(ctx context.Context, s tenancy.Scope, in *wire.PutItemI
 
 	w := newWrite(h, h.Table.KeyOf(in.Item))
 	w.sizeOnly = cond == nil && in.ReturnValues != rvAllOld
+	var staged bool
 	err = e.locked([]*itemWrite{w}, nil, func() error {
 		ok, err := evalCondition(cond, w.old)
 		if err != nil {
@@ -61,7 +62,8 @@ func (e *Engine) PutItem(ctx context.Context, s tenancy.Scope, in *wire.PutItemI
 			return condFailed(in.ReturnValuesOnConditionCheckFailure, w.old)
 		}
 		w.put, w.new = true, in.Item
-		return e.commit([]*itemWrite{w}, nil)
+		ws := []*itemWrite{w}
+		return e.commit(ws, e.metered(s, "PutItem", ws, 1, &staged, nil))
 	})
 	if err != nil {
 		return nil, err
@@ -70,6 +72,7 @@ func (e *Engine) PutItem(ctx context.Context, s tenancy.Scope, in *wire.PutItemI
 	tally.addWrite(h.Table.Name, w.cost, 1)
 	out := &wire.PutItemOutput{ConsumedCapacity: tally.reportOne(in.ReturnConsumedCapacity)}
 	out.U = tally.usage(true)
+	out.U.Committed = staged
 	if in.ReturnValues == rvAllOld && w.old != nil {
 		out.Attributes = w.old
 	}

@@ -86,7 +86,7 @@ func (e *Engine) TransactWriteItems(ctx context.Context, s tenancy.Scope, in *wi
 		hash = txHash(in.TransactItems)
 	}
 	var tally capTally
-	replayed := false
+	replayed, staged := false, false
 	err := e.locked(ws, extra, func() error {
 		if token != "" {
 			rec, err := e.readToken(ns, token)
@@ -115,7 +115,18 @@ func (e *Engine) TransactWriteItems(ctx context.Context, s tenancy.Scope, in *wi
 				return nil
 			}
 		}
-		return e.commit(ws, addToken)
+		// NB: a condition check writes nothing and costs as a write of
+		// the item it read; set before commit, which meters the costs.
+		for _, a := range acts {
+			if a.kind == "check" {
+				size := 0
+				if a.w.old != nil {
+					size = attr.ItemSize(a.w.old)
+				}
+				a.w.cost = writeCost{table: writeUnits(size)}
+			}
+		}
+		return e.commit(ws, e.metered(s, "TransactWriteItems", ws, 2, &staged, addToken))
 	})
 	if err != nil {
 		return nil, err
@@ -127,17 +138,11 @@ func (e *Engine) TransactWriteItems(ctx context.Context, s tenancy.Scope, in *wi
 			tally.addRead(a.w.h.Table.Name, 1)
 			continue
 		}
-		if a.kind == "check" {
-			size := 0
-			if a.w.old != nil {
-				size = attr.ItemSize(a.w.old)
-			}
-			a.w.cost = writeCost{table: writeUnits(size)}
-		}
 		tally.addWrite(a.w.h.Table.Name, a.w.cost, 2)
 	}
 	out := &wire.TransactWriteItemsOutput{ConsumedCapacity: tally.report(in.ReturnConsumedCapacity)}
 	out.U = tally.usage(!replayed)
+	out.U.Committed = staged
 	if in.ReturnItemCollectionMetrics == "SIZE" {
 		for _, a := range acts {
 			if m := itemCollectionMetrics(a.w.h, "SIZE", a.w.key); m != nil {

@@ -69,6 +69,7 @@ func (e *Engine) UpdateItem(ctx context.Context, s tenancy.Scope, in *wire.Updat
 
 	w := newWrite(h, in.Key)
 	var paths []expr.Path
+	var staged bool
 	err = e.locked([]*itemWrite{w}, nil, func() error {
 		ok, err := evalCondition(cond, w.old)
 		if err != nil {
@@ -85,7 +86,8 @@ func (e *Engine) UpdateItem(ctx context.Context, s tenancy.Scope, in *wire.Updat
 			return err
 		}
 		w.put, w.new = true, nu
-		return e.commit([]*itemWrite{w}, nil)
+		ws := []*itemWrite{w}
+		return e.commit(ws, e.metered(s, "UpdateItem", ws, 1, &staged, nil))
 	})
 	if err != nil {
 		return nil, err
@@ -97,6 +99,7 @@ func (e *Engine) UpdateItem(ctx context.Context, s tenancy.Scope, in *wire.Updat
 	tally.addWrite(h.Table.Name, w.cost, 1)
 	out := &wire.UpdateItemOutput{ConsumedCapacity: tally.reportOne(in.ReturnConsumedCapacity)}
 	out.U = tally.usage(true)
+	out.U.Committed = staged
 	out.Attributes = updateReturn(in.ReturnValues, w.old, w.new, paths)
 	out.ItemCollectionMetrics = itemCollectionMetrics(h, in.ReturnItemCollectionMetrics, w.key)
 	return out, nil

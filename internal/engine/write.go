@@ -10,6 +10,7 @@ import (
 	"github.com/tenantdb/tenantdb/internal/resolve"
 	"github.com/tenantdb/tenantdb/internal/schema"
 	"github.com/tenantdb/tenantdb/internal/storage"
+	"github.com/tenantdb/tenantdb/internal/tenancy"
 )
 
 // The write path. Every item write — PutItem, UpdateItem, DeleteItem, a
@@ -155,8 +156,9 @@ func readItemSize(db *storage.DB, pk []byte) (found bool, size int, err error) {
 
 // commit applies the decided writes of ws: one batch per store, the main
 // store's first; extra, if not nil, adds more to the main store's batch
-// (a transaction's idempotency record). REQUIRES: the stripes of ws held
-// (e.locked).
+// once the writes are staged and their costs known (a transaction's
+// idempotency record, the request's usage: metered). REQUIRES: the
+// stripes of ws held (e.locked).
 func (e *Engine) commit(ws []*itemWrite, extra func(b *storage.Batch) error) error {
 	type pending struct {
 		db   *storage.DB
@@ -183,11 +185,6 @@ func (e *Engine) commit(ws []*itemWrite, extra func(b *storage.Batch) error) err
 			p.b.Close()
 		}
 	}()
-	if extra != nil {
-		if err := extra(get(e.db).b); err != nil {
-			return err
-		}
-	}
 	for _, w := range ws {
 		if !w.put && !w.del {
 			continue
@@ -206,6 +203,12 @@ func (e *Engine) commit(ws []*itemWrite, extra func(b *storage.Batch) error) err
 			}
 		}
 	}
+	// NB: after staging, so that extra sees every write's cost (metered).
+	if extra != nil {
+		if err := extra(get(e.db).b); err != nil {
+			return err
+		}
+	}
 	for _, p := range batches {
 		if p.b.Len() == 0 {
 			continue
@@ -221,6 +224,38 @@ func (e *Engine) commit(ws []*itemWrite, extra func(b *storage.Batch) error) err
 		checkIndexEntries(w)
 	}
 	return nil
+}
+
+// metered returns commit's extra for a write request of op made with s
+// whose writes are ws, each charged factor times its cost (2 in
+// transactions): it runs then (if not nil) and adds the request's usage to
+// the main store's batch through the Meter, so that the usage commits with
+// the items, and sets *staged. It stages nothing when there is no Meter
+// or when one of ws writes to a silo store: that store's batch is applied
+// separately, so the usage would not be exact anyway and is left to the
+// metering layer (quota's unsynced charge). The caller marks the
+// output's Usage Committed if *staged and commit succeeded.
+func (e *Engine) metered(s tenancy.Scope, op string, ws []*itemWrite, factor float64, staged *bool, then func(*storage.Batch) error) func(*storage.Batch) error {
+	if e.opts.Meter == nil {
+		return then
+	}
+	return func(b *storage.Batch) error {
+		if then != nil {
+			if err := then(b); err != nil {
+				return err
+			}
+		}
+		var tally capTally
+		for _, w := range ws {
+			if (w.put || w.del) && w.h.db != e.db {
+				return nil
+			}
+			tally.addWrite(w.h.Table.Name, w.cost, factor)
+		}
+		e.opts.Meter.StageUsage(b, s, op, tally.usage(true))
+		*staged = true
+		return nil
+	}
 }
 
 // stage adds one decided write to b: the item, its index entries and the

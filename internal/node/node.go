@@ -164,31 +164,34 @@ func Open(ctx context.Context, o Options) (_ *Node, err error) {
 		return nil, err
 	}
 
-	eo := engine.Options{
-		Logger:      log.With("component", "engine"),
-		Region:      o.Region,
-		Endpoint:    o.Endpoint,
-		InMemory:    o.InMemory,
-		TTLInterval: o.TTLInterval,
-	}
-	if !o.InMemory {
-		eo.SiloDir = filepath.Join(o.DataDir, "silos")
-	}
-	if n.engine, err = engine.Open(n.db, eo); err != nil {
-		return nil, err
-	}
-
+	// NB: the quota manager comes first: the engine writes the usage of
+	// item writes into their commit batches through it (engine.Meter),
+	// and it reads the engine's storage figures only once serving.
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if n.quotas, err = quota.New(quota.Options{
 		DB:             n.db,
-		Storage:        n.engine,
+		Storage:        engineStorage{n},
 		Logger:         log.With("component", "quota"),
 		Registerer:     reg,
 		Disabled:       !o.Fairness,
 		MaxInflight:    o.MaxInflight,
 		TenantInflight: o.TenantInflight,
 	}); err != nil {
+		return nil, err
+	}
+	eo := engine.Options{
+		Logger:      log.With("component", "engine"),
+		Region:      o.Region,
+		Endpoint:    o.Endpoint,
+		InMemory:    o.InMemory,
+		TTLInterval: o.TTLInterval,
+		Meter:       n.quotas,
+	}
+	if !o.InMemory {
+		eo.SiloDir = filepath.Join(o.DataDir, "silos")
+	}
+	if n.engine, err = engine.Open(n.db, eo); err != nil {
 		return nil, err
 	}
 	n.backend = n.quotas.Wrap(dynamo.Bind(n.engine))
@@ -333,9 +336,19 @@ func firstErr(errs []error) error {
 	return nil
 }
 
+// engineStorage reports storage through the node's engine, which is
+// opened after the quota manager that asks for it.
+type engineStorage struct{ n *Node }
+
+func (s engineStorage) TenantStorage(ctx context.Context, t tenancy.TenantID) ([]quota.TableStorage, error) {
+	return s.n.engine.TenantStorage(ctx, t)
+}
+
 // The engine is the server's backend; the quota decorator stands between.
 var (
-	_ dynamo.Backend  = (*engine.Engine)(nil)
-	_ dynamo.Handler  = (*quota.Limited)(nil)
-	_ server.ConnGate = (*quota.Manager)(nil)
+	_ engine.Meter        = (*quota.Manager)(nil)
+	_ quota.StorageSource = engineStorage{}
+	_ dynamo.Backend      = (*engine.Engine)(nil)
+	_ dynamo.Handler      = (*quota.Limited)(nil)
+	_ server.ConnGate     = (*quota.Manager)(nil)
 )

@@ -57,12 +57,16 @@ type pending struct {
 	tables map[string]*[2]int64
 }
 
-// meter writes usage to storage as merge counters in one of two ways
+// meter writes usage to storage as merge counters in one of three ways
 // (see "Durability of usage" in the package documentation):
 //
-//   - charge: a request of the write class (writes and DDL) writes its
-//     own counters at once, before its response, with an unsynced batch
-//     (storage.ApplyNoSync), and asks the syncer for a WAL sync;
+//   - stage: a write that commits items in the main store has its
+//     counters added to the very batch that commits them, by the engine
+//     (Manager.StageUsage); Ticket.Done then writes nothing more;
+//   - charge: any other request of the write class (failed writes, silo
+//     tables' writes, DDL) writes its own counters at once, before its
+//     response, with an unsynced batch (storage.ApplyNoSync), and asks the
+//     syncer for a WAL sync;
 //   - record: reads, control-plane and throttled requests are added up in
 //     memory and flushed in one synced batch per interval, so a busy
 //     server writes one small batch per second for them, not one per
@@ -224,11 +228,7 @@ func (m *meter) charge(t tenancy.TenantID, now time.Time, op string, u wire.Usag
 	}
 	b := m.db.NewBatch()
 	defer b.Close()
-	name := make([]byte, 0, 64)
-	name = stageOp(b, name, k, op, opCounters{requests: 1, read: toMilli(u.ReadUnits), write: toMilli(u.WriteUnits)})
-	u.EachTable(func(table string, read, write float64) {
-		name = stageTable(b, name, k, table, toMilli(read), toMilli(write))
-	})
+	stageRequest(b, k, op, u)
 	if err := m.db.ApplyNoSync(b); err != nil {
 		m.record(t, now, op, u, false)
 		return
@@ -236,6 +236,35 @@ func (m *meter) charge(t tenancy.TenantID, now time.Time, op string, u wire.Usag
 	if !m.unsynced.Swap(true) {
 		m.nudge()
 	}
+}
+
+// stageRequest adds the counters of one request of op that consumed u to
+// b.
+func stageRequest(b *storage.Batch, k hourKey, op string, u wire.Usage) {
+	name := make([]byte, 0, 64)
+	name = stageOp(b, name, k, op, opCounters{requests: 1, read: toMilli(u.ReadUnits), write: toMilli(u.WriteUnits)})
+	u.EachTable(func(table string, read, write float64) {
+		name = stageTable(b, name, k, table, toMilli(read), toMilli(write))
+	})
+}
+
+// stage adds one request of tenant t to b, a batch that commits the
+// request's items (Manager.StageUsage): its usage is durable exactly when
+// they are.
+//
+// NB: unlike charge it needs no chargeMu. The engine refuses a deleted
+// tenant's writes once its DropTenant returned, and the tenant's range
+// (usage included) is deleted only after that, so a batch that carries
+// items and usage either lands before the deletion, which removes both,
+// or is refused.
+func (m *meter) stage(b *storage.Batch, t tenancy.TenantID, now time.Time, op string, u wire.Usage) {
+	if _, ok := opIndex[op]; !ok {
+		return
+	}
+	if m.gone != nil && m.gone(t) {
+		return
+	}
+	stageRequest(b, hourKey{t, hourOf(now)}, op, u)
 }
 
 // nudge wakes the syncer if a charge is not synced yet.

@@ -563,6 +563,17 @@ type Ticket struct {
 	write bool
 }
 
+// StageUsage adds to b the usage u of one request of operation op by s's
+// tenant, as Ticket.Done would record it. The engine calls it with the
+// batch that commits the request's items, and then marks u Committed so
+// that Done does not write it again: the usage is durable exactly when
+// the items are. The operator's requests are not metered.
+func (m *Manager) StageUsage(b *storage.Batch, s tenancy.Scope, op string, u wire.Usage) {
+	if t := s.Tenant(); !t.IsZero() {
+		m.meter.stage(b, t, m.now(), op, u)
+	}
+}
+
 // The client-visible errors of admission control.
 var (
 	// NB: the limit is the quota the operator sets (tenantdb quota set),
@@ -685,9 +696,13 @@ func (tk *Ticket) Done(out wire.Output, err error) {
 		st.debit(u, now)
 		st.mu.Unlock()
 	}
-	if tk.write {
+	switch {
+	case u.Committed:
+		// NB: the engine wrote it with the request's items (StageUsage);
+		// writing it again would count the request twice.
+	case tk.write:
 		m.meter.charge(st.tenant, now, tk.op, u)
-	} else {
+	default:
 		m.meter.record(st.tenant, now, tk.op, u, false)
 	}
 	tm := m.metrics.of(st)

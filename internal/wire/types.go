@@ -169,6 +169,10 @@ type Usage struct {
 	// than one table) by table, in the operation's class (reads or
 	// writes); nil when one table (Table) was charged everything.
 	PerTable []TableUnits
+	// Committed says that the backend wrote this usage to the store in
+	// the batch that committed the operation's items (the engine's
+	// Meter), so that metering must not write it again.
+	Committed bool
 }
 
 // TableUnits is one table's share of a multi-table operation's units.
