@@ -21,12 +21,6 @@ import (
 // kill -9 (README "Metering").
 const flushInterval = time.Second
 
-// syncWindow bounds what kill -9 may lose of the metering of writes: those
-// acknowledged while the WAL fsync that follows them was in progress
-// (README "Metering"). An fsync takes milliseconds; the margin is for a
-// loaded test machine.
-const syncWindow = 100 * time.Millisecond
-
 // opUsage is one operation's figures in GET /v1/tenants/{id}/usage.
 type opUsage struct {
 	Requests           int64   `json:"requests"`
@@ -68,12 +62,73 @@ func createTable(t *testing.T, c *dynamodb.Client, name string) {
 // noRetry makes a throttled request fail instead of being retried by the SDK.
 func noRetry(o *dynamodb.Options) { o.Retryer = aws.NopRetryer{} }
 
-// TestKill9KeepsMetering drives acknowledged writes and reads through the
-// SDK, kills the binary with SIGKILL in the middle of the load, restarts it
-// and checks that the usage report counts every write acknowledged more
-// than syncWindow before the kill (each one write unit) and every read
-// acknowledged more than one flush interval before it: the bounds README
-// "Metering" documents. It logs what was lost.
+// A write request of each kind the crash test drives, and what one
+// acknowledged request of it writes: items, and write units (each item is
+// under 1 KB; a transaction's cost double).
+var meteredWrites = []struct {
+	op           string
+	items, units int64
+}{
+	{"PutItem", 1, 1},
+	{"UpdateItem", 1, 1},
+	{"BatchWriteItem", 2, 2},
+	{"TransactWriteItems", 1, 2},
+}
+
+// writeOne makes request i of writer w, of kind meteredWrites[w%4].
+func writeOne(ctx context.Context, c *dynamodb.Client, w, i int, payload string) error {
+	item := func(n int) map[string]types.AttributeValue {
+		it := key(w, n)
+		it["payload"] = &types.AttributeValueMemberS{Value: payload}
+		return it
+	}
+	var err error
+	switch meteredWrites[w%len(meteredWrites)].op {
+	case "PutItem":
+		_, err = c.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("Meter"), Item: item(i)}, noRetry)
+	case "UpdateItem":
+		_, err = c.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String("Meter"), Key: key(w, i),
+			UpdateExpression:          aws.String("SET payload = :p"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{":p": &types.AttributeValueMemberS{Value: payload}}}, noRetry)
+	case "BatchWriteItem":
+		_, err = c.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{RequestItems: map[string][]types.WriteRequest{"Meter": {
+			{PutRequest: &types.PutRequest{Item: item(2 * i)}}, {PutRequest: &types.PutRequest{Item: item(2*i + 1)}}}}}, noRetry)
+	case "TransactWriteItems":
+		_, err = c.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+			{Put: &types.Put{TableName: aws.String("Meter"), Item: item(i)}}}}, noRetry)
+	}
+	return err
+}
+
+// itemsOf counts writer w's items in table Meter.
+func itemsOf(t *testing.T, c *dynamodb.Client, w int) int64 {
+	t.Helper()
+	var n int64
+	var next map[string]types.AttributeValue
+	for {
+		out, err := c.Query(context.Background(), &dynamodb.QueryInput{TableName: aws.String("Meter"),
+			KeyConditionExpression:    aws.String("pk = :pk"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{":pk": key(w, 0)["pk"]},
+			Select:                    types.SelectCount, ConsistentRead: aws.Bool(true), ExclusiveStartKey: next})
+		if err != nil {
+			t.Fatalf("Query: %v", err)
+		}
+		n += int64(out.Count)
+		if next = out.LastEvaluatedKey; next == nil {
+			return n
+		}
+	}
+}
+
+// TestKill9KeepsMetering drives acknowledged writes of every kind
+// (PutItem, UpdateItem, BatchWriteItem, TransactWriteItems) and reads
+// through the SDK, kills the binary with SIGKILL in the middle of the
+// load, restarts it and checks the bounds README "Metering" documents:
+// every acknowledged write is counted, and a write's usage survived
+// exactly when its items did (the items after the restart are exactly
+// those of the writes counted), since both are one commit; every read
+// acknowledged more than one flush interval before the kill is counted.
+// It logs what was lost.
 func TestKill9KeepsMetering(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and kills the binary")
@@ -88,9 +143,10 @@ func TestKill9KeepsMetering(t *testing.T) {
 	payload := string(make([]byte, 512)) // one write unit, one read unit
 
 	const writers, readers, loadFor = 8, 4, 3*flushInterval + flushInterval/2
-	var writes, reads atomic.Int64
+	var acked [writers]atomic.Int64 // acknowledged requests by writer
+	var reads atomic.Int64
 	var mu sync.Mutex
-	var readAcks, writeAcks []time.Time // when each request was acknowledged
+	var readAcks []time.Time // when each read was acknowledged
 	var killedAt time.Time
 	var once sync.Once
 	kill := func() {
@@ -108,18 +164,13 @@ func TestKill9KeepsMetering(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := 0; ; i++ {
-				it := key(w, i)
-				it["payload"] = &types.AttributeValueMemberS{Value: payload}
 				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-				_, err := c.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("Meter"), Item: it}, noRetry)
+				err := writeOne(ctx, c, w, i, payload)
 				cancel()
 				if err != nil {
 					return
 				}
-				writes.Add(1)
-				mu.Lock()
-				writeAcks = append(writeAcks, time.Now())
-				mu.Unlock()
+				acked[w].Add(1)
 			}
 		}()
 	}
@@ -145,33 +196,41 @@ func TestKill9KeepsMetering(t *testing.T) {
 
 	srv = harness.StartBinary(t, bin, dir, "--fairness=false")
 	got := usageOf(t, srv, tenant, start)
-	put, get := got["PutItem"], got["GetItem"]
-	acked := writes.Load()
-	// ackedBefore counts the acknowledgements in acks before the kill - d.
-	ackedBefore := func(acks []time.Time, d time.Duration) int64 {
-		n := int64(0)
-		for _, at := range acks {
-			if at.Before(killedAt.Add(-d)) {
-				n++
-			}
+	c = srv.Client(srv.Default)
+	// Writes: for each kind, every acknowledged request is counted, at
+	// most one more per writer (in flight at the kill: committed, not
+	// acknowledged), each with its units; and the items that survived
+	// are exactly those the counted requests wrote.
+	for k, mw := range meteredWrites {
+		var ack, items, inFlight int64
+		for w := k; w < writers; w += len(meteredWrites) {
+			ack += acked[w].Load()
+			items += itemsOf(t, c, w)
+			inFlight++
 		}
-		return n
-	}
-	// Every write acknowledged before the sync window is counted; a write
-	// in flight at the kill may have committed and been counted too, never
-	// more than one per writer.
-	durable := ackedBefore(writeAcks, syncWindow)
-	t.Logf("writes: %d acknowledged, %d of them more than %v before the kill; counted after kill -9: %d PutItem, %v WCU (%d lost)",
-		acked, durable, syncWindow, put.Requests, put.ConsumedWriteUnits, max(acked-put.Requests, 0))
-	if put.Requests < durable || put.Requests > acked+writers {
-		t.Errorf("PutItem requests after kill -9 = %d, want at least the %d acknowledged more than %v before the kill, at most %d acknowledged + %d in flight",
-			put.Requests, durable, syncWindow, acked, writers)
-	}
-	if put.ConsumedWriteUnits < float64(durable) || put.ConsumedWriteUnits > float64(acked+writers) {
-		t.Errorf("PutItem write units after kill -9 = %v, want at least %d, at most %d", put.ConsumedWriteUnits, durable, acked+writers)
+		u := got[mw.op]
+		t.Logf("%s: %d acknowledged; after kill -9: %d counted, %v WCU, %d items", mw.op, ack, u.Requests, u.ConsumedWriteUnits, items)
+		if ack == 0 {
+			t.Errorf("%s: no request acknowledged before the kill", mw.op)
+		}
+		if u.Requests < ack || u.Requests > ack+inFlight {
+			t.Errorf("%s requests after kill -9 = %d, want every one of the %d acknowledged, at most %d more in flight", mw.op, u.Requests, ack, inFlight)
+		}
+		if want := float64(u.Requests * mw.units); u.ConsumedWriteUnits != want {
+			t.Errorf("%s write units after kill -9 = %v, want %v for %d requests", mw.op, u.ConsumedWriteUnits, want, u.Requests)
+		}
+		if want := u.Requests * mw.items; items != want {
+			t.Errorf("%s: %d items after kill -9, want exactly the %d of the %d requests counted", mw.op, items, want, u.Requests)
+		}
 	}
 	// Reads: what kill -9 may lose is bounded by the flush interval.
-	before := ackedBefore(readAcks, flushInterval)
+	before := int64(0)
+	for _, at := range readAcks {
+		if at.Before(killedAt.Add(-flushInterval)) {
+			before++
+		}
+	}
+	get := got["GetItem"]
 	t.Logf("reads: %d acknowledged, %d of them more than %v before the kill; counted after kill -9: %d GetItem (%d lost)",
 		reads.Load(), before, flushInterval, get.Requests, max(reads.Load()-get.Requests, 0))
 	if get.Requests < before {
