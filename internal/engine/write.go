@@ -25,7 +25,8 @@ import (
 //  4. let the operation decide (conditions, updates, validation);
 //  5. build ONE storage batch per store with the items, the index entry
 //     deletes and puts of every index whose entry changes, and the counter
-//     deltas of the table and its indexes, and apply it (synced);
+//     deltas of the table and its indexes (and, in the main store's, the
+//     request's usage: metered), and apply it (synced);
 //  6. unlock.
 //
 // See DESIGN.md for why this is serializable.

@@ -72,8 +72,8 @@ type pending struct {
 //     server writes one small batch per second for them, not one per
 //     request.
 //
-// NB: metering is written separately from, and after, the operation it
-// counts: it never loses or delays data.
+// NB: metering never loses or delays data: it is written either with the
+// operation's own items (stage), or separately and after the operation.
 type meter struct {
 	db *storage.DB
 

@@ -11,30 +11,39 @@
 // # Durability of usage
 //
 // Usage is what tenants are billed from, so what a crash (kill -9 or
-// power loss) may lose is bounded per kind of request:
+// power loss) may lose is stated per kind of request:
 //
-//   - A request of the write class (PutItem, UpdateItem, DeleteItem,
-//     BatchWriteItem, TransactWriteItems and DDL, failed ones included)
-//     writes its usage to the store in Ticket.Done, before its response,
-//     as an unsynced batch: it is in the WAL behind the request's own
-//     synced write and durable once the next WAL sync completes — that
-//     of any later write, or the meter's own, which it starts at once in
-//     the background (writers share the fsync). A crash loses it only if
-//     it comes before that sync: the writes acknowledged while one WAL
-//     fsync was in progress (milliseconds), not a flush interval. The
-//     request path pays one unsynced commit, not an fsync; making it
-//     exact would cost a second fsync wait per write, or the engine
-//     writing the counters into the item's own batch.
-//   - Reads, control-plane requests and throttled requests are added up in
-//     memory and written in one synced batch every Options.FlushInterval
-//     (1 s): a crash loses at most those completed in the last interval
-//     (plus the duration of one flush).
+//   - Exact: a PutItem, UpdateItem, DeleteItem, BatchWriteItem or
+//     TransactWriteItems that commits items to the main store. The engine
+//     adds its usage counters to the batch that commits its items
+//     (StageUsage, wired by the assembly as the engine's Meter) and marks
+//     the output's Usage Committed, so Ticket.Done writes nothing more:
+//     the usage is durable exactly when the items are. An acknowledged
+//     write is always counted after a crash, and an unacknowledged one
+//     exactly when its items survived.
+//   - Bounded by one WAL sync: every other request of the write class —
+//     writes that commit no item (a failed condition, charged one write
+//     unit as DynamoDB does; a cancelled or replayed transaction; an
+//     invalid request), writes to a silo table (whose items commit in the
+//     table's own store, a separate batch) and DDL. Ticket.Done writes its
+//     usage before the response as an unsynced batch (storage.ApplyNoSync):
+//     it is durable once the next WAL sync completes — that of any later
+//     write, or the meter's own, which it starts at once in the background.
+//     A crash loses it only if it comes before that sync: those
+//     acknowledged while one WAL fsync was in progress (milliseconds).
+//   - Bounded by the flush interval: reads, control-plane requests and
+//     throttled requests are added up in memory and written in one synced
+//     batch every Options.FlushInterval (1 s): a crash loses at most those
+//     completed in the last interval (plus the duration of one flush).
+//     Making them exact would cost each read a WAL sync.
 //   - Token bucket debits are checkpointed every FlushInterval
 //     (capstate.go): after a restart a tenant has at most the debits of
 //     the last interval back, which for a tenant throttled throughout is
 //     its rate x FlushInterval plus one request's overdraw.
 //
-// tests/crash measures all three against the built binary.
+// tests/crash checks, against the built binary, that PutItem, UpdateItem,
+// BatchWriteItem and TransactWriteItems are metered exactly, and the
+// reads' and the buckets' bounds.
 package quota
 
 import (
@@ -118,7 +127,7 @@ type Options struct {
 	// FlushInterval is how often the usage of reads, control-plane and
 	// throttled requests is written, and the token buckets checkpointed;
 	// 0 means 1s. At most this much of either is lost on kill -9 (writes
-	// are metered at once; see "Durability of usage" above).
+	// are not aggregated; see "Durability of usage" above).
 	FlushInterval time.Duration
 	// MetricTenants caps the tenants with their own metric labels; 0
 	// means 100.
@@ -559,7 +568,9 @@ type Ticket struct {
 	op    string
 	start time.Time
 	// write: the operation is of the write class (writes and DDL), whose
-	// usage is charged to the store before Done returns (meter.charge).
+	// usage, unless the engine committed it with the items
+	// (Usage.Committed), is charged to the store before Done returns
+	// (meter.charge).
 	write bool
 }
 
