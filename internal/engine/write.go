@@ -11,6 +11,7 @@ import (
 	"github.com/tenantdb/tenantdb/internal/schema"
 	"github.com/tenantdb/tenantdb/internal/storage"
 	"github.com/tenantdb/tenantdb/internal/tenancy"
+	"github.com/tenantdb/tenantdb/internal/wire"
 )
 
 // The write path. Every item write — PutItem, UpdateItem, DeleteItem, a
@@ -246,17 +247,36 @@ func (e *Engine) metered(s tenancy.Scope, op string, ws []*itemWrite, factor flo
 				return err
 			}
 		}
-		var tally capTally
 		for _, w := range ws {
 			if (w.put || w.del) && w.h.db != e.db {
 				return nil
 			}
-			tally.addWrite(w.h.Table.Name, w.cost, factor)
 		}
-		e.opts.Meter.StageUsage(b, s, op, tally.usage(true))
+		e.opts.Meter.StageUsage(b, s, op, writeUsage(ws, factor))
 		*staged = true
 		return nil
 	}
+}
+
+// writeUsage returns the usage of the writes ws, each charged factor
+// times its cost: what the operations' capTally reports, without its maps
+// when ws are all of one table (every single-item write).
+func writeUsage(ws []*itemWrite, factor float64) wire.Usage {
+	if len(ws) == 0 {
+		return wire.Usage{}
+	}
+	u := wire.Usage{Table: ws[0].h.Table.Name}
+	for _, w := range ws {
+		if w.h.Table.Name != u.Table {
+			var tally capTally
+			for _, w := range ws {
+				tally.addWrite(w.h.Table.Name, w.cost, factor)
+			}
+			return tally.usage(true)
+		}
+		u.WriteUnits += w.cost.total() * factor
+	}
+	return u
 }
 
 // stage adds one decided write to b: the item, its index entries and the
