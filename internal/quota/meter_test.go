@@ -8,9 +8,10 @@ import (
 	"github.com/tenantdb/tenantdb/internal/wire"
 )
 
-// A write's usage is in the store when Done returns (it is charged before
-// the response); a read's waits in memory for the next flush. The report
-// counts both either way.
+// A write whose usage the engine did not commit with its items (a failed
+// or silo write, DDL) has it in the store when Done returns (it is
+// charged before the response); a read's waits in memory for the next
+// flush. The report counts both either way.
 func TestWritesChargedBeforeDone(t *testing.T) {
 	c := &clock{t: t0}
 	db := memDB(t)
