@@ -7,7 +7,7 @@ import (
 	"os"
 	"text/tabwriter"
 
-	"github.com/tenantdb/tenantdb/internal/admin"
+	"github.com/tenantdb/tenantdb/client"
 )
 
 var _ = register(&command{
@@ -19,7 +19,7 @@ var _ = register(&command{
 func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs, cf := newClientFlagSet("audit", stderr, os.Getenv)
 	var tenant, from, to string
-	var q admin.AuditQuery
+	var q client.AuditQuery
 	var verify, all bool
 	tenantFlag(fs, &tenant)
 	fs.StringVar(&from, "from", "", "first time: RFC 3339 or a negative duration like -24h (default: the beginning)")

@@ -14,7 +14,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/tenantdb/tenantdb/internal/admin"
+	"github.com/tenantdb/tenantdb/client"
 	"github.com/tenantdb/tenantdb/internal/auth"
 )
 
@@ -77,7 +77,7 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 }
 
 // client returns the admin client for the global flags.
-func (cf *clientFlags) client() (*admin.Client, error) {
+func (cf *clientFlags) client() (*client.Client, error) {
 	key := strings.TrimSpace(cf.key)
 	if key == "" {
 		k, err := auth.ReadCredentialsFile(cf.credentials, cf.profile)
@@ -89,7 +89,7 @@ func (cf *clientFlags) client() (*admin.Client, error) {
 		}
 		key = k.String()
 	}
-	return &admin.Client{Endpoint: cf.endpoint, Key: key}, nil
+	return &client.Client{Endpoint: cf.endpoint, Key: key}, nil
 }
 
 // output prints v as JSON (with --json) or calls human to print it.

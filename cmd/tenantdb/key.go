@@ -10,7 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/tenantdb/tenantdb/internal/admin"
+	"github.com/tenantdb/tenantdb/client"
 	"github.com/tenantdb/tenantdb/internal/auth"
 )
 
@@ -35,7 +35,7 @@ func runKey(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}, args, stdout, stderr)
 }
 
-func printKeys(w *tabwriter.Writer, ks []admin.Key) {
+func printKeys(w *tabwriter.Writer, ks []client.Key) {
 	fmt.Fprintln(w, "ACCESS KEY ID\tROLE\tENV\tSTATUS\tCREATED\tLAST USED\tEXPIRES")
 	for _, k := range ks {
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", k.AccessKeyID, k.Role, k.Env, k.Status, fmtTime(k.CreatedAt), fmtTimePtr(k.LastUsedAt), fmtTimePtr(k.ExpiresAt))
@@ -43,7 +43,7 @@ func printKeys(w *tabwriter.Writer, ks []admin.Key) {
 }
 
 // printNewKey shows a key with its secret, which is never shown again.
-func printNewKey(w *tabwriter.Writer, k admin.Key) {
+func printNewKey(w *tabwriter.Writer, k client.Key) {
 	fmt.Fprintf(w, "tenant\t%s\n", k.TenantID)
 	fmt.Fprintf(w, "role\t%s\n", k.Role)
 	fmt.Fprintf(w, "env\t%s\n", k.Env)
@@ -63,7 +63,7 @@ func tenantFlag(fs *flag.FlagSet, dst *string) {
 func keyCreate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs, cf := newClientFlagSet("key create", stderr, os.Getenv)
 	var tenant, expires string
-	var req admin.CreateKeyRequest
+	var req client.CreateKeyRequest
 	tenantFlag(fs, &tenant)
 	fs.StringVar(&req.Role, "role", "app", "app, read or admin")
 	fs.StringVar(&req.Env, "env", "", "environment, e.g. live or test (default live; an admin key's own)")
@@ -163,7 +163,7 @@ func keyRevoke(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	return cf.output(stdout, k, func(w *tabwriter.Writer) { printKeys(w, []admin.Key{k}) })
+	return cf.output(stdout, k, func(w *tabwriter.Writer) { printKeys(w, []client.Key{k}) })
 }
 
 func keyRotate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -201,7 +201,7 @@ func runSession(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs, cf := newClientFlagSet("session", stderr, os.Getenv)
 	var tenant, tables, actions string
 	var dur time.Duration
-	var req admin.SessionRequest
+	var req client.SessionRequest
 	tenantFlag(fs, &tenant)
 	fs.StringVar(&req.Role, "role", "app", "app, read or admin")
 	fs.StringVar(&req.Env, "env", "", "environment (default live; an admin key's own)")

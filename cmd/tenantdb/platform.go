@@ -9,7 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/tenantdb/tenantdb/internal/admin"
+	"github.com/tenantdb/tenantdb/client"
 )
 
 var _ = register(&command{
@@ -59,7 +59,7 @@ func runPlatform(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}, args, stdout, stderr)
 }
 
-func printMemberships(w *tabwriter.Writer, ms []admin.Membership) {
+func printMemberships(w *tabwriter.Writer, ms []client.Membership) {
 	fmt.Fprintln(w, "TENANT\tNAME\tSLUG\tSTATUS\tROLE\tVIA\tSINCE")
 	for _, m := range ms {
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", m.TenantID, dash(m.Name), dash(m.Slug), dash(m.Status), m.Role, m.Via, fmtTime(m.CreatedAt))
@@ -84,7 +84,7 @@ func platformTenants(ctx context.Context, args []string, stdout, stderr io.Write
 	if *token == "" {
 		return fmt.Errorf("--token is required")
 	}
-	c := &admin.Client{Endpoint: cf.endpoint, Token: *token}
+	c := &client.Client{Endpoint: cf.endpoint, Token: *token}
 	pt, err := c.PlatformTenants(ctx)
 	if err != nil {
 		return err
@@ -106,18 +106,18 @@ func platformAccept(ctx context.Context, args []string, stdout, stderr io.Writer
 	if *token == "" {
 		return fmt.Errorf("--token is required")
 	}
-	c := &admin.Client{Endpoint: cf.endpoint, Token: *token}
+	c := &client.Client{Endpoint: cf.endpoint, Token: *token}
 	m, err := c.AcceptInvite(ctx, pos[0])
 	if err != nil {
 		return err
 	}
-	return cf.output(stdout, m, func(w *tabwriter.Writer) { printMemberships(w, []admin.Membership{m}) })
+	return cf.output(stdout, m, func(w *tabwriter.Writer) { printMemberships(w, []client.Membership{m}) })
 }
 
 func platformInvite(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs, cf := newClientFlagSet("platform invite", stderr, os.Getenv)
 	var tenant string
-	var req admin.InviteRequest
+	var req client.InviteRequest
 	var ttl time.Duration
 	tenantFlag(fs, &tenant)
 	fs.StringVar(&req.Role, "role", "read", "read, app or admin")
@@ -152,7 +152,7 @@ func platformInvite(ctx context.Context, args []string, stdout, stderr io.Writer
 func platformAddMember(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs, cf := newClientFlagSet("platform add-member", stderr, os.Getenv)
 	var tenant string
-	var req admin.AddMemberRequest
+	var req client.AddMemberRequest
 	tenantFlag(fs, &tenant)
 	fs.StringVar(&req.Sub, "sub", "", "the platform user's OIDC subject")
 	fs.StringVar(&req.Role, "role", "admin", "admin, app or read")
@@ -175,5 +175,5 @@ func platformAddMember(ctx context.Context, args []string, stdout, stderr io.Wri
 	if err != nil {
 		return err
 	}
-	return cf.output(stdout, m, func(w *tabwriter.Writer) { printMemberships(w, []admin.Membership{m}) })
+	return cf.output(stdout, m, func(w *tabwriter.Writer) { printMemberships(w, []client.Membership{m}) })
 }

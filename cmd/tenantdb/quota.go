@@ -1,24 +1,17 @@
 package main
 
 // `tenantdb quota`: shows and sets quotas through the admin endpoints
-// (internal/admin/quota.go).
+// (client.Client's Quota and SetQuota).
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
-	"net/url"
 	"os"
-	"strings"
 	"text/tabwriter"
-	"time"
 
-	"github.com/tenantdb/tenantdb/internal/admin"
-	"github.com/tenantdb/tenantdb/internal/quota"
+	"github.com/tenantdb/tenantdb/client"
 )
 
 var _ = register(&command{
@@ -73,19 +66,15 @@ func quotaCmd(ctx context.Context, set bool, args []string, stdout, stderr io.Wr
 	if err != nil {
 		return err
 	}
-	path := "/v1/tenants/" + url.PathEscape(*tenant) + "/quota"
-	if *table != "" {
-		path += "?table=" + url.QueryEscape(*table)
-	}
-	var out quota.Quota
+	var out client.Quota
 	if set {
-		u := quota.Update{ReadUnits: rd.p, WriteUnits: wr.p, BurstSeconds: burst.p, Weight: weight.p, MaxInflight: inflight.p}
-		if u == (quota.Update{}) {
+		u := client.QuotaUpdate{ReadUnits: rd.p, WriteUnits: wr.p, BurstSeconds: burst.p, Weight: weight.p, MaxInflight: inflight.p}
+		if u == (client.QuotaUpdate{}) {
 			return errors.New("nothing to set: give at least one of --read-units, --write-units, --burst-seconds, --weight, --max-inflight")
 		}
-		err = adminDo(ctx, c, http.MethodPut, path, u, &out)
+		out, err = c.SetQuota(ctx, *tenant, *table, u)
 	} else {
-		err = adminDo(ctx, c, http.MethodGet, path, nil, &out)
+		out, err = c.Quota(ctx, *tenant, *table)
 	}
 	if err != nil {
 		return err
@@ -93,56 +82,9 @@ func quotaCmd(ctx context.Context, set bool, args []string, stdout, stderr io.Wr
 	return cf.output(stdout, out, func(w *tabwriter.Writer) { printQuota(w, &out) })
 }
 
-// adminDo calls an admin endpoint that admin.Client has no method for.
-// Errors are *admin.Error for the API's error answers.
-func adminDo(ctx context.Context, c *admin.Client, method, path string, in, out any) error {
-	var body io.Reader
-	if in != nil {
-		b, err := json.Marshal(in)
-		if err != nil {
-			return err
-		}
-		body = bytes.NewReader(b)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(c.Endpoint, "/")+path, body)
-	if err != nil {
-		return err
-	}
-	if in != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	req.Header.Set("Authorization", "Bearer "+c.Key)
-	hc := c.HTTP
-	if hc == nil {
-		hc = &http.Client{Timeout: 30 * time.Second}
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
-	if err != nil {
-		return fmt.Errorf("reading the answer: %w", err)
-	}
-	if resp.StatusCode >= 300 {
-		var eb struct {
-			Error struct{ Code, Message string } `json:"error"`
-		}
-		if json.Unmarshal(data, &eb) == nil && eb.Error.Code != "" {
-			return &admin.Error{Status: resp.StatusCode, Code: eb.Error.Code, Message: eb.Error.Message}
-		}
-		return &admin.Error{Status: resp.StatusCode, Code: http.StatusText(resp.StatusCode), Message: strings.TrimSpace(string(data))}
-	}
-	if err := json.Unmarshal(data, out); err != nil {
-		return fmt.Errorf("malformed answer: %w", err)
-	}
-	return nil
-}
-
-func printQuota(tw *tabwriter.Writer, q *quota.Quota) {
+func printQuota(tw *tabwriter.Writer, q *client.Quota) {
 	fmt.Fprintln(tw, "TENANT\tTABLE\tREAD UNITS/S\tWRITE UNITS/S\tBURST S\tWEIGHT\tMAX INFLIGHT\tSET\tAVAILABLE R/W")
-	row := func(q *quota.Quota) {
+	row := func(q *client.Quota) {
 		table, weight, inflight, avail := "(all)", "-", "-", "-"
 		if q.Table != "" {
 			table = q.Table

@@ -7,7 +7,7 @@ import (
 	"os"
 	"text/tabwriter"
 
-	"github.com/tenantdb/tenantdb/internal/admin"
+	"github.com/tenantdb/tenantdb/client"
 )
 
 var _ = register(&command{
@@ -27,7 +27,7 @@ func runTenant(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}, args, stdout, stderr)
 }
 
-func printTenants(w *tabwriter.Writer, ts []admin.Tenant) {
+func printTenants(w *tabwriter.Writer, ts []client.Tenant) {
 	fmt.Fprintln(w, "ID\tNAME\tSLUG\tSTATUS\tTIER\tCREATED")
 	for _, t := range ts {
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.Name, t.Slug, t.Status, t.Tier, fmtTime(t.CreatedAt))
@@ -36,7 +36,7 @@ func printTenants(w *tabwriter.Writer, ts []admin.Tenant) {
 
 func tenantCreate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs, cf := newClientFlagSet("tenant create", stderr, os.Getenv)
-	var req admin.CreateTenantRequest
+	var req client.CreateTenantRequest
 	fs.StringVar(&req.Slug, "slug", "", "unique short name (default: derived from NAME)")
 	fs.StringVar(&req.Tier, "tier", "", "pool (the default and, until tenants can be moved, the only tier; silo is refused)")
 	fs.StringVar(&req.OwnerSub, "owner-sub", "", "platform user (OIDC sub) who becomes the tenant's first member")
@@ -58,7 +58,7 @@ func tenantCreate(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return err
 	}
-	return cf.output(stdout, t, func(w *tabwriter.Writer) { printTenants(w, []admin.Tenant{t}) })
+	return cf.output(stdout, t, func(w *tabwriter.Writer) { printTenants(w, []client.Tenant{t}) })
 }
 
 func tenantList(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -96,7 +96,7 @@ func tenantAction(ctx context.Context, action string, args []string, stdout, std
 	if err != nil {
 		return err
 	}
-	var t admin.Tenant
+	var t client.Tenant
 	switch action {
 	case "show":
 		t, err = c.Tenant(ctx, pos[0])
@@ -110,5 +110,5 @@ func tenantAction(ctx context.Context, action string, args []string, stdout, std
 	if err != nil {
 		return err
 	}
-	return cf.output(stdout, t, func(w *tabwriter.Writer) { printTenants(w, []admin.Tenant{t}) })
+	return cf.output(stdout, t, func(w *tabwriter.Writer) { printTenants(w, []client.Tenant{t}) })
 }

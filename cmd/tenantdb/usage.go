@@ -1,21 +1,19 @@
 package main
 
 // Usage: `tenantdb usage` over GET /v1/tenants/{tenant}/usage
-// (internal/admin/quota.go).
+// (client.Client's Usage).
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
-	"net/url"
 	"os"
 	"sort"
 	"text/tabwriter"
 	"time"
 
-	"github.com/tenantdb/tenantdb/internal/quota"
+	"github.com/tenantdb/tenantdb/client"
 )
 
 var _ = register(&command{
@@ -43,32 +41,27 @@ func runUsage(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *tenant == "" {
 		return errors.New("--tenant is required")
 	}
-	v := url.Values{}
-	for _, f := range []struct{ name, val string }{{"from", *from}, {"to", *to}} {
+	var window [2]time.Time
+	for i, f := range []struct{ name, val string }{{"from", *from}, {"to", *to}} {
 		if f.val == "" {
 			continue
 		}
-		if _, err := time.Parse(time.RFC3339, f.val); err != nil {
+		if window[i], err = time.Parse(time.RFC3339, f.val); err != nil {
 			return fmt.Errorf("--%s must be an RFC 3339 time such as 2026-01-02T15:04:05Z", f.name)
 		}
-		v.Set(f.name, f.val)
 	}
 	c, err := cf.client()
 	if err != nil {
 		return err
 	}
-	path := "/v1/tenants/" + url.PathEscape(*tenant) + "/usage"
-	if len(v) > 0 {
-		path += "?" + v.Encode()
-	}
-	var r quota.Report
-	if err := adminDo(ctx, c, http.MethodGet, path, nil, &r); err != nil {
+	r, err := c.Usage(ctx, *tenant, window[0], window[1])
+	if err != nil {
 		return err
 	}
 	return cf.output(stdout, r, func(w *tabwriter.Writer) { printUsage(w, &r) })
 }
 
-func printUsage(w *tabwriter.Writer, r *quota.Report) {
+func printUsage(w *tabwriter.Writer, r *client.UsageReport) {
 	fmt.Fprintf(w, "tenant %s, %s to %s\n", r.TenantID, r.From.Format(time.RFC3339), r.To.Format(time.RFC3339))
 	fmt.Fprintf(w, "consumed: %g read units, %g write units; %d requests, %d throttled\n",
 		r.ConsumedReadUnits, r.ConsumedWriteUnits, r.Requests, r.ThrottledRequests)

@@ -1,5 +1,6 @@
-// Package admin serves tenantdb's admin REST API under /v1/ and provides
-// the client the tenantdb CLI uses.
+// Package admin serves tenantdb's admin REST API under /v1/. Its client
+// (which the tenantdb CLI uses) is the public package
+// github.com/tenantdb/tenantdb/client, whose types are the API's shapes.
 //
 // Every request is authenticated: "Authorization: Bearer <full API key>"
 // (or a SigV4 signature) for the operator and tenant admin keys, and

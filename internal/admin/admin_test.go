@@ -310,7 +310,7 @@ func TestCrossTenant(t *testing.T) {
 	aAudit, _ := h.op.Audit(ctx, a.ID, AuditQuery{Limit: 1000})
 	denied := 0
 	for _, r := range aAudit.Records[len(aAuditBefore.Records):] {
-		n := audit.DeniedAttempts(r)
+		n := audit.DeniedAttempts(audit.Record(r))
 		if n == 0 || (r.Actor != aAdmin.AccessKeyID && r.Actor != aApp.AccessKeyID) || !strings.HasPrefix(r.Action, "admin:") {
 			t.Errorf("unexpected record %+v", r)
 		}

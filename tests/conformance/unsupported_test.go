@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
 
+	"github.com/tenantdb/tenantdb/client"
 	"github.com/tenantdb/tenantdb/internal/admin"
 	"github.com/tenantdb/tenantdb/tests/harness"
 )
@@ -119,7 +120,7 @@ func TestSiloTierRefused(t *testing.T) {
 	srv := harness.Start(t)
 	ctx := ctxT(t)
 	_, err := srv.Admin().CreateTenant(ctx, admin.CreateTenantRequest{Name: "vault", Tier: "silo"})
-	var ae *admin.Error
+	var ae *client.Error
 	if !errors.As(err, &ae) || ae.Status != http.StatusBadRequest || !strings.Contains(ae.Message, "tier silo is not supported yet") {
 		t.Fatalf("create tenant with tier silo: %v; want 400 saying silo is not supported yet", err)
 	}

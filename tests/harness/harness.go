@@ -17,6 +17,7 @@ package harness
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -35,7 +36,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/tenantdb/tenantdb/internal/admin"
+	"github.com/tenantdb/tenantdb/client"
 	"github.com/tenantdb/tenantdb/internal/auth"
 	"github.com/tenantdb/tenantdb/internal/catalog"
 	"github.com/tenantdb/tenantdb/internal/node"
@@ -103,14 +104,33 @@ func Start(t testing.TB, opts ...Options) *Server {
 
 func startInProcess(t testing.TB, o Options) *Server {
 	t.Helper()
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelError}))
+	}
+	s, stop, err := StartInProcess(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := stop(); err != nil {
+			t.Errorf("%v", err)
+		}
+	})
+	return s
+}
+
+// StartInProcess starts an in-process server outside a test (in a
+// TestMain, for the Example functions of a package); stop shuts it down.
+// A nil o.Logger discards the server's logs below Error.
+func StartInProcess(o Options) (s *Server, stop func() error, err error) {
 	ctx := context.Background()
 	log := o.Logger
 	if log == nil {
-		log = slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelError}))
+		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
 	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatal(err)
+		return nil, nil, err
 	}
 	n, err := node.Open(ctx, node.Options{
 		InMemory:      true,
@@ -124,29 +144,31 @@ func startInProcess(t testing.TB, o Options) *Server {
 	})
 	if err != nil {
 		l.Close()
-		t.Fatal(err)
+		return nil, nil, err
 	}
 	served := make(chan error, 1)
 	go func() { served <- n.Serve(l) }()
-	t.Cleanup(func() {
+	stop = func() error {
 		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
+		var errs []error
 		if err := n.Shutdown(sctx); err != nil {
-			t.Errorf("harness: shutdown: %v", err)
+			errs = append(errs, fmt.Errorf("harness: shutdown: %w", err))
 		}
 		if err := <-served; err != nil {
-			t.Errorf("harness: serve: %v", err)
+			errs = append(errs, fmt.Errorf("harness: serve: %w", err))
 		}
 		if err := n.Close(); err != nil {
-			t.Errorf("harness: close: %v", err)
+			errs = append(errs, fmt.Errorf("harness: close: %w", err))
 		}
-	})
+		return errors.Join(errs...)
+	}
 	b := n.Bootstrap()
 	return &Server{
 		Endpoint: "http://" + l.Addr().String(),
 		Operator: credential(b.Operator),
 		Default:  credential(b.Default),
-	}
+	}, stop, nil
 }
 
 // credential returns k as a Credential.
@@ -273,8 +295,8 @@ func (s *Server) Kill(t testing.TB) {
 }
 
 // Admin returns an admin API client with the operator key.
-func (s *Server) Admin() *admin.Client {
-	return &admin.Client{Endpoint: s.Endpoint, Key: s.Operator.Key}
+func (s *Server) Admin() *client.Client {
+	return &client.Client{Endpoint: s.Endpoint, Key: s.Operator.Key}
 }
 
 // NewTenant creates a tenant named name and a key for it with role
@@ -283,7 +305,7 @@ func (s *Server) NewTenant(t testing.TB, name, role string) Credential {
 	t.Helper()
 	ctx := context.Background()
 	c := s.Admin()
-	tn, err := c.CreateTenant(ctx, admin.CreateTenantRequest{Name: name, Slug: uniqueSlug(name)})
+	tn, err := c.CreateTenant(ctx, client.CreateTenantRequest{Name: name, Slug: uniqueSlug(name)})
 	if err != nil {
 		t.Fatalf("harness: create tenant %q: %v", name, err)
 	}
@@ -293,7 +315,7 @@ func (s *Server) NewTenant(t testing.TB, name, role string) Credential {
 // NewKey creates another key with role for tenant id.
 func (s *Server) NewKey(t testing.TB, tenantID, role string) Credential {
 	t.Helper()
-	k, err := s.Admin().CreateKey(context.Background(), tenantID, admin.CreateKeyRequest{Role: role})
+	k, err := s.Admin().CreateKey(context.Background(), tenantID, client.CreateKeyRequest{Role: role})
 	if err != nil {
 		t.Fatalf("harness: create key for %s: %v", tenantID, err)
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/tenantdb/tenantdb/internal/admin"
+	"github.com/tenantdb/tenantdb/client"
 )
 
 // adminCall is one request to the admin API; %s in path is the tenant.
@@ -178,7 +178,7 @@ func (w *world) adminAttacks(t *testing.T) {
 		}
 		get := func() usage {
 			var u usage
-			if err := (&admin.Client{Endpoint: w.srv.Endpoint, Key: A.admin.Key, HTTP: &http.Client{Transport: A.rec}}).Do(w.ctx, "GET", path, nil, &u); err != nil {
+			if err := (&client.Client{Endpoint: w.srv.Endpoint, Key: A.admin.Key, HTTP: &http.Client{Transport: A.rec}}).Do(w.ctx, "GET", path, nil, &u); err != nil {
 				t.Fatalf("A's usage: %v", err)
 			}
 			return u

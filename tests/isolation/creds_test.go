@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/tenantdb/tenantdb/client"
 	"github.com/tenantdb/tenantdb/internal/admin"
 	"github.com/tenantdb/tenantdb/internal/audit"
 	"github.com/tenantdb/tenantdb/tests/harness"
@@ -293,7 +294,7 @@ func (w *world) credentialAttacks(t *testing.T) {
 		wantCode(t, err, "ExpiredTokenException")
 		w.wantAudited(t, A.id, since, k.AccessKeyID, "auth:sigv4")
 		since = w.auditTail(t, A.id)
-		_, err = (&admin.Client{Endpoint: w.srv.Endpoint, Key: k.Key}).Keys(ctx, A.id)
+		_, err = (&client.Client{Endpoint: w.srv.Endpoint, Key: k.Key}).Keys(ctx, A.id)
 		w.wantAdminStatus(t, err, http.StatusUnauthorized)
 		w.wantAudited(t, A.id, since, k.AccessKeyID, "auth:bearer")
 	})
@@ -322,7 +323,7 @@ func (w *world) credentialAttacks(t *testing.T) {
 		wantCode(t, err, "UnrecognizedClientException")
 		w.wantAudited(t, A.id, since, k2.AccessKeyID, "auth:sigv4")
 		since = w.auditTail(t, A.id)
-		_, err = (&admin.Client{Endpoint: w.srv.Endpoint, Key: k2.Key}).Keys(ctx, A.id)
+		_, err = (&client.Client{Endpoint: w.srv.Endpoint, Key: k2.Key}).Keys(ctx, A.id)
 		w.wantAdminStatus(t, err, http.StatusUnauthorized)
 		w.wantAudited(t, A.id, since, k2.AccessKeyID, "auth:bearer")
 		if _, err := w.client(harness.Credential{AccessKeyID: nk.AccessKeyID, SecretAccessKey: nk.SecretAccessKey}, "", A.rec).
@@ -358,7 +359,7 @@ func (w *world) credentialAttacks(t *testing.T) {
 				if _, err := w.admin.Keys(ctx, A.id); err != nil { // an operator action mid-flood
 					t.Fatal(err)
 				}
-				if _, err := (&admin.Client{Endpoint: w.srv.Endpoint, Key: A.admin.Key}).CreateKey(ctx, A.id, admin.CreateKeyRequest{Role: "read"}); err != nil {
+				if _, err := (&client.Client{Endpoint: w.srv.Endpoint, Key: A.admin.Key}).CreateKey(ctx, A.id, admin.CreateKeyRequest{Role: "read"}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -368,14 +369,14 @@ func (w *world) credentialAttacks(t *testing.T) {
 		ownAction := false
 		after := sinceA
 		for {
-			page, err := w.admin.Audit(ctx, A.id, admin.AuditQuery{After: after, Limit: 1000})
+			page, err := w.admin.Audit(ctx, A.id, client.AuditQuery{After: after, Limit: 1000})
 			if err != nil {
 				t.Fatal(err)
 			}
 			for _, r := range page.Records {
 				recs++
 				if r.Actor == A.app.AccessKeyID && r.Action == "auth:sigv4" {
-					attempts += audit.DeniedAttempts(r)
+					attempts += audit.DeniedAttempts(audit.Record(r))
 				}
 				if r.Action == "key.create" && r.Outcome == "ok" {
 					ownAction = true
@@ -458,8 +459,8 @@ func (w *world) credentialAttacks(t *testing.T) {
 		}
 		w.wantAudited(t, sAdmin.TenantID, since, sApp.AccessKeyID, "auth:sigv4")
 		since = w.auditTail(t, sAdmin.TenantID)
-		_, err := (&admin.Client{Endpoint: w.srv.Endpoint, Key: sAdmin.Key}).Keys(ctx, sAdmin.TenantID)
-		var ae *admin.Error
+		_, err := (&client.Client{Endpoint: w.srv.Endpoint, Key: sAdmin.Key}).Keys(ctx, sAdmin.TenantID)
+		var ae *client.Error
 		if !errors.As(err, &ae) || ae.Status < 400 {
 			t.Errorf("admin API for a suspended tenant: %v", err)
 		}
@@ -485,7 +486,7 @@ func (w *world) credentialAttacks(t *testing.T) {
 // session mints temporary credentials for tn with tn's own admin key.
 func (w *world) session(t *testing.T, tn *tenant, req admin.SessionRequest) admin.Session {
 	t.Helper()
-	s, err := (&admin.Client{Endpoint: w.srv.Endpoint, Key: tn.admin.Key}).CreateSession(w.ctx, tn.id, req)
+	s, err := (&client.Client{Endpoint: w.srv.Endpoint, Key: tn.admin.Key}).CreateSession(w.ctx, tn.id, req)
 	if err != nil {
 		t.Fatalf("session for %s: %v", tn.label, err)
 	}
@@ -503,7 +504,7 @@ func (w *world) sessionAsOperator(t *testing.T, tn *tenant, req admin.SessionReq
 
 func (w *world) wantAdminStatus(t *testing.T, err error, want int) {
 	t.Helper()
-	var ae *admin.Error
+	var ae *client.Error
 	if !errors.As(err, &ae) || ae.Status != want {
 		t.Errorf("admin API: %v, want HTTP %d", err, want)
 	}

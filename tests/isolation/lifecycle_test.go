@@ -8,6 +8,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/tenantdb/tenantdb/client"
 	"github.com/tenantdb/tenantdb/internal/admin"
 )
 
@@ -109,7 +110,7 @@ func (w *world) lifecycleAttacks(t *testing.T) {
 		if err != nil {
 			t.Errorf("LEAK: the reborn tenant reusing D's ClientRequestToken: %v", err)
 		}
-		page, err := w.admin.Audit(ctx, D.id, admin.AuditQuery{Limit: 1000})
+		page, err := w.admin.Audit(ctx, D.id, client.AuditQuery{Limit: 1000})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
+	"github.com/tenantdb/tenantdb/client"
 	"github.com/tenantdb/tenantdb/internal/admin"
 	"github.com/tenantdb/tenantdb/internal/audit"
 	"github.com/tenantdb/tenantdb/internal/sdkhttp"
@@ -78,7 +79,7 @@ type world struct {
 	recs    []*recorder       // every capturing client's recorder
 	never   string            // a table name that never existed
 	ctx     context.Context   // the test's context
-	admin   *admin.Client     // operator admin client
+	admin   *client.Client    // operator admin client
 	noted   map[string]bool   // dedup of notes
 	lekB    map[string]lekSet // B's real page tokens per table
 }
@@ -503,7 +504,7 @@ func (w *world) auditTail(t *testing.T, id string) uint64 {
 	t.Helper()
 	var last uint64
 	for {
-		page, err := w.admin.Audit(w.ctx, id, admin.AuditQuery{After: last, Limit: 1000})
+		page, err := w.admin.Audit(w.ctx, id, client.AuditQuery{After: last, Limit: 1000})
 		if err != nil {
 			t.Fatalf("audit of %q: %v", id, err)
 		}
@@ -522,13 +523,13 @@ func (w *world) auditTail(t *testing.T, id string) uint64 {
 // not required to be audited.
 func (w *world) probeAudited(t *testing.T, id string, since uint64, action, what string) {
 	t.Helper()
-	page, err := w.admin.Audit(w.ctx, id, admin.AuditQuery{After: since, Limit: 1000})
+	page, err := w.admin.Audit(w.ctx, id, client.AuditQuery{After: since, Limit: 1000})
 	if err != nil {
 		t.Fatalf("audit of %q: %v", id, err)
 	}
 	found := false
 	for _, r := range page.Records {
-		if audit.DeniedAttempts(r) > 0 && (action == "" || r.Action == action) {
+		if audit.DeniedAttempts(audit.Record(r)) > 0 && (action == "" || r.Action == action) {
 			found = true
 		}
 	}
@@ -544,14 +545,14 @@ func (w *world) wantAudited(t *testing.T, id string, since uint64, actor, action
 	found := false
 	after := since
 	for !found {
-		page, err := w.admin.Audit(w.ctx, id, admin.AuditQuery{After: after, Limit: 1000})
+		page, err := w.admin.Audit(w.ctx, id, client.AuditQuery{After: after, Limit: 1000})
 		if err != nil {
 			t.Fatalf("audit of %q: %v", id, err)
 		}
 		for _, r := range page.Records {
 			// A summary of coalesced denials (audit.OutcomeDeniedCoalesced)
 			// accounts for the attempt as well as a record of its own.
-			if audit.DeniedAttempts(r) > 0 && r.Action == action && (actor == "" || r.Actor == actor) {
+			if audit.DeniedAttempts(audit.Record(r)) > 0 && r.Action == action && (actor == "" || r.Actor == actor) {
 				found = true
 			}
 		}

@@ -121,7 +121,7 @@ func TestREADMECommands(t *testing.T) {
 	}
 
 	dir := t.TempDir()
-	for _, f := range []string{"go.mod", "go.sum", "cmd", "internal", "tests"} {
+	for _, f := range []string{"go.mod", "go.sum", "client", "cmd", "internal", "tests"} {
 		if err := os.Symlink(filepath.Join(root, f), filepath.Join(dir, f)); err != nil {
 			t.Fatal(err)
 		}

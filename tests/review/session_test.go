@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
 
+	"github.com/tenantdb/tenantdb/client"
 	"github.com/tenantdb/tenantdb/internal/admin"
 	"github.com/tenantdb/tenantdb/internal/audit"
 	"github.com/tenantdb/tenantdb/internal/sdkhttp"
@@ -74,7 +75,7 @@ func TestNarrowedSessionCannotUseAdminAPI(t *testing.T) {
 	srv := harness.Start(t)
 	ctx := context.Background()
 	adm := srv.NewTenant(t, "review-narrowed", "admin")
-	ac := &admin.Client{Endpoint: srv.Endpoint, Key: adm.Key}
+	ac := &client.Client{Endpoint: srv.Endpoint, Key: adm.Key}
 
 	narrowed, err := ac.CreateSession(ctx, adm.TenantID, admin.SessionRequest{Role: "admin", Tables: []string{"only_this"}})
 	if err != nil {
@@ -116,7 +117,7 @@ func TestNarrowedSessionTablePolicyOnMetadataAndDDL(t *testing.T) {
 	srv := harness.Start(t)
 	ctx := context.Background()
 	adm := srv.NewTenant(t, "review-ddl", "admin")
-	ac := &admin.Client{Endpoint: srv.Endpoint, Key: adm.Key}
+	ac := &client.Client{Endpoint: srv.Endpoint, Key: adm.Key}
 	owner := srv.Client(adm)
 	for _, name := range []string{"allowed", "other"} {
 		_, err := owner.CreateTable(ctx, &dynamodb.CreateTableInput{
@@ -183,7 +184,7 @@ func TestSessionCannotMintPermanentKeys(t *testing.T) {
 	srv := harness.Start(t)
 	ctx := context.Background()
 	adm := srv.NewTenant(t, "review-session-keys", "admin")
-	ac := &admin.Client{Endpoint: srv.Endpoint, Key: adm.Key}
+	ac := &client.Client{Endpoint: srv.Endpoint, Key: adm.Key}
 	s, err := ac.CreateSession(ctx, adm.TenantID, admin.SessionRequest{Role: "admin"})
 	if err != nil {
 		t.Fatal(err)
@@ -206,14 +207,14 @@ func TestSessionCannotMintPermanentKeys(t *testing.T) {
 		t.Errorf("tenant has %d keys after the session's attempts, want 1", len(list))
 	}
 	// The refusals are audited on the tenant's log.
-	page, err := ac.Audit(ctx, adm.TenantID, admin.AuditQuery{})
+	page, err := ac.Audit(ctx, adm.TenantID, client.AuditQuery{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	denied := 0
 	for _, r := range page.Records {
 		if r.Actor == s.AccessKeyID {
-			denied += int(audit.DeniedAttempts(r))
+			denied += int(audit.DeniedAttempts(audit.Record(r)))
 		}
 	}
 	if denied < 2 {
