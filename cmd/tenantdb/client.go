@@ -80,16 +80,30 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 func (cf *clientFlags) client() (*client.Client, error) {
 	key := strings.TrimSpace(cf.key)
 	if key == "" {
-		k, err := auth.ReadCredentialsFile(cf.credentials, cf.profile)
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("no credentials at %s: start the server once (it writes the operator's there), or give --credentials or --key", cf.credentials)
-		}
+		k, err := cf.fileKey()
 		if err != nil {
 			return nil, err
 		}
 		key = k.String()
 	}
 	return &client.Client{Endpoint: cf.endpoint, Key: key}, nil
+}
+
+// apiKey returns the key of the global flags: --key, or the one in the
+// credentials file.
+func (cf *clientFlags) apiKey() (auth.APIKey, error) {
+	if key := strings.TrimSpace(cf.key); key != "" {
+		return auth.ParseKey(key)
+	}
+	return cf.fileKey()
+}
+
+func (cf *clientFlags) fileKey() (auth.APIKey, error) {
+	k, err := auth.ReadCredentialsFile(cf.credentials, cf.profile)
+	if errors.Is(err, os.ErrNotExist) {
+		return k, fmt.Errorf("no credentials at %s: start the server once (it writes the operator's there), or give --credentials or --key", cf.credentials)
+	}
+	return k, err
 }
 
 // output prints v as JSON (with --json) or calls human to print it.

@@ -97,6 +97,7 @@ func TestOnlyServerAndAdminImportNetHTTP(t *testing.T) {
 	allowed := map[string]bool{
 		"internal/server": true, "internal/admin": true,
 		"internal/sdkhttp": true, // the HTTP client wrapper of our SDK clients (tdbload, tests)
+		"internal/verify":  true, // a black-box attacker: a client, like the tests
 	}
 	for _, p := range packages(t) {
 		if !strings.HasPrefix(p.rel(), "internal/") || allowed[p.rel()] {
@@ -151,6 +152,33 @@ func TestImportDirections(t *testing.T) {
 				t.Errorf("%s imports %s, against the direction of the layers", p.rel(), imp)
 			}
 		}
+	}
+}
+
+// TestBlackBoxClients: the public client package is built on nothing of
+// ours (its types are the API's contract, not internal ones), and the
+// verifier attacks a deployment through it and aws-sdk-go-v2 alone, as
+// any outsider could.
+func TestBlackBoxClients(t *testing.T) {
+	may := map[string][]string{
+		"client":          {},
+		"internal/verify": {"client"},
+	}
+	found := 0
+	for _, p := range packages(t) {
+		allowed, ok := may[p.rel()]
+		if !ok {
+			continue
+		}
+		found++
+		for _, imp := range ours(p.Imports) {
+			if !slices.Contains(allowed, imp) {
+				t.Errorf("%s imports %s; it may import only %v of ours", p.rel(), imp, allowed)
+			}
+		}
+	}
+	if found != len(may) {
+		t.Errorf("found %d of the packages %v", found, may)
 	}
 }
 

@@ -1,0 +1,94 @@
+package verify
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+)
+
+// recorder is the HTTP transport of one attacking identity's clients
+// (DynamoDB and admin API): it reads every answer and reports any of the
+// forbidden strings (the victims' secrets, ids and key ids) in it, unless
+// the request itself carried that string (a guessed key prefix echoed in
+// an error is not a leak).
+type recorder struct {
+	label  string
+	next   http.RoundTripper
+	mu     sync.Mutex
+	forbid []string
+	found  []string
+}
+
+func newRecorder(label string, next http.RoundTripper) *recorder {
+	if next == nil {
+		next = http.DefaultTransport
+	}
+	return &recorder{label: label, next: next}
+}
+
+func (r *recorder) forbidAll(s ...string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, v := range s {
+		if v != "" {
+			r.forbid = append(r.forbid, v)
+		}
+	}
+}
+
+// RoundTrip sends req with a body of its own (NB: aws-sdk-go-v2 closes a
+// request's body when the answer's headers arrive, while net/http may
+// still read it) and scans the answer.
+func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
+	var reqBody []byte
+	if req.Body != nil && req.Body != http.NoBody {
+		b, err := io.ReadAll(req.Body)
+		req.Body.Close()
+		if err != nil {
+			return nil, fmt.Errorf("verify: reading a request body: %w", err)
+		}
+		reqBody = b
+		req = req.Clone(req.Context())
+		req.Body = io.NopCloser(bytes.NewReader(b))
+		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
+		req.ContentLength = int64(len(b))
+	}
+	resp, err := r.next.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		return nil, fmt.Errorf("verify: reading an answer: %w", err)
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	sent := req.URL.String() + "\n" + string(reqBody)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, f := range r.forbid {
+		if bytes.Contains(body, []byte(f)) && !strings.Contains(sent, f) {
+			r.found = append(r.found, fmt.Sprintf("%s received %q in the answer to %s %s", r.label, clip(f), req.Method, req.URL.Path))
+		}
+	}
+	return resp, nil
+}
+
+// take returns and forgets what was found since the last take.
+func (r *recorder) take() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	f := r.found
+	r.found = nil
+	return f
+}
+
+func clip(s string) string {
+	if len(s) > 24 {
+		return s[:24] + "..."
+	}
+	return s
+}

@@ -1,0 +1,169 @@
+package verify_test
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/tenantdb/tenantdb/client"
+	"github.com/tenantdb/tenantdb/internal/verify"
+	"github.com/tenantdb/tenantdb/tests/harness"
+)
+
+func operator(s *harness.Server) verify.Credential {
+	return verify.Credential{AccessKeyID: s.Operator.AccessKeyID, SecretAccessKey: s.Operator.SecretAccessKey, Key: s.Operator.Key}
+}
+
+// The real server leaks nothing, every family runs attacks, and the run
+// leaves nothing behind: the tenants and tables that were there before
+// are exactly those there after.
+func TestRealServerLeaksNothing(t *testing.T) {
+	srv := harness.Start(t)
+	ctx := context.Background()
+	op := srv.Admin()
+	before, err := op.Tenants(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var progress bytes.Buffer
+	rep, err := verify.Run(ctx, verify.Options{Endpoint: srv.Endpoint, Operator: operator(srv), Progress: &progress})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range rep.Families {
+		for _, finding := range f.Findings {
+			t.Errorf("%s: %s", f.Name, finding)
+		}
+		if f.Attempts == 0 {
+			t.Errorf("family %s made no attempt", f.Name)
+		}
+	}
+	if rep.Leaks != 0 || rep.Err() != nil {
+		t.Errorf("%d leaks in %d attempts against the real server", rep.Leaks, rep.Attempts)
+	}
+	if len(rep.Families) != len(verify.Families) || rep.Attempts < 300 {
+		t.Errorf("%d families, %d attempts", len(rep.Families), rep.Attempts)
+	}
+	if len(rep.Cleanup) > 0 {
+		t.Errorf("cleanup failed: %v", rep.Cleanup)
+	}
+	t.Logf("%d attempts in %s\n%s", rep.Attempts, rep.Duration, progress.String())
+
+	after, err := op.Tenants(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(after) != len(before) {
+		t.Errorf("%d tenants after the run, %d before", len(after), len(before))
+	}
+	assertNoScratchTables(t, srv)
+}
+
+func assertNoScratchTables(t *testing.T, srv *harness.Server) {
+	t.Helper()
+	for _, c := range []harness.Credential{srv.Operator, srv.Default} {
+		out, err := srv.Client(c).ListTables(context.Background(), &dynamodb.ListTablesInput{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range out.TableNames {
+			if strings.HasPrefix(n, "tdbverify_") {
+				t.Errorf("scratch table %s left behind", n)
+			}
+		}
+	}
+}
+
+// A real tenant's data is not touched: its table and item stay, and
+// nothing of it reaches the report.
+func TestRealTenantUntouched(t *testing.T) {
+	srv := harness.Start(t)
+	ctx := context.Background()
+	db := srv.Client(srv.Default)
+	if _, err := db.CreateTable(ctx, &dynamodb.CreateTableInput{
+		TableName:            aws.String("customers"),
+		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("pk"), AttributeType: types.ScalarAttributeTypeS}},
+		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash}},
+		BillingMode:          types.BillingModePayPerRequest,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	it := map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "P0"}, "v": &types.AttributeValueMemberS{Value: "precious"}}
+	if _, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("customers"), Item: it}); err != nil {
+		t.Fatal(err)
+	}
+	auditBefore, err := srv.Admin().Audit(ctx, srv.Default.TenantID, client.AuditQuery{Limit: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := verify.Run(ctx, verify.Options{Endpoint: srv.Endpoint, Operator: operator(srv)})
+	if err != nil || rep.Leaks != 0 {
+		t.Fatalf("run: %v, %d leaks", err, rep.Leaks)
+	}
+	out, err := db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String("customers"), Key: map[string]types.AttributeValue{"pk": it["pk"]}, ConsistentRead: aws.Bool(true)})
+	if err != nil || out.Item == nil || out.Item["v"].(*types.AttributeValueMemberS).Value != "precious" {
+		t.Errorf("the real tenant's item after the run: %v %v", out, err)
+	}
+	auditAfter, err := srv.Admin().Audit(ctx, srv.Default.TenantID, client.AuditQuery{Limit: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Reading its own audit log and the item are the only changes.
+	if len(auditAfter.Records) != len(auditBefore.Records) {
+		t.Errorf("the real tenant's audit log grew by %d records during the run", len(auditAfter.Records)-len(auditBefore.Records))
+	}
+}
+
+// A key that is not the operator's is refused before anything is created.
+func TestNeedsTheOperator(t *testing.T) {
+	srv := harness.Start(t)
+	c := srv.Default
+	_, err := verify.Run(context.Background(), verify.Options{Endpoint: srv.Endpoint,
+		Operator: verify.Credential{AccessKeyID: c.AccessKeyID, SecretAccessKey: c.SecretAccessKey, Key: c.Key}})
+	if err == nil || !strings.Contains(err.Error(), "operator") {
+		t.Fatalf("got %v, want a refusal naming the operator", err)
+	}
+}
+
+// An interrupted run still deletes what it created.
+func TestInterruptedRunCleansUp(t *testing.T) {
+	srv := harness.Start(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	var progress cancelAfter
+	progress.n, progress.cancel = 3, cancel
+	rep, err := verify.Run(ctx, verify.Options{Endpoint: srv.Endpoint, Operator: operator(srv), Progress: &progress})
+	if err == nil {
+		t.Fatalf("an interrupted run returned no error: %+v", rep)
+	}
+	if rep == nil || len(rep.Cleanup) > 0 {
+		t.Fatalf("report %+v", rep)
+	}
+	ts, err := srv.Admin().Tenants(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tn := range ts {
+		if strings.HasPrefix(tn.Slug, "tdbverify-") {
+			t.Errorf("scratch tenant %s left behind", tn.Slug)
+		}
+	}
+	assertNoScratchTables(t, srv)
+}
+
+// cancelAfter cancels after n progress lines (families).
+type cancelAfter struct {
+	n      int
+	cancel context.CancelFunc
+}
+
+func (c *cancelAfter) Write(p []byte) (int, error) {
+	if c.n--; c.n == 0 {
+		c.cancel()
+	}
+	return len(p), nil
+}
