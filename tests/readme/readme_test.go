@@ -182,7 +182,7 @@ func TestREADMECommands(t *testing.T) {
 		}
 	}
 	// What the commands printed says they did what the README says.
-	for _, want := range []string{`"Feeling Good"`, `"TableName": "Tickets"`, `"slug": "acme"`, `"SessionToken"`} {
+	for _, want := range []string{`"Feeling Good"`, `"TableName": "Tickets"`, `"slug": "acme"`, `"SessionToken"`, `"leaks": 0`} {
 		if !strings.Contains(strings.ReplaceAll(out.String(), `":"`, `": "`), want) {
 			t.Errorf("the commands' output lacks %s:\n%s", want, out.String())
 		}
