@@ -20,6 +20,10 @@ type recorder struct {
 	mu     sync.Mutex
 	forbid []string
 	found  []string
+	// failed reports whether the last answer was not one: a network
+	// error, a throttled request or a server error (5xx). The SDK's
+	// retries make the last answer of an attempt the one that counts.
+	failed bool
 }
 
 func newRecorder(label string, next http.RoundTripper) *recorder {
@@ -58,6 +62,9 @@ func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	resp, err := r.next.RoundTrip(req)
 	if err != nil {
+		r.mu.Lock()
+		r.failed = true
+		r.mu.Unlock()
 		return nil, err
 	}
 	body, err := io.ReadAll(resp.Body)
@@ -69,6 +76,8 @@ func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 	sent := req.URL.String() + "\n" + string(reqBody)
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.failed = resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500 ||
+		bytes.Contains(body, []byte("ThrottlingException")) || bytes.Contains(body, []byte("ProvisionedThroughputExceededException"))
 	for _, f := range r.forbid {
 		if bytes.Contains(body, []byte(f)) && !strings.Contains(sent, f) {
 			r.found = append(r.found, fmt.Sprintf("%s received %q in the answer to %s %s", r.label, clip(f), req.Method, req.URL.Path))
@@ -77,13 +86,14 @@ func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
-// take returns and forgets what was found since the last take.
-func (r *recorder) take() []string {
+// take returns and forgets what was found since the last take, and
+// whether the last answer was a failure.
+func (r *recorder) take() (found []string, failed bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	f := r.found
-	r.found = nil
-	return f
+	found, failed = r.found, r.failed
+	r.found, r.failed = nil, false
+	return found, failed
 }
 
 func clip(s string) string {

@@ -43,14 +43,17 @@ func (r *Report) Write(w io.Writer, asJSON bool) error {
 		return enc.Encode(out)
 	}
 	verdict := "no leaks"
-	if r.Leaks > 0 {
+	switch {
+	case r.Leaks > 0:
 		verdict = fmt.Sprintf("%d LEAKS", r.Leaks)
+	case r.Inconclusive > 0:
+		verdict = fmt.Sprintf("no leaks, but %d attempts INCONCLUSIVE", r.Inconclusive)
 	}
 	fmt.Fprintf(w, "tenantdb verify of %s (run %s, %s): %d attempts, %s\n\n", r.Endpoint, r.Run, r.Duration, r.Attempts, verdict)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "FAMILY\tATTEMPTS\tLEAKS")
+	fmt.Fprintln(tw, "FAMILY\tATTEMPTS\tLEAKS\tINCONCLUSIVE")
 	for _, f := range r.Families {
-		fmt.Fprintf(tw, "%s\t%d\t%d\n", f.Name, f.Attempts, f.Leaks)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\n", f.Name, f.Attempts, f.Leaks, f.Inconclusive)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -30,14 +30,13 @@ type run struct {
 	tables map[string]string
 	arn    string // the ARN prefix of tables ("...:table/")
 
-	mu       sync.Mutex
-	tenants  []string // ids of tenants to delete
-	shared   []string // shared tables to delete
-	lekB     map[string]map[string]types.AttributeValue
-	aItems   map[string]int // table kind → A's item count
-	bItems   map[string][]map[string]types.AttributeValue
-	btItems  map[string][]map[string]types.AttributeValue
-	cleaning bool
+	mu      sync.Mutex
+	tenants []string // ids of tenants to delete
+	shared  []string // shared tables to delete
+	lekB    map[string]map[string]types.AttributeValue
+	aItems  map[string]int // table kind → A's item count
+	bItems  map[string][]map[string]types.AttributeValue
+	btItems map[string][]map[string]types.AttributeValue
 }
 
 // Table kinds.

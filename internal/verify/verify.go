@@ -58,14 +58,21 @@ type Options struct {
 	Progress io.Writer
 	// Transport is the HTTP transport; nil means http.DefaultTransport.
 	Transport http.RoundTripper
+	// MaxAttempts is how often a DynamoDB request is sent before its
+	// failure (network error, throttling, 5xx) stands; 0 means the SDK's
+	// default (3, with backoff).
+	MaxAttempts int
 }
 
 // Family is the result of one family of attacks.
 type Family struct {
-	Name     string   `json:"family"`
-	Attempts int      `json:"attempts"`
-	Leaks    int      `json:"leaks"`
-	Findings []string `json:"findings,omitempty"`
+	Name     string `json:"family"`
+	Attempts int    `json:"attempts"`
+	Leaks    int    `json:"leaks"`
+	// Inconclusive counts attempts whose last answer was a failure (the
+	// server unreachable, throttling, a 5xx): they prove nothing.
+	Inconclusive int      `json:"inconclusive"`
+	Findings     []string `json:"findings,omitempty"`
 }
 
 // Report is the result of a run.
@@ -76,18 +83,29 @@ type Report struct {
 	Duration string    `json:"duration"`
 	Attempts int       `json:"attempts"`
 	Leaks    int       `json:"leaks"`
-	Families []Family  `json:"families"`
+	// Inconclusive counts the attempts that proved nothing (see Family).
+	Inconclusive int      `json:"inconclusive"`
+	Families     []Family `json:"families"`
 	// Cleanup lists what could not be deleted (empty when all was).
 	Cleanup []string `json:"cleanup_errors,omitempty"`
 }
 
-// ErrLeaks is returned by Report.Err when a run found leaks.
-var ErrLeaks = errors.New("verify: isolation leaks found")
+// ErrLeaks is returned by Report.Err when a run found leaks;
+// ErrInconclusive when it found none but some attempts proved nothing.
+var (
+	ErrLeaks        = errors.New("verify: isolation leaks found")
+	ErrInconclusive = errors.New("verify: inconclusive")
+)
 
-// Err returns nil if r found no leak, an error wrapping ErrLeaks if it did.
+// Err returns nil if r found no leak and every attempt was answered, an
+// error wrapping ErrLeaks if it found leaks, and one wrapping
+// ErrInconclusive if some attempts got no answer.
 func (r *Report) Err() error {
 	if r.Leaks > 0 {
 		return fmt.Errorf("%w: %d of %d attempts leaked", ErrLeaks, r.Leaks, r.Attempts)
+	}
+	if r.Inconclusive > 0 {
+		return fmt.Errorf("%w: %d of %d attempts got no answer (unreachable, throttled or a server error); run it again", ErrInconclusive, r.Inconclusive, r.Attempts)
 	}
 	return nil
 }
@@ -150,8 +168,9 @@ func Run(ctx context.Context, o Options) (rep *Report, err error) {
 		rep.Families = append(rep.Families, *f)
 		rep.Attempts += f.Attempts
 		rep.Leaks += f.Leaks
+		rep.Inconclusive += f.Inconclusive
 		if o.Progress != nil {
-			fmt.Fprintf(o.Progress, "%-15s %4d attempts, %d leaks\n", name, f.Attempts, f.Leaks)
+			fmt.Fprintf(o.Progress, "%-15s %4d attempts, %d leaks, %d inconclusive\n", name, f.Attempts, f.Leaks, f.Inconclusive)
 		}
 	}
 	return rep, nil
@@ -176,7 +195,8 @@ func (r *run) dynamo(c Credential, token string, rec *recorder) *dynamodb.Client
 		Credentials: aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
 			return aws.Credentials{AccessKeyID: c.AccessKeyID, SecretAccessKey: c.SecretAccessKey, SessionToken: token}, nil
 		}),
-		HTTPClient: &http.Client{Transport: rt, Timeout: time.Minute},
+		HTTPClient:       &http.Client{Transport: rt, Timeout: time.Minute},
+		RetryMaxAttempts: r.o.MaxAttempts,
 	})
 }
 
@@ -190,11 +210,17 @@ func (r *run) api(key string, rec *recorder) *client.Client {
 func (r *run) try(ctx context.Context, rec *recorder, name string, fn func(ctx context.Context) string) {
 	rec.take()
 	finding := fn(ctx)
-	found := rec.take()
-	if finding != "" {
+	found, failed := rec.take()
+	// NB: an attack's own verdict on an attempt without an answer is
+	// void (a network error is no refusal and no leak); what the
+	// recorder found in the answers it got stands.
+	if finding != "" && !failed {
 		found = append([]string{finding}, found...)
 	}
 	r.fam.Attempts++
+	if len(found) == 0 && failed {
+		r.fam.Inconclusive++
+	}
 	if len(found) > 0 {
 		r.fam.Leaks++
 		for _, f := range found {

@@ -3,6 +3,9 @@ package verify_test
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -23,7 +26,13 @@ func operator(s *harness.Server) verify.Credential {
 // leaves nothing behind: the tenants and tables that were there before
 // are exactly those there after.
 func TestRealServerLeaksNothing(t *testing.T) {
-	srv := harness.Start(t)
+	for _, fair := range []bool{false, true} {
+		t.Run(fmt.Sprintf("fairness=%v", fair), func(t *testing.T) { leaksNothing(t, harness.Options{Fairness: fair}) })
+	}
+}
+
+func leaksNothing(t *testing.T, o harness.Options) {
+	srv := harness.Start(t, o)
 	ctx := context.Background()
 	op := srv.Admin()
 	before, err := op.Tenants(ctx)
@@ -166,4 +175,27 @@ func (c *cancelAfter) Write(p []byte) (int, error) {
 		c.cancel()
 	}
 	return len(p), nil
+}
+
+// Attempts that get no answer prove nothing: the run says so and fails,
+// without calling them leaks.
+func TestUnansweredAttemptsAreInconclusive(t *testing.T) {
+	srv := harness.Start(t)
+	rep, err := verify.Run(context.Background(), verify.Options{Endpoint: srv.Endpoint, Operator: operator(srv), Transport: failGetItem{}, MaxAttempts: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Leaks != 0 || rep.Inconclusive == 0 || !errors.Is(rep.Err(), verify.ErrInconclusive) {
+		t.Fatalf("%d leaks, %d inconclusive, err %v", rep.Leaks, rep.Inconclusive, rep.Err())
+	}
+}
+
+// failGetItem fails every GetItem request as a network error would.
+type failGetItem struct{}
+
+func (failGetItem) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Header.Get("X-Amz-Target") == "DynamoDB_20120810.GetItem" {
+		return nil, errors.New("connection reset (injected)")
+	}
+	return http.DefaultTransport.RoundTrip(r)
 }
