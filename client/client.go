@@ -13,8 +13,10 @@
 //	c := client.New("http://127.0.0.1:8000", operatorKey)
 //	t, err := c.CreateTenant(ctx, client.CreateTenantRequest{Name: "acme"})
 //
-// The types of this package are the API's JSON shapes; the server encodes
-// the same types, so the client and the server cannot drift apart.
+// The types of this package are the API's JSON shapes. The server's
+// handlers encode these very types, or (audit records, quotas, usage)
+// types of its own that a test proves to have exactly their shape, so the
+// client and the server cannot drift apart.
 package client
 
 import (
