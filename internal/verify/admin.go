@@ -129,6 +129,21 @@ func (r *run) adminRoutes(ctx context.Context) {
 				return adminRefused(r.call(ctx, c, rt, A.id, B.app.AccessKeyID))
 			})
 		}
+		// Paths that name the attacker's own tenant on their way to the
+		// victim's.
+		for _, p := range []string{
+			"/v1/tenants/" + A.id + "/../" + B.id + "/keys",
+			"/v1/tenants/" + A.id + "/keys/../../" + B.id + "/keys",
+			"/v1/tenants/" + A.id + "%2F..%2F" + B.id + "/keys",
+			"/v1/tenants/" + B.id + "/keys?tenant=" + A.id,
+			"/v1/tenants/" + strings.ToUpper(B.id) + "/keys",
+			"/v1/tenants/" + B.id + "/keys/",
+		} {
+			r.try(ctx, A.rec, fmt.Sprintf("%s key: GET %s", k.name, p), func(ctx context.Context) string {
+				var out json.RawMessage
+				return adminRefused(c.Do(ctx, "GET", p, nil, &out))
+			})
+		}
 		for _, rt := range operatorRoutes {
 			r.try(ctx, A.rec, fmt.Sprintf("%s key: %s %s", k.name, rt.method, rt.path), func(ctx context.Context) string {
 				return adminRefused(r.call(ctx, c, rt, "", ""))

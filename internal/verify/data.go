@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -80,6 +81,38 @@ func (r *run) counts(ctx context.Context) {
 				KeyConditionExpression: aws.String("pk = :p"), ExpressionAttributeValues: map[string]types.AttributeValue{":p": S(pkv(A, k, 0))}})
 			if err == nil && out.Count != 2 {
 				return fmt.Sprintf("counted %d items in a partition where the tenant has 2", out.Count)
+			}
+			return ""
+		})
+		r.try(ctx, A.rec, "Scan ScannedCount "+k, func(ctx context.Context) string {
+			out, err := A.Read.Scan(ctx, &dynamodb.ScanInput{TableName: r.tbl(k)})
+			if err == nil && int(out.ScannedCount) != r.aItems[k] {
+				return fmt.Sprintf("scanned %d items, the tenant has %d", out.ScannedCount, r.aItems[k])
+			}
+			return ""
+		})
+		r.try(ctx, A.rec, "parallel Scan "+k, func(ctx context.Context) string {
+			n := 0
+			for seg := range int32(4) {
+				out, err := A.Read.Scan(ctx, &dynamodb.ScanInput{TableName: r.tbl(k), Segment: aws.Int32(seg), TotalSegments: aws.Int32(4)})
+				if err != nil {
+					return ""
+				}
+				if f := ownOnly(A, out.Items); f != "" {
+					return f
+				}
+				n += len(out.Items)
+			}
+			if n != r.aItems[k] {
+				return fmt.Sprintf("the segments held %d items, the tenant has %d", n, r.aItems[k])
+			}
+			return ""
+		})
+		r.try(ctx, A.rec, "Query of a partition only the victim has "+k, func(ctx context.Context) string {
+			out, err := A.Read.Query(ctx, &dynamodb.QueryInput{TableName: r.tbl(k),
+				KeyConditionExpression: aws.String("pk = :p"), ExpressionAttributeValues: map[string]types.AttributeValue{":p": S(pkv(A, k, 2))}})
+			if err == nil && (out.Count != 0 || out.ScannedCount != 0 || len(out.Items) != 0 || out.LastEvaluatedKey != nil) {
+				return fmt.Sprintf("Count %d, ScannedCount %d, %d items, a page token: %v", out.Count, out.ScannedCount, len(out.Items), out.LastEvaluatedKey != nil)
 			}
 			return ""
 		})
@@ -163,6 +196,13 @@ func (r *run) pageTokens(ctx context.Context) {
 			}
 			return ownOnly(A, out.Items)
 		})
+		r.try(ctx, A.rec, "Scan from a forged page token on a victim-only key "+k, func(ctx context.Context) string {
+			out, err := A.Read.Scan(ctx, &dynamodb.ScanInput{TableName: r.tbl(k), ExclusiveStartKey: keyOf(r.bItems[k][8])})
+			if err != nil {
+				return ""
+			}
+			return ownOnly(A, out.Items)
+		})
 		r.try(ctx, A.rec, "Query gsi from the victim's page token "+k, func(ctx context.Context) string {
 			out, err := A.Read.Query(ctx, &dynamodb.QueryInput{TableName: r.tbl(k), IndexName: aws.String("gsi"), ExclusiveStartKey: gsiTok,
 				KeyConditionExpression: aws.String("gpk = :g"), ExpressionAttributeValues: map[string]types.AttributeValue{":g": S(gpkv(A, k, 0))}})
@@ -207,15 +247,15 @@ func (r *run) errorMessages(ctx context.Context) {
 		name string
 		do   func(ctx context.Context, table string) error
 	}{
-		{"GetItem under the victim's leading key", func(ctx context.Context, t string) error {
+		{"GetItem", func(ctx context.Context, t string) error {
 			_, err := A.App.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(t), Key: key})
 			return err
 		}},
-		{"PutItem under the victim's leading key", func(ctx context.Context, t string) error {
+		{"PutItem", func(ctx context.Context, t string) error {
 			_, err := A.App.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(t), Item: key})
 			return err
 		}},
-		{"Query under the victim's leading key", func(ctx context.Context, t string) error {
+		{"Query", func(ctx context.Context, t string) error {
 			_, err := A.App.Query(ctx, &dynamodb.QueryInput{TableName: aws.String(t), KeyConditionExpression: aws.String("pk = :p"),
 				ExpressionAttributeValues: map[string]types.AttributeValue{":p": S("P0")}})
 			return err
@@ -238,6 +278,24 @@ func (r *run) errorMessages(ctx context.Context) {
 			return sameError(op.do(ctx, bonly), op.do(ctx, never), bonly, never)
 		})
 	}
+	// Creating a table of the victim's table's name is creating one's own.
+	r.try(ctx, A.rec, "CreateTable of the victim's table name", func(ctx context.Context) string {
+		err := r.createTable(ctx, A.Admin, bonly, nil)
+		if isCode(err, "ResourceInUseException") {
+			return "refused as in use: another tenant's table shows"
+		}
+		if err == nil {
+			// Gone again before the next attacks on the victim's table.
+			A.Admin.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(bonly)})
+			for range 600 {
+				if _, err := A.Admin.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(bonly)}); err != nil {
+					break
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+		}
+		return ""
+	})
 	// A guessed leading key of the victim and of nobody.
 	nobody := randHex(16)
 	r.try(ctx, A.rec, "GetItem under the victim's leading key", func(ctx context.Context) string {
@@ -331,11 +389,11 @@ func (r *run) keys(ctx context.Context) {
 		name string
 		do   func(ctx context.Context) error
 	}{
-		{"GetItem", func(ctx context.Context) error {
+		{"GetItem under the victim's leading key", func(ctx context.Context) error {
 			_, err := A.Read.GetItem(ctx, &dynamodb.GetItemInput{TableName: r.tbl(kLK), Key: keyOf(r.bItems[kLK][0])})
 			return err
 		}},
-		{"PutItem", func(ctx context.Context) error {
+		{"PutItem under the victim's leading key", func(ctx context.Context) error {
 			it := item(A, kLK, 0, 0)
 			it["pk"] = S(pkv(B, kLK, 0))
 			_, err := A.App.PutItem(ctx, &dynamodb.PutItemInput{TableName: r.tbl(kLK), Item: it})
@@ -361,7 +419,7 @@ func (r *run) keys(ctx context.Context) {
 			_, err := A.App.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: r.tbl(kLK), Key: keyOf(r.bItems[kLK][2])})
 			return err
 		}},
-		{"Query", func(ctx context.Context) error {
+		{"Query under the victim's leading key", func(ctx context.Context) error {
 			_, err := A.Read.Query(ctx, &dynamodb.QueryInput{TableName: r.tbl(kLK), KeyConditionExpression: aws.String("pk = :p"),
 				ExpressionAttributeValues: map[string]types.AttributeValue{":p": S(pkv(B, kLK, 0))}})
 			return err
@@ -499,6 +557,19 @@ func (r *run) transactions(ctx context.Context) {
 			return ""
 		})
 	}
+	r.try(ctx, A.rec, "TransactWriteItems reusing the victim's ClientRequestToken", func(ctx context.Context) string {
+		token := "tdbverify-" + r.id + "-" + randHex(4)
+		if _, err := r.B.App.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{ClientRequestToken: aws.String(token),
+			TransactItems: []types.TransactWriteItem{{Put: &types.Put{TableName: r.tbl(kNS), Item: r.bItems[kNS][0]}}}}); err != nil {
+			return ""
+		}
+		_, err := A.App.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{ClientRequestToken: aws.String(token),
+			TransactItems: []types.TransactWriteItem{{Put: &types.Put{TableName: r.tbl(kNS), Item: item(A, kNS, 0, 0)}}}})
+		if isCode(err, "IdempotentParameterMismatchException") {
+			return "refused as a reuse of the token: another tenant's transaction shows"
+		}
+		return ""
+	})
 	r.try(ctx, A.rec, "TransactWriteItems into the victim-only table", func(ctx context.Context) string {
 		_, err := A.App.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
 			{Delete: &types.Delete{TableName: r.tbl(kBOnly), Key: keyOf(r.bItems[kBOnly][0])}},
