@@ -48,6 +48,7 @@ const (
 	Conflict // admin API: resource already exists
 	Unauthorized
 	MethodNotAllowed
+	DuplicateItem // PartiQL INSERT of an existing key
 
 	kindCount // NB: keep last; wire's table test ranges up to it.
 )
@@ -135,6 +136,7 @@ var kindNames = [...]string{
 	Conflict:                        "Conflict",
 	Unauthorized:                    "Unauthorized",
 	MethodNotAllowed:                "MethodNotAllowed",
+	DuplicateItem:                   "DuplicateItemException",
 }
 
 // String returns the DynamoDB error type name of k.

@@ -129,7 +129,7 @@ func TestGuardClassifiesEveryOperation(t *testing.T) {
 			t.Errorf("%s: admin refused: %v", op.Name, err)
 		}
 	}
-	for _, name := range []string{"ExecuteStatement", "GetRecords", "", "getitem"} {
+	for _, name := range []string{"CreateBackup", "GetRecords", "", "getitem"} {
 		if _, err := g.Admit(admin, ActionOf(name)); !apierr.Is(err, apierr.UnknownOperation) {
 			t.Errorf("%q: %v, want UnknownOperationException", name, err)
 		}
@@ -191,6 +191,7 @@ func TestTables(t *testing.T) {
 			[]string{"a", "b"}},
 		"TransactGetItems": {`{"TransactItems":[{"Get":{"TableName":"a","Key":{"pk":{"S":"x"}}}},{"Get":{"TableName":"b","Key":{"pk":{"S":"x"}}}}]}`,
 			[]string{"a", "b"}},
+		"ExecuteStatement": {`{"Statement":"SELECT * FROM \"a\" WHERE pk = 'x'"}`, []string{"a"}},
 		"TransactWriteItems": {`{"TransactItems":[{"Put":{"TableName":"a","Item":{"pk":{"S":"x"}}}},{"Update":{"TableName":"b","Key":{"pk":{"S":"x"}},"UpdateExpression":"SET v = :v","ExpressionAttributeValues":{":v":{"N":"1"}}}},{"Delete":{"TableName":"c","Key":{"pk":{"S":"x"}}}},{"ConditionCheck":{"TableName":"d","Key":{"pk":{"S":"x"}},"ConditionExpression":"attribute_exists(pk)"}}]}`,
 			[]string{"a", "b", "c", "d"}},
 	}
@@ -225,7 +226,8 @@ func TestFromTarget(t *testing.T) {
 		ok         bool
 	}{
 		{"DynamoDB_20120810.PutItem", "PutItem", true},
-		{"DynamoDB_20120810.ExecuteStatement", "", false},
+		{"DynamoDB_20120810.ExecuteStatement", "ExecuteStatement", true},
+		{"DynamoDB_20120810.CreateBackup", "", false},
 		{"DynamoDB_20120810.", "", false},
 		{"DynamoDBStreams_20120810.GetRecords", "", false},
 		{"DynamoDBStreams_20120810.PutItem", "", false},

@@ -3,6 +3,7 @@ package dynamo
 import (
 	"context"
 
+	"github.com/tenantdb/tenantdb/internal/partiql"
 	"github.com/tenantdb/tenantdb/internal/tenancy"
 	"github.com/tenantdb/tenantdb/internal/wire"
 )
@@ -34,6 +35,7 @@ type Backend interface {
 	ListTagsOfResource(context.Context, tenancy.Scope, *wire.ListTagsOfResourceInput) (*wire.ListTagsOfResourceOutput, error)
 	DescribeEndpoints(context.Context, tenancy.Scope, *wire.DescribeEndpointsInput) (*wire.DescribeEndpointsOutput, error)
 	DescribeLimits(context.Context, tenancy.Scope, *wire.DescribeLimitsInput) (*wire.DescribeLimitsOutput, error)
+	ExecuteStatement(context.Context, tenancy.Scope, *wire.ExecuteStatementInput) (*wire.ExecuteStatementOutput, error)
 }
 
 // The services whose X-Amz-Target prefixes tenantdb answers, all on the
@@ -69,9 +71,22 @@ var table = []*Op{
 	define(dynamoDB, "ListTagsOfResource", tenancy.ClassMeta, Backend.ListTagsOfResource, nil),
 	define(dynamoDB, "DescribeEndpoints", tenancy.ClassMeta, Backend.DescribeEndpoints, nil),
 	define(dynamoDB, "DescribeLimits", tenancy.ClassMeta, Backend.DescribeLimits, nil),
+	// NB: the PartiQL operations are admitted as reads; their write
+	// statements are checked again as writes once parsed (Scope.Permits).
+	define(dynamoDB, "ExecuteStatement", tenancy.ClassRead, Backend.ExecuteStatement, func(in *wire.ExecuteStatementInput) []string { return statementTables(in.Statement) }),
 }
 
 // The tables of the multi-table operations.
+
+// statementTables returns the table a PartiQL statement names, or nil if
+// it does not parse (the backend refuses it).
+func statementTables(stmt string) []string {
+	st, err := partiql.Parse(stmt)
+	if err != nil {
+		return nil
+	}
+	return []string{partiql.TableOf(st)}
+}
 
 func batchGetTables(in *wire.BatchGetItemInput) []string {
 	out := make([]string, 0, len(in.RequestItems))

@@ -123,7 +123,8 @@ func TestImportDirections(t *testing.T) {
 		"internal/wire":    {"internal/apierr", "internal/attr"},
 		// The operations table sits on the vocabulary and the wire types
 		// only, so every layer above may derive from it.
-		"internal/dynamo":  {"internal/apierr", "internal/attr", "internal/tenancy", "internal/wire"},
+		"internal/dynamo":  {"internal/apierr", "internal/attr", "internal/partiql", "internal/tenancy", "internal/wire"},
+		"internal/partiql": {"internal/apierr", "internal/attr", "internal/tenancy", "internal/wire"},
 		"internal/storage": {},
 		// The table definition is vocabulary every backend shares.
 		"internal/schema": {"internal/apierr", "internal/attr", "internal/tenancy", "internal/wire"},

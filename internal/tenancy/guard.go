@@ -105,27 +105,44 @@ func (g *Guard) Admit(p Principal, a Action) (Scope, error) {
 		return Scope{}, apierr.New(apierr.AccessDenied,
 			"User: %s is not authorized to perform: dynamodb:%s", p.KeyID, action)
 	}
-	switch a.Class {
-	case ClassMeta:
-	case ClassRead:
-		if p.Role == RoleOperator {
-			return deny()
-		}
-	case ClassWrite:
-		if p.Role != RoleApp && p.Role != RoleAdmin {
-			return deny()
-		}
-	case ClassDDL:
-		if p.Role != RoleOperator && p.Role != RoleAdmin {
-			return deny()
-		}
-	default: // ClassUnknown
+	if a.Class == ClassUnknown || a.Class > ClassDDL {
 		return Scope{}, apierr.New(apierr.UnknownOperation, "Unknown operation %s", action)
+	}
+	if !roleMay(p.Role, a.Class) {
+		return deny()
 	}
 	if p.Policy != nil && !p.Policy.Allows(action, "") {
 		return deny()
 	}
 	return s, nil
+}
+
+// roleMay reports whether role r may take actions of class c.
+func roleMay(r Role, c ActionClass) bool {
+	switch c {
+	case ClassMeta:
+		return true
+	case ClassRead:
+		return r != RoleOperator
+	case ClassWrite:
+		return r == RoleApp || r == RoleAdmin
+	case ClassDDL:
+		return r == RoleOperator || r == RoleAdmin
+	}
+	return false
+}
+
+// Permits returns nil if s's principal may also take actions of class c
+// within the admitted action, and an AccessDenied error otherwise. It is
+// for actions whose class is known only once their input is read: an
+// ExecuteStatement is admitted as a read, and its INSERT, UPDATE and
+// DELETE statements must also be permitted as writes.
+func (s Scope) Permits(c ActionClass) error {
+	if s.bypass || (s.valid && roleMay(s.role, c)) {
+		return nil
+	}
+	return apierr.New(apierr.AccessDenied,
+		"User: %s is not authorized to perform: dynamodb:%s", s.keyID, s.action)
 }
 
 // CheckLeadingKey enforces a leading-keys pattern such as

@@ -95,3 +95,31 @@ func TestCheckLeadingKey(t *testing.T) {
 		}
 	}
 }
+
+// TestPermits: a scope admitted for one class is permitted another class
+// only if its role may take it (a read key's ExecuteStatement may not
+// write).
+func TestPermits(t *testing.T) {
+	var g Guard
+	tenant := NewTenantID()
+	for _, c := range []struct {
+		role  Role
+		class ActionClass
+		ok    bool
+	}{
+		{RoleRead, ClassRead, true}, {RoleRead, ClassWrite, false},
+		{RoleApp, ClassWrite, true}, {RoleAdmin, ClassWrite, true}, {RoleApp, ClassDDL, false},
+	} {
+		s, err := g.Admit(Principal{Tenant: tenant, Env: "live", Role: c.role, KeyID: "k"}, Action{Name: "ExecuteStatement", Class: ClassRead})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = s.Permits(c.class)
+		if (err == nil) != c.ok || (err != nil && apierr.KindOf(err) != apierr.AccessDenied) {
+			t.Errorf("role %v class %v: %v, want ok=%v", c.role, c.class, err, c.ok)
+		}
+	}
+	if err := (Scope{}).Permits(ClassRead); err == nil {
+		t.Error("the zero Scope permits reads")
+	}
+}

@@ -60,6 +60,7 @@ var errorTable = [apierr.KindCount]ErrorShape{
 	apierr.Conflict:                        {nsTenantDB + "Conflict", 409},
 	apierr.Unauthorized:                    {nsTenantDB + "Unauthorized", 401},
 	apierr.MethodNotAllowed:                {nsTenantDB + "MethodNotAllowed", 405},
+	apierr.DuplicateItem:                   {nsDynamo + "DuplicateItemException", 400},
 }
 
 // internalMessage is what an untyped error tells the client.

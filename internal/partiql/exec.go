@@ -1,0 +1,238 @@
+package partiql
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"errors"
+
+	"github.com/tenantdb/tenantdb/internal/apierr"
+	"github.com/tenantdb/tenantdb/internal/attr"
+	"github.com/tenantdb/tenantdb/internal/tenancy"
+	"github.com/tenantdb/tenantdb/internal/wire"
+)
+
+// Items is the item API that statements run on, with the key schemas
+// their translation needs. The engine implements it; every call acts for
+// the Scope given, so tenancy, isolation and capacity are the item API's.
+type Items interface {
+	// KeySchema returns the key attributes of table, or of its index, as
+	// scope s sees the table, with the errors GetItem and Query give for
+	// unknown tables and indexes.
+	KeySchema(ctx context.Context, s tenancy.Scope, table, index string) (Keys, error)
+	GetItem(context.Context, tenancy.Scope, *wire.GetItemInput) (*wire.GetItemOutput, error)
+	Query(context.Context, tenancy.Scope, *wire.QueryInput) (*wire.QueryOutput, error)
+	Scan(context.Context, tenancy.Scope, *wire.ScanInput) (*wire.ScanOutput, error)
+	PutItem(context.Context, tenancy.Scope, *wire.PutItemInput) (*wire.PutItemOutput, error)
+	UpdateItem(context.Context, tenancy.Scope, *wire.UpdateItemInput) (*wire.UpdateItemOutput, error)
+	DeleteItem(context.Context, tenancy.Scope, *wire.DeleteItemInput) (*wire.DeleteItemOutput, error)
+	TransactWriteItems(context.Context, tenancy.Scope, *wire.TransactWriteItemsInput) (*wire.TransactWriteItemsOutput, error)
+	TransactGetItems(context.Context, tenancy.Scope, *wire.TransactGetItemsInput) (*wire.TransactGetItemsOutput, error)
+}
+
+// maxStatement is DynamoDB's limit on a statement's length.
+const maxStatement = 8192
+
+// errDuplicate is DynamoDB's answer to an INSERT of an existing key.
+func errDuplicate() error {
+	return apierr.New(apierr.DuplicateItem, "Duplicate primary key exists in table")
+}
+
+// prepare parses and translates one statement for scope s. Write
+// statements need a role that may write: ExecuteStatement is admitted as
+// a read.
+func prepare(ctx context.Context, s tenancy.Scope, b Items, stmt string, params []attr.Value) (Statement, *Plan, error) {
+	if len(stmt) < 1 {
+		return nil, nil, invalid("1 validation error detected: Value at 'statement' failed to satisfy constraint: Member must have length greater than or equal to 1")
+	}
+	if len(stmt) > maxStatement {
+		return nil, nil, invalid("1 validation error detected: Value at 'statement' failed to satisfy constraint: Member must have length less than or equal to %d", maxStatement)
+	}
+	st, err := Parse(stmt)
+	if err != nil {
+		return nil, nil, err
+	}
+	if IsWrite(st) {
+		if err := s.Permits(tenancy.ClassWrite); err != nil {
+			return nil, nil, err
+		}
+	}
+	plan, err := Translate(st, params, func(table, index string) (Keys, error) {
+		return b.KeySchema(ctx, s, table, index)
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return st, plan, nil
+}
+
+// ExecuteStatement runs one statement: a SELECT as a GetItem, Query or
+// Scan (paged by NextToken and Limit), an INSERT, UPDATE or DELETE as the
+// item write it translates to. Errors are those of Parse, Translate and
+// the item operation, except that an INSERT of an existing key is a
+// DuplicateItemException.
+func ExecuteStatement(ctx context.Context, s tenancy.Scope, b Items, in *wire.ExecuteStatementInput) (*wire.ExecuteStatementOutput, error) {
+	st, plan, err := prepare(ctx, s, b, in.Statement, in.Parameters)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := st.(*Exists); ok {
+		return nil, invalid("EXISTS is supported only in ExecuteTransaction")
+	}
+	out := &wire.ExecuteStatementOutput{Items: []wire.Item{}}
+	rcc := in.ReturnConsumedCapacity
+	switch {
+	case plan.Get != nil:
+		g := plan.Get
+		g.ConsistentRead, g.ReturnConsumedCapacity = in.ConsistentRead, rcc
+		r, err := b.GetItem(ctx, s, g)
+		if err != nil {
+			return nil, err
+		}
+		if r.Item != nil {
+			out.Items = append(out.Items, r.Item)
+		}
+		out.ConsumedCapacity, out.U = r.ConsumedCapacity, r.U
+	case plan.Query != nil, plan.Scan != nil:
+		var start attr.Item
+		if in.NextToken != nil {
+			if start, err = startKey(s, in.Statement, *in.NextToken); err != nil {
+				return nil, err
+			}
+		}
+		var r *wire.QueryOutput
+		if q := plan.Query; q != nil {
+			q.Limit, q.ConsistentRead, q.ReturnConsumedCapacity, q.ExclusiveStartKey = in.Limit, in.ConsistentRead, rcc, start
+			r, err = b.Query(ctx, s, q)
+		} else {
+			sc := plan.Scan
+			sc.Limit, sc.ConsistentRead, sc.ReturnConsumedCapacity, sc.ExclusiveStartKey = in.Limit, in.ConsistentRead, rcc, start
+			r, err = b.Scan(ctx, s, sc)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if r.Items != nil {
+			out.Items = r.Items
+		}
+		if r.LastEvaluatedKey != nil {
+			out.NextToken = nextToken(s, in.Statement, r.LastEvaluatedKey)
+			out.LastEvaluatedKey = r.LastEvaluatedKey
+		}
+		out.ConsumedCapacity, out.U = r.ConsumedCapacity, r.U
+	case plan.Put != nil:
+		p := plan.Put
+		p.ReturnConsumedCapacity = rcc
+		r, err := b.PutItem(ctx, s, p)
+		if apierr.Is(err, apierr.ConditionalCheckFailed) {
+			return nil, errDuplicate()
+		}
+		if err != nil {
+			return nil, err
+		}
+		out.ConsumedCapacity, out.U = r.ConsumedCapacity, r.U
+	case plan.Update != nil:
+		u := plan.Update
+		u.ReturnConsumedCapacity, u.ReturnValuesOnConditionCheckFailure = rcc, in.ReturnValuesOnConditionCheckFailure
+		r, err := b.UpdateItem(ctx, s, u)
+		if err != nil {
+			return nil, err
+		}
+		if r.Attributes != nil {
+			out.Items = append(out.Items, r.Attributes)
+		}
+		out.ConsumedCapacity, out.U = r.ConsumedCapacity, r.U
+	case plan.Delete != nil:
+		d := plan.Delete
+		d.ReturnConsumedCapacity, d.ReturnValuesOnConditionCheckFailure = rcc, in.ReturnValuesOnConditionCheckFailure
+		r, err := b.DeleteItem(ctx, s, d)
+		if err != nil {
+			return nil, err
+		}
+		if r.Attributes != nil {
+			out.Items = append(out.Items, r.Attributes)
+		}
+		out.ConsumedCapacity, out.U = r.ConsumedCapacity, r.U
+	}
+	return out, nil
+}
+
+// Page tokens.
+//
+// A NextToken is a LastEvaluatedKey with a tag that binds it to the
+// tenant, environment and statement that produced it; a token presented
+// with another is refused. NB: the tag is an integrity check against
+// misuse, not a secret: a start key is only ever a seek position inside
+// the caller's own namespace (and its partition key is checked against
+// leading-keys patterns) in the item API, so a forged token can reach
+// nothing that a Scan of one's own could not.
+
+const tagLen = 16
+
+func tokenTag(s tenancy.Scope, stmt string) []byte {
+	h := sha256.New()
+	h.Write([]byte(s.Tenant().String()))
+	h.Write([]byte{0})
+	h.Write([]byte(s.Env()))
+	h.Write([]byte{0})
+	h.Write([]byte(stmt))
+	return h.Sum(nil)[:tagLen]
+}
+
+func nextToken(s tenancy.Scope, stmt string, lek attr.Item) string {
+	raw := attr.AppendItemJSON(tokenTag(s, stmt), lek)
+	return base64.RawURLEncoding.EncodeToString(raw)
+}
+
+func errToken() error {
+	return invalid("The provided NextToken is not valid for this statement")
+}
+
+func startKey(s tenancy.Scope, stmt, tok string) (attr.Item, error) {
+	raw, err := base64.RawURLEncoding.DecodeString(tok)
+	if err != nil || len(raw) <= tagLen || subtle.ConstantTimeCompare(raw[:tagLen], tokenTag(s, stmt)) != 1 {
+		return nil, errToken()
+	}
+	it, err := attr.ParseItemJSON(raw[tagLen:])
+	if err != nil {
+		return nil, errToken()
+	}
+	return it, nil
+}
+
+// batchCode is the BatchStatementError code of an error.
+func batchCode(err error) string {
+	switch apierr.KindOf(err) {
+	case apierr.ConditionalCheckFailed:
+		return "ConditionalCheckFailed"
+	case apierr.DuplicateItem:
+		return "DuplicateItem"
+	case apierr.ItemCollectionSizeLimitExceeded:
+		return "ItemCollectionSizeLimitExceeded"
+	case apierr.RequestLimitExceeded:
+		return "RequestLimitExceeded"
+	case apierr.ProvisionedThroughputExceeded:
+		return "ProvisionedThroughputExceeded"
+	case apierr.TransactionConflict:
+		return "TransactionConflict"
+	case apierr.Throttling:
+		return "ThrottlingError"
+	case apierr.ResourceNotFound:
+		return "ResourceNotFound"
+	case apierr.AccessDenied:
+		return "AccessDenied"
+	case apierr.Validation, apierr.Serialization:
+		return "ValidationError"
+	}
+	return "InternalServerError"
+}
+
+// message is the client-safe message of err.
+func message(err error) string {
+	var e *apierr.Error
+	if errors.As(err, &e) {
+		return e.Message
+	}
+	return apierr.InternalMessage
+}
