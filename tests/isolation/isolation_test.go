@@ -12,6 +12,7 @@ func TestIsolation(t *testing.T) {
 		t.Run(table, func(t *testing.T) { w.dataAttacks(t, table) })
 	}
 	t.Run(tblLK, w.leadingKeysAttacks)
+	t.Run("partiql", w.partiqlAttacks)
 	t.Run("tables", w.tableAttacks)
 	t.Run("environments", w.envAttacks)
 	t.Run("credentials", w.credentialAttacks)
