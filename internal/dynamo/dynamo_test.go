@@ -191,7 +191,9 @@ func TestTables(t *testing.T) {
 			[]string{"a", "b"}},
 		"TransactGetItems": {`{"TransactItems":[{"Get":{"TableName":"a","Key":{"pk":{"S":"x"}}}},{"Get":{"TableName":"b","Key":{"pk":{"S":"x"}}}}]}`,
 			[]string{"a", "b"}},
-		"ExecuteStatement": {`{"Statement":"SELECT * FROM \"a\" WHERE pk = 'x'"}`, []string{"a"}},
+		"ExecuteStatement":      {`{"Statement":"SELECT * FROM \"a\" WHERE pk = 'x'"}`, []string{"a"}},
+		"BatchExecuteStatement": {`{"Statements":[{"Statement":"SELECT * FROM a WHERE pk = 'x'"},{"Statement":"DELETE FROM \"b\" WHERE pk = 'x'"}]}`, []string{"a", "b"}},
+		"ExecuteTransaction":    {`{"TransactStatements":[{"Statement":"INSERT INTO a VALUE {'pk': 'x'}"},{"Statement":"EXISTS(SELECT * FROM b WHERE pk = 'x')"}]}`, []string{"a", "b"}},
 		"TransactWriteItems": {`{"TransactItems":[{"Put":{"TableName":"a","Item":{"pk":{"S":"x"}}}},{"Update":{"TableName":"b","Key":{"pk":{"S":"x"}},"UpdateExpression":"SET v = :v","ExpressionAttributeValues":{":v":{"N":"1"}}}},{"Delete":{"TableName":"c","Key":{"pk":{"S":"x"}}}},{"ConditionCheck":{"TableName":"d","Key":{"pk":{"S":"x"}},"ConditionExpression":"attribute_exists(pk)"}}]}`,
 			[]string{"a", "b", "c", "d"}},
 	}

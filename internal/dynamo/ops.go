@@ -36,6 +36,8 @@ type Backend interface {
 	DescribeEndpoints(context.Context, tenancy.Scope, *wire.DescribeEndpointsInput) (*wire.DescribeEndpointsOutput, error)
 	DescribeLimits(context.Context, tenancy.Scope, *wire.DescribeLimitsInput) (*wire.DescribeLimitsOutput, error)
 	ExecuteStatement(context.Context, tenancy.Scope, *wire.ExecuteStatementInput) (*wire.ExecuteStatementOutput, error)
+	BatchExecuteStatement(context.Context, tenancy.Scope, *wire.BatchExecuteStatementInput) (*wire.BatchExecuteStatementOutput, error)
+	ExecuteTransaction(context.Context, tenancy.Scope, *wire.ExecuteTransactionInput) (*wire.ExecuteTransactionOutput, error)
 }
 
 // The services whose X-Amz-Target prefixes tenantdb answers, all on the
@@ -73,19 +75,37 @@ var table = []*Op{
 	define(dynamoDB, "DescribeLimits", tenancy.ClassMeta, Backend.DescribeLimits, nil),
 	// NB: the PartiQL operations are admitted as reads; their write
 	// statements are checked again as writes once parsed (Scope.Permits).
-	define(dynamoDB, "ExecuteStatement", tenancy.ClassRead, Backend.ExecuteStatement, func(in *wire.ExecuteStatementInput) []string { return statementTables(in.Statement) }),
+	define(dynamoDB, "ExecuteStatement", tenancy.ClassRead, Backend.ExecuteStatement, func(in *wire.ExecuteStatementInput) []string { return statementTables(nil, in.Statement) }),
+	define(dynamoDB, "BatchExecuteStatement", tenancy.ClassRead, Backend.BatchExecuteStatement, batchStatementTables),
+	define(dynamoDB, "ExecuteTransaction", tenancy.ClassRead, Backend.ExecuteTransaction, transactionTables),
 }
 
 // The tables of the multi-table operations.
 
-// statementTables returns the table a PartiQL statement names, or nil if
-// it does not parse (the backend refuses it).
-func statementTables(stmt string) []string {
+// statementTables appends the table a PartiQL statement names to out,
+// unless it does not parse (the backend refuses it).
+func statementTables(out []string, stmt string) []string {
 	st, err := partiql.Parse(stmt)
 	if err != nil {
-		return nil
+		return out
 	}
-	return []string{partiql.TableOf(st)}
+	return append(out, partiql.TableOf(st))
+}
+
+func batchStatementTables(in *wire.BatchExecuteStatementInput) []string {
+	var out []string
+	for _, st := range in.Statements {
+		out = statementTables(out, st.Statement)
+	}
+	return out
+}
+
+func transactionTables(in *wire.ExecuteTransactionInput) []string {
+	var out []string
+	for _, st := range in.TransactStatements {
+		out = statementTables(out, st.Statement)
+	}
+	return out
 }
 
 func batchGetTables(in *wire.BatchGetItemInput) []string {

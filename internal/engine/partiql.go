@@ -19,6 +19,18 @@ func (e *Engine) ExecuteStatement(ctx context.Context, s tenancy.Scope, in *wire
 	return partiql.ExecuteStatement(ctx, s, e, in)
 }
 
+// BatchExecuteStatement runs up to 25 statements; see
+// partiql.BatchExecuteStatement.
+func (e *Engine) BatchExecuteStatement(ctx context.Context, s tenancy.Scope, in *wire.BatchExecuteStatementInput) (*wire.BatchExecuteStatementOutput, error) {
+	return partiql.BatchExecuteStatement(ctx, s, e, in)
+}
+
+// ExecuteTransaction runs up to 100 statements as one transaction; see
+// partiql.ExecuteTransaction.
+func (e *Engine) ExecuteTransaction(ctx context.Context, s tenancy.Scope, in *wire.ExecuteTransactionInput) (*wire.ExecuteTransactionOutput, error) {
+	return partiql.ExecuteTransaction(ctx, s, e, in)
+}
+
 // KeySchema returns the key attributes of table, or of its index, as s
 // sees the table. Errors: ResourceNotFoundException, ValidationException
 // (unknown or backfilling index), AccessDeniedException.

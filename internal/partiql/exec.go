@@ -80,6 +80,12 @@ func ExecuteStatement(ctx context.Context, s tenancy.Scope, b Items, in *wire.Ex
 	if _, ok := st.(*Exists); ok {
 		return nil, invalid("EXISTS is supported only in ExecuteTransaction")
 	}
+	return run(ctx, s, b, plan, in)
+}
+
+// run executes a plan with the options of in.
+func run(ctx context.Context, s tenancy.Scope, b Items, plan *Plan, in *wire.ExecuteStatementInput) (*wire.ExecuteStatementOutput, error) {
+	var err error
 	out := &wire.ExecuteStatementOutput{Items: []wire.Item{}}
 	rcc := in.ReturnConsumedCapacity
 	switch {

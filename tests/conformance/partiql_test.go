@@ -209,4 +209,160 @@ func TestAWSCLIPartiQL(t *testing.T) {
 	if cc, _ := out["ConsumedCapacity"].(map[string]any); cc == nil || cc["TableName"] != "Music" {
 		t.Errorf("ConsumedCapacity = %v", out["ConsumedCapacity"])
 	}
+
+	out = awsCLI(t, srv, c, "batch-execute-statement", "--statements",
+		`[{"Statement": "INSERT INTO Music VALUE {'Artist': 'B', 'SongTitle': 'One'}"}, {"Statement": "INSERT INTO Music VALUE {'Artist': 'Acme Band', 'SongTitle': 'PartiQL Rocks'}"}]`)
+	rs, _ := out["Responses"].([]any)
+	if len(rs) != 2 || rs[0].(map[string]any)["Error"] != nil || rs[1].(map[string]any)["Error"].(map[string]any)["Code"] != "DuplicateItem" {
+		t.Errorf("batch-execute-statement: %v", out)
+	}
+	awsCLI(t, srv, c, "execute-transaction", "--client-request-token", "t1", "--transact-statements",
+		`[{"Statement": "DELETE FROM Music WHERE Artist = 'B' AND SongTitle = 'One'"}, {"Statement": "UPDATE Music SET Plays = 1 WHERE Artist = ? AND SongTitle = ?", "Parameters": [{"S": "Acme Band"}, {"S": "PartiQL Rocks"}]}]`)
+	out = awsCLI(t, srv, c, "execute-transaction", "--transact-statements",
+		`[{"Statement": "SELECT Plays FROM Music WHERE Artist = 'Acme Band' AND SongTitle = 'PartiQL Rocks'"}, {"Statement": "SELECT * FROM Music WHERE Artist = 'B' AND SongTitle = 'One'"}]`)
+	if rs, _ := out["Responses"].([]any); len(rs) != 2 || rs[0].(map[string]any)["Item"] == nil || rs[1].(map[string]any)["Item"] != nil {
+		t.Errorf("execute-transaction: %v", out)
+	}
+}
+
+// TestPartiQLBatch: BatchExecuteStatement runs up to 25 statements, each
+// failing alone with its error in its response.
+func TestPartiQLBatch(t *testing.T) {
+	t.Parallel()
+	_, c := start(t)
+	createTable(t, c, "Books", keyDef{"id", "S"}, nil, nil)
+	ctx := ctxT(t)
+	mustStmt(t, c, `INSERT INTO Books VALUE {'id': 'b0', 'n': 1}`)
+
+	w, err := c.BatchExecuteStatement(ctx, &dynamodb.BatchExecuteStatementInput{Statements: []types.BatchStatementRequest{
+		{Statement: aws.String(`INSERT INTO Books VALUE {'id': 'b1', 'n': 1}`)},
+		{Statement: aws.String(`INSERT INTO Books VALUE {'id': 'b0'}`)},
+		{Statement: aws.String(`UPDATE Books SET n = n + 1 WHERE id = ?`), Parameters: []types.AttributeValue{S("b0")}},
+		{Statement: aws.String(`UPDATE Books SET n = 9 WHERE id = 'b0' AND n = 100`), ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld},
+		{Statement: aws.String(`INSERT INTO Books VALUES`)},
+		{Statement: aws.String(`DELETE FROM Nope WHERE id = 'x'`)},
+	}, ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range w.Responses {
+		if r.Error != nil {
+			got = append(got, string(r.Error.Code))
+		} else {
+			got = append(got, "ok:"+aws.ToString(r.TableName))
+		}
+	}
+	if want := "ok:Books DuplicateItem ok:Books ConditionalCheckFailed ValidationError ResourceNotFound"; strings.Join(got, " ") != want {
+		t.Errorf("responses = %v", got)
+	}
+	if r := w.Responses[3].Error; r == nil || str(r.Item["n"]) != "2" {
+		t.Errorf("failed condition's item: %+v", r)
+	}
+	if len(w.ConsumedCapacity) != 1 || aws.ToFloat64(w.ConsumedCapacity[0].CapacityUnits) < 2 {
+		t.Errorf("ConsumedCapacity = %+v", w.ConsumedCapacity)
+	}
+
+	r, err := c.BatchExecuteStatement(ctx, &dynamodb.BatchExecuteStatementInput{Statements: []types.BatchStatementRequest{
+		{Statement: aws.String(`SELECT * FROM Books WHERE id = 'b0'`), ConsistentRead: aws.Bool(true)},
+		{Statement: aws.String(`SELECT n FROM Books WHERE id = 'b1'`)},
+		{Statement: aws.String(`SELECT * FROM Books WHERE id = 'none'`)},
+		{Statement: aws.String(`SELECT * FROM Books WHERE n = 1`)},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if str(r.Responses[0].Item["n"]) != "2" || str(r.Responses[1].Item["n"]) != "1" || r.Responses[1].Item["id"] != nil ||
+		r.Responses[2].Item != nil || r.Responses[2].Error != nil || r.Responses[3].Error == nil || r.Responses[3].Error.Code != "ValidationError" {
+		t.Errorf("reads = %+v", r.Responses)
+	}
+
+	// Reads and writes do not mix; at most 25 statements.
+	_, err = c.BatchExecuteStatement(ctx, &dynamodb.BatchExecuteStatementInput{Statements: []types.BatchStatementRequest{
+		{Statement: aws.String(`SELECT * FROM Books WHERE id = 'b0'`)},
+		{Statement: aws.String(`DELETE FROM Books WHERE id = 'b1'`)},
+	}})
+	wantCode(t, err, "ValidationException")
+	many := make([]types.BatchStatementRequest, 26)
+	for i := range many {
+		many[i].Statement = aws.String(`SELECT * FROM Books WHERE id = 'b0'`)
+	}
+	_, err = c.BatchExecuteStatement(ctx, &dynamodb.BatchExecuteStatementInput{Statements: many})
+	wantCode(t, err, "ValidationException")
+}
+
+// TestPartiQLTransaction: ExecuteTransaction applies up to 100 statements
+// together or not at all, with DynamoDB's cancellation reasons and
+// ClientRequestToken idempotency.
+func TestPartiQLTransaction(t *testing.T) {
+	t.Parallel()
+	_, c := start(t)
+	createTable(t, c, "Accounts", keyDef{"id", "S"}, nil, nil)
+	ctx := ctxT(t)
+	mustStmt(t, c, `INSERT INTO Accounts VALUE {'id': 'a', 'bal': 10}`)
+	mustStmt(t, c, `INSERT INTO Accounts VALUE {'id': 'b', 'bal': 0}`)
+
+	transfer := []types.ParameterizedStatement{
+		{Statement: aws.String(`UPDATE Accounts SET bal = bal - ? WHERE id = 'a' AND bal >= ?`), Parameters: []types.AttributeValue{N("4"), N("4")}},
+		{Statement: aws.String(`UPDATE Accounts SET bal = bal + 4 WHERE id = 'b'`)},
+		{Statement: aws.String(`INSERT INTO Accounts VALUE {'id': 'log1'}`)},
+	}
+	if _, err := c.ExecuteTransaction(ctx, &dynamodb.ExecuteTransactionInput{TransactStatements: transfer, ClientRequestToken: aws.String("tok-1")}); err != nil {
+		t.Fatal(err)
+	}
+	// The same token again is a no-op, not a DuplicateItem.
+	if _, err := c.ExecuteTransaction(ctx, &dynamodb.ExecuteTransactionInput{TransactStatements: transfer, ClientRequestToken: aws.String("tok-1")}); err != nil {
+		t.Fatalf("idempotent retry: %v", err)
+	}
+	r, err := c.ExecuteTransaction(ctx, &dynamodb.ExecuteTransactionInput{TransactStatements: []types.ParameterizedStatement{
+		{Statement: aws.String(`SELECT bal FROM Accounts WHERE id = 'a'`)},
+		{Statement: aws.String(`SELECT * FROM Accounts WHERE id = 'b'`)},
+	}, ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Responses) != 2 || str(r.Responses[0].Item["bal"]) != "6" || str(r.Responses[1].Item["bal"]) != "4" || len(r.ConsumedCapacity) == 0 {
+		t.Errorf("balances = %+v, capacity %+v", r.Responses, r.ConsumedCapacity)
+	}
+
+	// A failing transaction changes nothing and says why, per statement.
+	_, err = c.ExecuteTransaction(ctx, &dynamodb.ExecuteTransactionInput{TransactStatements: []types.ParameterizedStatement{
+		{Statement: aws.String(`UPDATE Accounts SET bal = bal - 100 WHERE id = 'a' AND bal >= 100`), ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld},
+		{Statement: aws.String(`INSERT INTO Accounts VALUE {'id': 'b'}`)},
+		{Statement: aws.String(`EXISTS(SELECT * FROM Accounts WHERE id = 'log1')`)},
+		{Statement: aws.String(`INSERT INTO Accounts VALUE {'id': 'log2'}`)},
+	}})
+	var tce *types.TransactionCanceledException
+	if !errors.As(err, &tce) {
+		t.Fatalf("got %v, want TransactionCanceledException", err)
+	}
+	var codes []string
+	for _, r := range tce.CancellationReasons {
+		codes = append(codes, aws.ToString(r.Code))
+	}
+	if got := strings.Join(codes, ","); got != "ConditionalCheckFailed,DuplicateItem,None,None" {
+		t.Errorf("reasons = %s", got)
+	}
+	if str(tce.CancellationReasons[0].Item["bal"]) != "6" {
+		t.Errorf("reason item = %v", tce.CancellationReasons[0].Item)
+	}
+	if out := mustStmt(t, c, `SELECT * FROM Accounts WHERE id = 'log2'`); len(out.Items) != 0 {
+		t.Error("a cancelled transaction inserted an item")
+	}
+
+	// Reads and writes do not mix; at most 100 statements; a read names a
+	// full key.
+	for _, sts := range [][]types.ParameterizedStatement{
+		{{Statement: aws.String(`SELECT * FROM Accounts WHERE id = 'a'`)}, {Statement: aws.String(`DELETE FROM Accounts WHERE id = 'b'`)}},
+		{{Statement: aws.String(`SELECT * FROM Accounts`)}},
+		make([]types.ParameterizedStatement, 101),
+	} {
+		for i := range sts {
+			if sts[i].Statement == nil {
+				sts[i].Statement = aws.String(`UPDATE Accounts SET x = 1 WHERE id = 'a'`)
+			}
+		}
+		_, err := c.ExecuteTransaction(ctx, &dynamodb.ExecuteTransactionInput{TransactStatements: sts})
+		wantCode(t, err, "ValidationException")
+	}
 }

@@ -101,6 +101,38 @@ func (w *world) partiqlAttacks(t *testing.T) {
 				t.Errorf("INSERT at A's own colliding key: %v, want DuplicateItemException", err)
 			}
 		})
+		w.attack(t, table+"/batch-and-transaction", func(t *testing.T) {
+			before := w.getB(t, table, bKey)
+			sel := `SELECT * FROM ` + q + ` WHERE pk = ? AND sk = ?`
+			r, err := A.App.BatchExecuteStatement(ctx, &dynamodb.BatchExecuteStatementInput{Statements: []types.BatchStatementRequest{
+				{Statement: aws.String(sel), Parameters: []types.AttributeValue{bKey["pk"], bKey["sk"]}, ConsistentRead: aws.Bool(true)},
+			}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if it := r.Responses[0].Item; it != nil {
+				t.Errorf("LEAK: batch SELECT of B's key returned %s", describeItem(it))
+			}
+			tr, err := A.App.ExecuteTransaction(ctx, &dynamodb.ExecuteTransactionInput{TransactStatements: []types.ParameterizedStatement{
+				{Statement: aws.String(sel), Parameters: []types.AttributeValue{bKey["pk"], bKey["sk"]}},
+			}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if it := tr.Responses[0].Item; it != nil {
+				t.Errorf("LEAK: transaction SELECT of B's key returned %s", describeItem(it))
+			}
+			_, err = A.App.ExecuteTransaction(ctx, &dynamodb.ExecuteTransactionInput{TransactStatements: []types.ParameterizedStatement{
+				{Statement: aws.String(`UPDATE ` + q + ` SET secret = 'pwned' WHERE pk = ? AND sk = ?`), Parameters: []types.AttributeValue{bKey["pk"], bKey["sk"]},
+					ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld},
+			}})
+			if code(err) != "TransactionCanceledException" || strings.Contains(message(err), B.secret) {
+				t.Errorf("transaction UPDATE of B's key: %v, want TransactionCanceledException", err)
+			}
+			if after := w.getB(t, table, bKey); describeItem(after) != describeItem(before) {
+				t.Errorf("LEAK: A's statements changed B's item")
+			}
+		})
 		w.attack(t, table+"/next-token", func(t *testing.T) {
 			stmt := `SELECT * FROM ` + q
 			for _, pair := range [][2]*tenant{{A, B}, {B, A}} {
@@ -147,5 +179,36 @@ func (w *world) partiqlAttacks(t *testing.T) {
 			t.Errorf("LEAK: refused statements changed B's item")
 		}
 		onlyOwn(t, A, "SELECT scan of the leading-keys table", all(t, A.App, `SELECT * FROM `+q))
+
+		// A transaction naming B's partition is refused whole, and audited.
+		w.denied(t, A.id, A.app.AccessKeyID, "dynamodb:ExecuteTransaction", func() error {
+			_, err := A.App.ExecuteTransaction(ctx, &dynamodb.ExecuteTransactionInput{TransactStatements: []types.ParameterizedStatement{
+				{Statement: aws.String(`INSERT INTO ` + q + ` VALUE {'pk': ?, 'sk': 'tx'}`), Parameters: []types.AttributeValue{aKey["pk"]}},
+				{Statement: aws.String(`DELETE FROM ` + q + ` WHERE pk = ? AND sk = ?`), Parameters: []types.AttributeValue{bKey["pk"], bKey["sk"]}},
+			}})
+			return err
+		})
+		w.denied(t, A.id, A.app.AccessKeyID, "dynamodb:ExecuteTransaction", func() error {
+			_, err := A.App.ExecuteTransaction(ctx, &dynamodb.ExecuteTransactionInput{TransactStatements: []types.ParameterizedStatement{
+				{Statement: aws.String(`SELECT * FROM ` + q + ` WHERE pk = ? AND sk = ?`), Parameters: []types.AttributeValue{bKey["pk"], bKey["sk"]}},
+			}})
+			return err
+		})
+		// A batch refuses the statement naming B's partition, alone.
+		r, err := A.App.BatchExecuteStatement(ctx, &dynamodb.BatchExecuteStatementInput{Statements: []types.BatchStatementRequest{
+			{Statement: aws.String(`UPDATE ` + q + ` SET secret = 'pwned' WHERE pk = ? AND sk = ?`), Parameters: []types.AttributeValue{bKey["pk"], bKey["sk"]}},
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e := r.Responses[0].Error; e == nil || e.Code != types.BatchStatementErrorCodeEnumAccessDenied || strings.Contains(aws.ToString(e.Message), B.id) {
+			t.Errorf("batch UPDATE of B's partition: %+v, want AccessDenied", e)
+		}
+		if out, _ := exec(A.App, `SELECT * FROM `+q+` WHERE pk = ? AND sk = 'tx'`, aKey["pk"]); out == nil || len(out.Items) != 0 {
+			t.Errorf("a refused transaction wrote A's item: %v", out)
+		}
+		if after := w.getB(t, table, bKey); describeItem(after) != describeItem(before) {
+			t.Errorf("LEAK: refused statements changed B's item")
+		}
 	})
 }
