@@ -36,6 +36,8 @@ func AppendOutput(dst []byte, out any) ([]byte, error) {
 		return appendBatchWrite(dst, o)
 	case *TransactGetItemsOutput:
 		return appendTransactGet(dst, o)
+	case *ExecuteStatementOutput:
+		return appendExecuteStatement(dst, o)
 	case nil:
 		return append(dst, "{}"...), nil
 	}
@@ -115,6 +117,26 @@ func appendQuery(dst []byte, o *QueryOutput) ([]byte, error) {
 	ob.dst = appendInt(ob.dst, int64(o.Count))
 	ob.key("ScannedCount")
 	ob.dst = appendInt(ob.dst, int64(o.ScannedCount))
+	if len(o.LastEvaluatedKey) > 0 {
+		ob.key("LastEvaluatedKey")
+		ob.dst = appendItem(ob.dst, o.LastEvaluatedKey)
+	}
+	if o.ConsumedCapacity != nil {
+		ob.marshal("ConsumedCapacity", o.ConsumedCapacity)
+	}
+	return ob.end()
+}
+
+// appendExecuteStatement writes Items always, as DynamoDB does (an empty
+// list for a write statement or no match).
+func appendExecuteStatement(dst []byte, o *ExecuteStatementOutput) ([]byte, error) {
+	ob := begin(dst)
+	ob.key("Items")
+	ob.dst = appendItems(ob.dst, o.Items)
+	if o.NextToken != "" {
+		ob.key("NextToken")
+		ob.dst = appendString(ob.dst, o.NextToken)
+	}
 	if len(o.LastEvaluatedKey) > 0 {
 		ob.key("LastEvaluatedKey")
 		ob.dst = appendItem(ob.dst, o.LastEvaluatedKey)

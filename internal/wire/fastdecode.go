@@ -51,6 +51,8 @@ func fastDecode(body []byte, in any) bool {
 		ok = r.batchGet(in)
 	case *TransactWriteItemsInput:
 		ok = r.transactWrite(in)
+	case *ExecuteStatementInput:
+		ok = r.executeStatement(in)
 	default:
 		return false
 	}
@@ -363,6 +365,27 @@ func (r *reader) item(dst *Item) bool {
 		return true
 	})
 	*dst = it
+	return ok
+}
+
+// values reads a list of attribute values (PartiQL's Parameters).
+func (r *reader) values(dst *[]attr.Value) bool {
+	if r.null() {
+		*dst = nil
+		return true
+	}
+	out := []attr.Value{}
+	ok := r.array(func() bool {
+		r.ws()
+		v, n, err := attr.ParseValuePrefix(r.b[r.i:])
+		if err != nil {
+			return false
+		}
+		r.i += n
+		out = append(out, v)
+		return true
+	})
+	*dst = out
 	return ok
 }
 
@@ -807,4 +830,26 @@ func (r *reader) transactWriteItem(ti *TransactWriteItem, k string) bool {
 		})
 	}
 	return false
+}
+
+func (r *reader) executeStatement(in *ExecuteStatementInput) bool {
+	return r.fields(func(k string) bool {
+		switch k {
+		case "Statement":
+			return r.setStr(&in.Statement)
+		case "Parameters":
+			return r.values(&in.Parameters)
+		case "ConsistentRead":
+			return r.boolPtr(&in.ConsistentRead)
+		case "NextToken":
+			return r.strPtr(&in.NextToken)
+		case "Limit":
+			return r.int32Ptr(&in.Limit)
+		case "ReturnConsumedCapacity":
+			return r.setStr(&in.ReturnConsumedCapacity)
+		case "ReturnValuesOnConditionCheckFailure":
+			return r.setStr(&in.ReturnValuesOnConditionCheckFailure)
+		}
+		return false
+	})
 }

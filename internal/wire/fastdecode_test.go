@@ -16,15 +16,19 @@ var fastSeeds = []struct{ op, body string }{
 	{"BatchWriteItem", `{"RequestItems":{"t":[{"PutRequest":{"Item":{"pk":{"S":"a"}}}},{"DeleteRequest":{"Key":{"pk":{"S":"b"}}}}],"u":[]},"ReturnConsumedCapacity":"TOTAL"}`},
 	{"BatchGetItem", `{"RequestItems":{"t":{"Keys":[{"pk":{"S":"a"}},{"pk":{"S":"b"}}],"ConsistentRead":true,"ProjectionExpression":"#a","ExpressionAttributeNames":{"#a":"a"}}}}`},
 	{"TransactWriteItems", `{"TransactItems":[{"Put":{"TableName":"t","Item":{"pk":{"S":"a"}},"ConditionExpression":"attribute_not_exists(pk)"}},{"Update":{"TableName":"t","Key":{"pk":{"S":"b"}},"UpdateExpression":"ADD n :one","ExpressionAttributeValues":{":one":{"N":"1"}}}},{"Delete":{"TableName":"t","Key":{"pk":{"S":"c"}}}},{"ConditionCheck":{"TableName":"t","Key":{"pk":{"S":"d"}},"ConditionExpression":"attribute_exists(pk)","ReturnValuesOnConditionCheckFailure":"ALL_OLD"}}],"ClientRequestToken":"tok"}`},
+	{"ExecuteStatement", `{"Statement":"SELECT * FROM \"t\" WHERE pk = ? AND sk = ?","Parameters":[{"S":"a"}, {"N":"1"}],"ConsistentRead":true,"NextToken":"x","Limit":5,"ReturnConsumedCapacity":"TOTAL","ReturnValuesOnConditionCheckFailure":"ALL_OLD"}`},
 	{"PutItem", "{ \"TableName\" : \"t\u00e9\\u0041\" , \"Item\" : { \"p\\\"k\" : { \"S\" : \"x\\ny\" } } }"},
 	{"PutItem", `{"TableName":"t","Item":null,"ConditionExpression":null}`},
 	{"Query", `{"TableName":"t","Limit":-0}`},
+	{"ExecuteStatement", `{"Statement":"x","Parameters":[null]}`},
+	{"ExecuteStatement", `{"Statement":"x","Parameters":null}`},
+	{"ExecuteStatement", `{"Statement":"x","Parameters":[ ]}`},
 }
 
 // TestFastDecodersTaken makes sure the SDK-shaped seeds take the fast path
 // (a regression to encoding/json would only show as lost performance).
 func TestFastDecodersTaken(t *testing.T) {
-	for _, s := range fastSeeds[:8] {
+	for _, s := range fastSeeds[:9] {
 		in, ok := NewInput(s.op)
 		if !ok {
 			t.Fatalf("%s is not an operation", s.op)
@@ -47,7 +51,7 @@ func TestFastDecodersNameRealOps(t *testing.T) {
 			fast = append(fast, op)
 		}
 	}
-	for _, s := range fastSeeds[:8] {
+	for _, s := range fastSeeds[:9] {
 		seeded = append(seeded, s.op)
 	}
 	slices.Sort(seeded)
