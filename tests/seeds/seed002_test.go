@@ -560,6 +560,9 @@ func TestSeed002(t *testing.T) {
 		checkPatterns(t, bravo, bd, true, allPatterns())
 		checkSparse(t, bravo, bd)
 	})
+	// The same access patterns as PartiQL statements (partiql_test.go).
+	t.Run("acme-partiql", func(t *testing.T) { checkPartiQL(t, acme, allPatterns()) })
+	t.Run("bravo-partiql", func(t *testing.T) { checkPartiQL(t, bravo, allPatterns()) })
 }
 
 // tenantdbBinary returns TENANTDB_BIN or builds cmd/tenantdb.
