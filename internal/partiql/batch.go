@@ -63,6 +63,9 @@ func BatchExecuteStatement(ctx context.Context, s tenancy.Scope, b Items, in *wi
 		}
 		if err != nil {
 			out.Responses[i].Error = batchError(err)
+			if apierr.Is(err, apierr.AccessDenied) {
+				out.Denied = append(out.Denied, message(err))
+			}
 			if st != nil {
 				out.Responses[i].TableName = TableOf(st)
 			}
@@ -76,6 +79,12 @@ func BatchExecuteStatement(ctx context.Context, s tenancy.Scope, b Items, in *wi
 	if reads && writes {
 		return nil, errMixed("A batch")
 	}
+	fail := func(i int, err error) {
+		out.Responses[i].Error = batchError(err)
+		if apierr.Is(err, apierr.AccessDenied) {
+			out.Denied = append(out.Denied, message(err))
+		}
+	}
 	var acc capacity
 	for i, r := range in.Statements {
 		plan := plans[i]
@@ -86,7 +95,7 @@ func BatchExecuteStatement(ctx context.Context, s tenancy.Scope, b Items, in *wi
 			ReturnConsumedCapacity: in.ReturnConsumedCapacity, ReturnValuesOnConditionCheckFailure: r.ReturnValuesOnConditionCheckFailure}
 		res, err := run(ctx, s, b, plan, one)
 		if err != nil {
-			out.Responses[i].Error = batchError(err)
+			fail(i, err)
 			continue
 		}
 		if len(res.Items) > 0 && plan.Get != nil {

@@ -167,8 +167,19 @@ func (s *Server) handle(r *http.Request, x *exchange, in *buffer) (wire.Output, 
 	out, err := s.backend.Handle(ctx, scope, op, req)
 	if err != nil {
 		s.reportDenied(ctx, p, op.Name, err)
+	} else if d, ok := out.(partlyDenied); ok && s.denied != nil {
+		for _, reason := range d.Denials() {
+			s.denied(ctx, p, "dynamodb:"+op.Name, reason)
+		}
 	}
 	return out, err
+}
+
+// partlyDenied is an output of an operation that succeeded while refusing
+// some of its parts with AccessDenied (BatchExecuteStatement's
+// statements); the refusals are reported like a refused request's.
+type partlyDenied interface {
+	Denials() []string
 }
 
 // reportDenied tells the Denied hook about an AccessDenied error.

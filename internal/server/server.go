@@ -58,7 +58,8 @@ type Options struct {
 	// Denied, if set, is told of every request refused with
 	// AccessDeniedException, by the guard or the backend, after
 	// authentication succeeded (authentication failures are the
-	// Authenticator's to report). action is "dynamodb:<Operation>". It is
+	// Authenticator's to report), and of every statement a successful
+	// BatchExecuteStatement refused so. action is "dynamodb:<Operation>". It is
 	// the audit hook; the request's context carries the client address
 	// (audit.Source).
 	Denied func(ctx context.Context, p tenancy.Principal, action, reason string)

@@ -58,7 +58,14 @@ type BatchExecuteStatementOutput struct {
 	Metered
 	Responses        []BatchStatementResponse
 	ConsumedCapacity []ConsumedCapacity `json:",omitempty"`
+	// Denied holds the messages of the statements refused with
+	// AccessDenied, for the audit log; it never goes on the wire.
+	Denied []string `json:"-"`
 }
+
+// Denials returns the messages of the statements refused with
+// AccessDenied: the request succeeded, but these are audited as refused.
+func (o *BatchExecuteStatementOutput) Denials() []string { return o.Denied }
 
 // ParameterizedStatement is one statement of ExecuteTransaction.
 type ParameterizedStatement struct {

@@ -194,7 +194,9 @@ func (w *world) partiqlAttacks(t *testing.T) {
 			}})
 			return err
 		})
-		// A batch refuses the statement naming B's partition, alone.
+		// A batch refuses the statement naming B's partition, alone, and
+		// the refusal is audited.
+		since := w.auditTail(t, A.id)
 		r, err := A.App.BatchExecuteStatement(ctx, &dynamodb.BatchExecuteStatementInput{Statements: []types.BatchStatementRequest{
 			{Statement: aws.String(`UPDATE ` + q + ` SET secret = 'pwned' WHERE pk = ? AND sk = ?`), Parameters: []types.AttributeValue{bKey["pk"], bKey["sk"]}},
 		}})
@@ -204,6 +206,7 @@ func (w *world) partiqlAttacks(t *testing.T) {
 		if e := r.Responses[0].Error; e == nil || e.Code != types.BatchStatementErrorCodeEnumAccessDenied || strings.Contains(aws.ToString(e.Message), B.id) {
 			t.Errorf("batch UPDATE of B's partition: %+v, want AccessDenied", e)
 		}
+		w.wantAudited(t, A.id, since, A.app.AccessKeyID, "dynamodb:BatchExecuteStatement")
 		if out, _ := exec(A.App, `SELECT * FROM `+q+` WHERE pk = ? AND sk = 'tx'`, aKey["pk"]); out == nil || len(out.Items) != 0 {
 			t.Errorf("a refused transaction wrote A's item: %v", out)
 		}
