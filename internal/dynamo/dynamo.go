@@ -39,9 +39,10 @@ type Op struct {
 	// ("DynamoDB_20120810.PutItem").
 	Target string
 
-	newIn  func() any
-	tables func(in any) []string
-	call   func(ctx context.Context, b Backend, s tenancy.Scope, in any) (wire.Output, error)
+	newIn   func() any
+	tables  func(in any) []string
+	classOf func(in any) tenancy.ActionClass
+	call    func(ctx context.Context, b Backend, s tenancy.Scope, in any) (wire.Output, error)
 }
 
 // New returns a new, zero input value for the operation
@@ -66,6 +67,17 @@ func (op *Op) Tables(in any) []string {
 		return nil
 	}
 	return op.tables(in)
+}
+
+// ClassOf returns the class of what the decoded input in of op does: the
+// operation's Class, except for the PartiQL operations, which the guard
+// admits as reads and which are writes when a statement writes (quotas
+// charge them to the write bucket). in must be an input of op.
+func (op *Op) ClassOf(in any) tenancy.ActionClass {
+	if op.classOf == nil {
+		return op.Class
+	}
+	return op.classOf(in)
 }
 
 // Handler serves every operation through one method: in is the decoded
@@ -105,6 +117,12 @@ func define[I, O any, PO interface {
 	if tables != nil {
 		op.tables = func(in any) []string { return tables(in.(*I)) }
 	}
+	return op
+}
+
+// refine gives op a class that depends on its input (see ClassOf).
+func refine[I any](op *Op, class func(*I) tenancy.ActionClass) *Op {
+	op.classOf = func(in any) tenancy.ActionClass { return class(in.(*I)) }
 	return op
 }
 

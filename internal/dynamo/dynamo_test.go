@@ -246,3 +246,30 @@ func TestFromTarget(t *testing.T) {
 		}
 	}
 }
+
+// TestClassOf: the PartiQL operations are writes, for quotas, when one of
+// their statements writes; every other operation has its table class.
+func TestClassOf(t *testing.T) {
+	for _, c := range []struct {
+		op, body string
+		want     tenancy.ActionClass
+	}{
+		{"ExecuteStatement", `{"Statement":"SELECT * FROM a"}`, tenancy.ClassRead},
+		{"ExecuteStatement", `{"Statement":"INSERT INTO a VALUE {'pk': 1}"}`, tenancy.ClassWrite},
+		{"ExecuteStatement", `{"Statement":"not a statement"}`, tenancy.ClassRead},
+		{"BatchExecuteStatement", `{"Statements":[{"Statement":"SELECT * FROM a WHERE pk = 1"},{"Statement":"DELETE FROM a WHERE pk = 1"}]}`, tenancy.ClassWrite},
+		{"ExecuteTransaction", `{"TransactStatements":[{"Statement":"EXISTS(SELECT * FROM a WHERE pk = 1)"}]}`, tenancy.ClassWrite},
+		{"ExecuteTransaction", `{"TransactStatements":[{"Statement":"UPDATE a SET x = 1 WHERE pk = 1"}]}`, tenancy.ClassWrite},
+		{"PutItem", `{}`, tenancy.ClassWrite},
+		{"GetItem", `{}`, tenancy.ClassRead},
+	} {
+		op, _ := Lookup(c.op)
+		in, err := op.Decode([]byte(c.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := op.ClassOf(in); got != c.want {
+			t.Errorf("%s %s: class %v, want %v", c.op, c.body, got, c.want)
+		}
+	}
+}

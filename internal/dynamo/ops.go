@@ -75,9 +75,25 @@ var table = []*Op{
 	define(dynamoDB, "DescribeLimits", tenancy.ClassMeta, Backend.DescribeLimits, nil),
 	// NB: the PartiQL operations are admitted as reads; their write
 	// statements are checked again as writes once parsed (Scope.Permits).
-	define(dynamoDB, "ExecuteStatement", tenancy.ClassRead, Backend.ExecuteStatement, func(in *wire.ExecuteStatementInput) []string { return statementTables(nil, in.Statement) }),
-	define(dynamoDB, "BatchExecuteStatement", tenancy.ClassRead, Backend.BatchExecuteStatement, batchStatementTables),
-	define(dynamoDB, "ExecuteTransaction", tenancy.ClassRead, Backend.ExecuteTransaction, transactionTables),
+	refine(define(dynamoDB, "ExecuteStatement", tenancy.ClassRead, Backend.ExecuteStatement,
+		func(in *wire.ExecuteStatementInput) []string { return statementTables(nil, in.Statement) }),
+		func(in *wire.ExecuteStatementInput) tenancy.ActionClass { return statementsClass(in.Statement) }),
+	refine(define(dynamoDB, "BatchExecuteStatement", tenancy.ClassRead, Backend.BatchExecuteStatement, batchStatementTables),
+		func(in *wire.BatchExecuteStatementInput) tenancy.ActionClass {
+			stmts := make([]string, len(in.Statements))
+			for i, st := range in.Statements {
+				stmts[i] = st.Statement
+			}
+			return statementsClass(stmts...)
+		}),
+	refine(define(dynamoDB, "ExecuteTransaction", tenancy.ClassRead, Backend.ExecuteTransaction, transactionTables),
+		func(in *wire.ExecuteTransactionInput) tenancy.ActionClass {
+			stmts := make([]string, len(in.TransactStatements))
+			for i, st := range in.TransactStatements {
+				stmts[i] = st.Statement
+			}
+			return statementsClass(stmts...)
+		}),
 }
 
 // The tables of the multi-table operations.
@@ -90,6 +106,22 @@ func statementTables(out []string, stmt string) []string {
 		return out
 	}
 	return append(out, partiql.TableOf(st))
+}
+
+// statementsClass is ClassWrite if one of the statements writes or is an
+// EXISTS (a transaction's condition check, charged as a write), and
+// ClassRead otherwise (statements that do not parse are refused anyway).
+func statementsClass(stmts ...string) tenancy.ActionClass {
+	for _, stmt := range stmts {
+		st, err := partiql.Parse(stmt)
+		if err != nil {
+			continue
+		}
+		if _, check := st.(*partiql.Exists); check || partiql.IsWrite(st) {
+			return tenancy.ClassWrite
+		}
+	}
+	return tenancy.ClassRead
 }
 
 func batchStatementTables(in *wire.BatchExecuteStatementInput) []string {

@@ -512,10 +512,11 @@ func (st *tenantState) full(now time.Time) bool {
 	return true
 }
 
-// allow checks st's buckets for op on the tables of its input in and
-// returns the throttle reason, or -1. REQUIRES: st.mu.
-func (st *tenantState) allow(op *dynamo.Op, in any, now time.Time) int {
-	switch c := op.Class; c {
+// allow checks st's buckets for op, of class c (op.ClassOf(in)), on the
+// tables of its input in and returns the throttle reason, or -1.
+// REQUIRES: st.mu.
+func (st *tenantState) allow(op *dynamo.Op, c tenancy.ActionClass, in any, now time.Time) int {
+	switch c {
 	case tenancy.ClassRead, tenancy.ClassWrite:
 		b, tb := &st.read, st.tread
 		if c == tenancy.ClassWrite {
@@ -619,7 +620,10 @@ func (m *Manager) Admit(ctx context.Context, s tenancy.Scope, o *dynamo.Op, in a
 	op := o.Name
 	tk := &Ticket{m: m, op: op}
 	t := s.Tenant()
-	class := classOf(o.Class)
+	// NB: o.ClassOf, not o.Class: a PartiQL statement that writes is
+	// admitted, queued and charged as a write.
+	ac := o.ClassOf(in)
+	class := classOf(ac)
 	tk.write = class == classWrite
 	f, weight, maxInflight := m.opFlows[class], float64(DefaultWeight), 0
 	var now time.Time
@@ -635,7 +639,7 @@ func (m *Manager) Admit(ctx context.Context, s tenancy.Scope, o *dynamo.Op, in a
 		if !m.opts.Disabled {
 			st.mu.Lock()
 			st.lastUsed = now
-			reason := st.allow(o, in, now)
+			reason := st.allow(o, ac, in, now)
 			weight, maxInflight = st.eff.Weight, st.eff.MaxInflight
 			st.mu.Unlock()
 			if reason >= 0 {
