@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
+	"encoding/binary"
 	"errors"
 
 	"github.com/tenantdb/tenantdb/internal/apierr"
@@ -100,11 +101,17 @@ func run(ctx context.Context, s tenancy.Scope, b Items, plan *Plan, in *wire.Exe
 			out.Items = append(out.Items, r.Item)
 		}
 		out.ConsumedCapacity, out.U = r.ConsumedCapacity, r.U
+	case plan.Queries != nil:
+		return runQueries(ctx, s, b, plan.Queries, in)
 	case plan.Query != nil, plan.Scan != nil:
 		var start attr.Item
 		if in.NextToken != nil {
-			if start, err = startKey(s, in.Statement, *in.NextToken); err != nil {
+			var part int
+			if part, start, err = startKey(s, in.Statement, *in.NextToken); err != nil {
 				return nil, err
+			}
+			if part != 0 || start == nil {
+				return nil, errToken()
 			}
 		}
 		var r *wire.QueryOutput
@@ -123,7 +130,7 @@ func run(ctx context.Context, s tenancy.Scope, b Items, plan *Plan, in *wire.Exe
 			out.Items = r.Items
 		}
 		if r.LastEvaluatedKey != nil {
-			out.NextToken = nextToken(s, in.Statement, r.LastEvaluatedKey)
+			out.NextToken = nextToken(s, in.Statement, 0, r.LastEvaluatedKey)
 			out.LastEvaluatedKey = r.LastEvaluatedKey
 		}
 		out.ConsumedCapacity, out.U = r.ConsumedCapacity, r.U
@@ -164,10 +171,60 @@ func run(ctx context.Context, s tenancy.Scope, b Items, plan *Plan, in *wire.Exe
 	return out, nil
 }
 
+// runQueries reads the partitions of pk IN [...] in turn, as one paged
+// read: Limit bounds the items evaluated across them, and a NextToken
+// says which partition to resume and where.
+func runQueries(ctx context.Context, s tenancy.Scope, b Items, qs []*wire.QueryInput, in *wire.ExecuteStatementInput) (*wire.ExecuteStatementOutput, error) {
+	part, start := 0, attr.Item(nil)
+	if in.NextToken != nil {
+		var err error
+		if part, start, err = startKey(s, in.Statement, *in.NextToken); err != nil {
+			return nil, err
+		}
+		if part >= len(qs) {
+			return nil, errToken()
+		}
+	}
+	out := &wire.ExecuteStatementOutput{Items: []wire.Item{}}
+	limit := in.Limit
+	var acc capacity
+	for i := part; i < len(qs); i++ {
+		q := qs[i]
+		q.Limit, q.ConsistentRead, q.ReturnConsumedCapacity, q.ExclusiveStartKey = limit, in.ConsistentRead, in.ReturnConsumedCapacity, start
+		start = nil
+		r, err := b.Query(ctx, s, q)
+		if err != nil {
+			return nil, err
+		}
+		out.Items = append(out.Items, r.Items...)
+		acc.add(q.TableName, r.U, r.ConsumedCapacity)
+		if r.LastEvaluatedKey != nil {
+			out.NextToken = nextToken(s, in.Statement, i, r.LastEvaluatedKey)
+			break
+		}
+		if limit != nil {
+			left := *limit - int32(r.ScannedCount)
+			if left <= 0 {
+				if i+1 < len(qs) {
+					out.NextToken = nextToken(s, in.Statement, i+1, nil)
+				}
+				break
+			}
+			limit = &left
+		}
+	}
+	out.U = acc.usage(false)
+	if len(acc.report) > 0 {
+		out.ConsumedCapacity = &acc.report[0]
+	}
+	return out, nil
+}
+
 // Page tokens.
 //
-// A NextToken is a LastEvaluatedKey with a tag that binds it to the
-// tenant, environment and statement that produced it; a token presented
+// A NextToken is a LastEvaluatedKey (and, for pk IN [...], the partition
+// to resume) with a tag that binds it to the tenant, environment and
+// statement that produced it; a token presented
 // with another is refused. NB: the tag is an integrity check against
 // misuse, not a secret: a start key is only ever a seek position inside
 // the caller's own namespace (and its partition key is checked against
@@ -186,8 +243,13 @@ func tokenTag(s tenancy.Scope, stmt string) []byte {
 	return h.Sum(nil)[:tagLen]
 }
 
-func nextToken(s tenancy.Scope, stmt string, lek attr.Item) string {
-	raw := attr.AppendItemJSON(tokenTag(s, stmt), lek)
+// nextToken encodes the tag, the partition part (of pk IN [...]; 0
+// otherwise) and the key to start after (nil: the partition's start).
+func nextToken(s tenancy.Scope, stmt string, part int, lek attr.Item) string {
+	raw := binary.AppendUvarint(tokenTag(s, stmt), uint64(part))
+	if lek != nil {
+		raw = attr.AppendItemJSON(raw, lek)
+	}
 	return base64.RawURLEncoding.EncodeToString(raw)
 }
 
@@ -195,16 +257,25 @@ func errToken() error {
 	return invalid("The provided NextToken is not valid for this statement")
 }
 
-func startKey(s tenancy.Scope, stmt, tok string) (attr.Item, error) {
+// startKey decodes a NextToken of scope s and statement stmt.
+func startKey(s tenancy.Scope, stmt, tok string) (part int, start attr.Item, err error) {
 	raw, err := base64.RawURLEncoding.DecodeString(tok)
 	if err != nil || len(raw) <= tagLen || subtle.ConstantTimeCompare(raw[:tagLen], tokenTag(s, stmt)) != 1 {
-		return nil, errToken()
+		return 0, nil, errToken()
 	}
-	it, err := attr.ParseItemJSON(raw[tagLen:])
+	p, n := binary.Uvarint(raw[tagLen:])
+	if n <= 0 || p > maxInKeys {
+		return 0, nil, errToken()
+	}
+	rest := raw[tagLen+n:]
+	if len(rest) == 0 {
+		return int(p), nil, nil
+	}
+	it, err := attr.ParseItemJSON(rest)
 	if err != nil {
-		return nil, errToken()
+		return 0, nil, errToken()
 	}
-	return it, nil
+	return int(p), it, nil
 }
 
 // batchCode is the BatchStatementError code of an error.

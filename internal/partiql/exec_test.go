@@ -24,10 +24,13 @@ func TestNextToken(t *testing.T) {
 	sa := scope(a, "live")
 	key := attr.Item{"pk": attr.Str("x"), "sk": attr.Num(attr.MustNumber("1"))}
 	const stmt = `SELECT * FROM t`
-	tok := nextToken(sa, stmt, key)
-	got, err := startKey(sa, stmt, tok)
-	if err != nil || !attr.EqualItems(got, key) {
-		t.Fatalf("round trip: %v, %v", got, err)
+	tok := nextToken(sa, stmt, 0, key)
+	part, got, err := startKey(sa, stmt, tok)
+	if err != nil || part != 0 || !attr.EqualItems(got, key) {
+		t.Fatalf("round trip: %d %v, %v", part, got, err)
+	}
+	if part, got, err := startKey(sa, stmt, nextToken(sa, stmt, 3, nil)); err != nil || part != 3 || got != nil {
+		t.Fatalf("partition round trip: %d %v, %v", part, got, err)
 	}
 	for name, c := range map[string]struct {
 		s         tenancy.Scope
@@ -41,7 +44,7 @@ func TestNextToken(t *testing.T) {
 		"not base64":        {sa, stmt, "!!"},
 		"empty":             {sa, stmt, ""},
 	} {
-		if _, err := startKey(c.s, c.stmt, c.tok); !apierr.Is(err, apierr.Validation) {
+		if _, _, err := startKey(c.s, c.stmt, c.tok); !apierr.Is(err, apierr.Validation) {
 			t.Errorf("%s: %v, want ValidationException", name, err)
 		}
 	}

@@ -92,6 +92,8 @@ func renderPlan(t *testing.T, p *Plan) string {
 		op, in = "GetItem", p.Get
 	case p.Query != nil:
 		op, in = "Query", p.Query
+	case p.Queries != nil:
+		op, in = "Queries", p.Queries
 	case p.Scan != nil:
 		op, in = "Scan", p.Scan
 	case p.Put != nil:
@@ -108,13 +110,23 @@ func renderPlan(t *testing.T, p *Plan) string {
 		t.Fatal(err)
 	}
 	// Drop the empty fields, to keep the golden files readable.
-	var m map[string]any
+	var m any
 	if err := json.Unmarshal(b, &m); err != nil {
 		t.Fatal(err)
 	}
-	for k, v := range m {
-		if v == nil || v == "" {
-			delete(m, k)
+	drop := func(v any) {
+		if o, ok := v.(map[string]any); ok {
+			for k, x := range o {
+				if x == nil || x == "" {
+					delete(o, k)
+				}
+			}
+		}
+	}
+	drop(m)
+	if l, ok := m.([]any); ok {
+		for _, x := range l {
+			drop(x)
 		}
 	}
 	var out strings.Builder

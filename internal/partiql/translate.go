@@ -1,6 +1,7 @@
 package partiql
 
 import (
+	"maps"
 	"strconv"
 	"strings"
 
@@ -25,13 +26,14 @@ type Schema func(table, index string) (Keys, error)
 // in DynamoDB's expression language, with every name and value in
 // ExpressionAttributeNames and ExpressionAttributeValues.
 type Plan struct {
-	Get    *wire.GetItemInput
-	Query  *wire.QueryInput
-	Scan   *wire.ScanInput
-	Put    *wire.PutItemInput    // INSERT: conditional on the key being new
-	Update *wire.UpdateItemInput // UPDATE: conditional on the item existing
-	Delete *wire.DeleteItemInput
-	Check  *wire.ConditionCheck // EXISTS(SELECT ...), in transactions only
+	Get     *wire.GetItemInput
+	Query   *wire.QueryInput
+	Queries []*wire.QueryInput // pk IN [...]: one Query per partition, read in turn
+	Scan    *wire.ScanInput
+	Put     *wire.PutItemInput    // INSERT: conditional on the key being new
+	Update  *wire.UpdateItemInput // UPDATE: conditional on the item existing
+	Delete  *wire.DeleteItemInput
+	Check   *wire.ConditionCheck // EXISTS(SELECT ...), in transactions only
 }
 
 // Table returns the table the plan touches.
@@ -41,6 +43,8 @@ func (p *Plan) Table() string {
 		return p.Get.TableName
 	case p.Query != nil:
 		return p.Query.TableName
+	case len(p.Queries) > 0:
+		return p.Queries[0].TableName
 	case p.Scan != nil:
 		return p.Scan.TableName
 	case p.Put != nil:
@@ -56,7 +60,9 @@ func (p *Plan) Table() string {
 }
 
 // IsRead reports whether the plan only reads (a SELECT or an EXISTS).
-func (p *Plan) IsRead() bool { return p.Get != nil || p.Query != nil || p.Scan != nil }
+func (p *Plan) IsRead() bool {
+	return p.Get != nil || p.Query != nil || p.Queries != nil || p.Scan != nil
+}
 
 // TableOf returns the table a statement names.
 func TableOf(st Statement) string {
@@ -490,17 +496,24 @@ func (b *builder) selectPlan(s *Select, schema Schema) (*Plan, error) {
 	}
 	// Find the partition key's equality and, if any, one sort key
 	// condition; a Query needs the rest to leave the key alone.
-	hashAt, rangeAt := -1, -1
+	// pk IN [...] makes one Query per value.
+	hashAt, inAt, rangeAt := -1, -1, -1
 	for i, c := range cs {
 		if _, ok := keyEq(c, k.Hash); ok && hashAt < 0 {
 			hashAt = i
+		} else if inAt < 0 && isKeyIn(c, k.Hash) {
+			inAt = i
 		} else if rangeAt < 0 && isRangeCond(c, k.Range) {
 			rangeAt = i
 		}
 	}
-	query := hashAt >= 0
+	if hashAt >= 0 {
+		inAt = -1
+	}
+	pinned := max(hashAt, inAt)
+	query := pinned >= 0
 	for i, c := range cs {
-		if i != hashAt && i != rangeAt && mentions(c, k.Hash, k.Range) {
+		if i != pinned && i != rangeAt && mentions(c, k.Hash, k.Range) {
 			query = false
 		}
 	}
@@ -532,13 +545,33 @@ func (b *builder) selectPlan(s *Select, schema Schema) (*Plan, error) {
 			forward = false
 		}
 	}
-	hv, _ := keyEq(cs[hashAt], k.Hash)
-	hval, err := b.eval(hv)
-	if err != nil {
-		return nil, err
+	var hvals []attr.Value
+	if hashAt >= 0 {
+		hv, _ := keyEq(cs[hashAt], k.Hash)
+		v, err := b.eval(hv)
+		if err != nil {
+			return nil, err
+		}
+		hvals = append(hvals, v)
+	} else {
+		if len(s.OrderBy) > 0 {
+			return nil, invalid("ORDER BY is not supported with IN on the partition key")
+		}
+		list := cs[inAt].(*In).List
+		if len(list) > maxInKeys {
+			return nil, invalid("IN on the partition key takes at most %d values", maxInKeys)
+		}
+		for _, e := range list {
+			v, err := b.eval(e)
+			if err != nil {
+				return nil, err
+			}
+			hvals = append(hvals, v)
+		}
 	}
+	hval := hvals[0]
 	// A table read naming the whole key and nothing else is a GetItem.
-	if s.Index == "" && len(cs) == 1+btoi(rangeAt >= 0) {
+	if hashAt >= 0 && s.Index == "" && len(cs) == 1+btoi(rangeAt >= 0) {
 		rv, isEq := keyEq(cs[max(rangeAt, 0)], k.Range)
 		if k.Range == "" || (rangeAt >= 0 && isEq) {
 			key := attr.Item{k.Hash: hval}
@@ -552,7 +585,8 @@ func (b *builder) selectPlan(s *Select, schema Schema) (*Plan, error) {
 			return &Plan{Get: &wire.GetItemInput{TableName: s.Table, Key: key, ProjectionExpression: proj, ExpressionAttributeNames: b.names}}, nil
 		}
 	}
-	kc := b.name(k.Hash) + " = " + b.value(hval)
+	hph := b.value(hval)
+	kc := b.name(k.Hash) + " = " + hph
 	if rangeAt >= 0 {
 		rc, err := b.cond(cs[rangeAt])
 		if err != nil {
@@ -566,7 +600,7 @@ func (b *builder) selectPlan(s *Select, schema Schema) (*Plan, error) {
 	}
 	var rest []string
 	for i, c := range cs {
-		if i == hashAt || i == rangeAt {
+		if i == pinned || i == rangeAt {
 			continue
 		}
 		f, err := b.cond(c)
@@ -580,7 +614,37 @@ func (b *builder) selectPlan(s *Select, schema Schema) (*Plan, error) {
 		in.FilterExpression = &f
 	}
 	in.ExpressionAttributeNames, in.ExpressionAttributeValues = b.names, b.values
-	return &Plan{Query: in}, nil
+	if inAt < 0 {
+		return &Plan{Query: in}, nil
+	}
+	qs := make([]*wire.QueryInput, len(hvals))
+	for i, v := range hvals {
+		q := *in
+		q.ExpressionAttributeValues = maps.Clone(b.values)
+		q.ExpressionAttributeValues[hph] = v
+		qs[i] = &q
+	}
+	return &Plan{Queries: qs}, nil
+}
+
+// maxInKeys bounds the partitions one SELECT reads with IN.
+const maxInKeys = 100
+
+// isKeyIn reports whether c is key IN [values].
+func isKeyIn(c Expr, key string) bool {
+	x, ok := c.(*In)
+	if !ok || key == "" || len(x.List) == 0 {
+		return false
+	}
+	if n, ok := topName(x.X); !ok || n != key {
+		return false
+	}
+	for _, e := range x.List {
+		if !isValue(e) {
+			return false
+		}
+	}
+	return true
 }
 
 func btoi(b bool) int {

@@ -140,6 +140,27 @@ func TestPartiQLStatements(t *testing.T) {
 		t.Errorf("after delete: %s", sks(out.Items))
 	}
 
+	// pk IN [...] reads each partition in turn, paged as one read.
+	in = &dynamodb.ExecuteStatementInput{Statement: aws.String(`SELECT pk, sk FROM Orders WHERE pk IN ['c2', ?, 'none']`),
+		Parameters: []types.AttributeValue{S("c1")}, Limit: aws.Int32(2)}
+	var got []string
+	for range 10 {
+		out, err := c.ExecuteStatement(ctxT(t), in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, it := range out.Items {
+			got = append(got, str(it["pk"])+"/"+str(it["sk"]))
+		}
+		if out.NextToken == nil {
+			break
+		}
+		in.NextToken = out.NextToken
+	}
+	if g := strings.Join(got, ","); g != "c2/1,c1/1,c1/2,c1/4,c1/5" {
+		t.Errorf("IN = %s", g)
+	}
+
 	// Errors as DynamoDB words them.
 	for _, tc := range []struct{ stmt, code, msg string }{
 		{`SELEC * FROM Orders`, "ValidationException", "Statement wasn't well formed, can't be processed: Expected data manipulation"},

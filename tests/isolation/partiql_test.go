@@ -73,6 +73,7 @@ func (w *world) partiqlAttacks(t *testing.T) {
 				t.Errorf("LEAK: SELECT of B's key returned %s", describeItem(out.Items[0]))
 			}
 			onlyOwn(t, A, "SELECT partition", all(t, A.App, `SELECT * FROM `+q+` WHERE pk = ?`, bKey["pk"]))
+			onlyOwn(t, A, "SELECT partitions IN", all(t, A.App, `SELECT * FROM `+q+` WHERE pk IN [?, 'P0', 'P1']`, bKey["pk"]))
 			onlyOwn(t, A, "SELECT gsi partition", all(t, A.App, `SELECT * FROM `+q+`."gsi" WHERE gpk = ?`, S(gpkv(B, table, 0))))
 		})
 		w.attack(t, table+"/write-b-key", func(t *testing.T) {
@@ -169,6 +170,7 @@ func (w *world) partiqlAttacks(t *testing.T) {
 		before := w.getB(t, table, bKey)
 		deny(t, `SELECT * FROM `+q+` WHERE pk = ? AND sk = ?`, bKey["pk"], bKey["sk"])
 		deny(t, `SELECT * FROM `+q+` WHERE pk = ?`, bKey["pk"])
+		deny(t, `SELECT * FROM `+q+` WHERE pk IN [?, ?]`, aKey["pk"], bKey["pk"])
 		deny(t, `SELECT * FROM `+q+`."gsi" WHERE gpk = ?`, S(gpkv(B, table, 0)))
 		deny(t, `INSERT INTO `+q+` VALUE {'pk': ?, 'sk': 'new'}`, bKey["pk"])
 		deny(t, `INSERT INTO `+q+` VALUE {'pk': ?, 'sk': 'new', 'gpk': ?}`, aKey["pk"], S(gpkv(B, table, 0)))
