@@ -127,14 +127,20 @@ func batchError(err error) *wire.BatchStatementError {
 // capacity sums the units of a batch's statements per table, in the
 // order tables were first charged.
 type capacity struct {
-	units  float64
-	tables []wire.TableUnits
-	report []wire.ConsumedCapacity
+	units     float64
+	tables    []wire.TableUnits
+	report    []wire.ConsumedCapacity
+	n         int // statements added
+	committed int // of which the backend wrote the usage with the items
 }
 
 func (c *capacity) add(table string, u wire.Usage, cc *wire.ConsumedCapacity) {
 	units := u.ReadUnits + u.WriteUnits
 	c.units += units
+	c.n++
+	if u.Committed {
+		c.committed++
+	}
 	i := 0
 	for i < len(c.tables) && c.tables[i].Table != table {
 		i++
@@ -197,9 +203,12 @@ func addPtr(a, b *float64) *float64 {
 }
 
 // usage is the batch's Usage: its units, split per table when more than
-// one was charged.
+// one was charged. NB: it is Committed when the backend wrote the usage
+// of every statement with its items (as the item writes do), so that
+// metering does not charge it a second time; the metering report then
+// counts those writes under the item operations that made them.
 func (c *capacity) usage(writes bool) wire.Usage {
-	var u wire.Usage
+	u := wire.Usage{Committed: c.n > 0 && c.committed == c.n}
 	if writes {
 		u.WriteUnits = c.units
 	} else {

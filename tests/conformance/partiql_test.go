@@ -2,8 +2,10 @@ package conformance
 
 import (
 	"errors"
+	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -385,5 +387,44 @@ func TestPartiQLTransaction(t *testing.T) {
 		}
 		_, err := c.ExecuteTransaction(ctx, &dynamodb.ExecuteTransactionInput{TransactStatements: sts})
 		wantCode(t, err, "ValidationException")
+	}
+}
+
+// TestPartiQLMetering: the write units of statements are metered once,
+// exactly as their item writes (1 WCU per small item, 2 in a transaction).
+func TestPartiQLMetering(t *testing.T) {
+	t.Parallel()
+	srv, c := start(t)
+	createTable(t, c, "Meter", keyDef{"id", "S"}, nil, nil)
+	ctx := ctxT(t)
+	from := time.Now().Add(-time.Minute)
+	mustStmt(t, c, `INSERT INTO Meter VALUE {'id': 'a'}`)
+	if _, err := c.BatchExecuteStatement(ctx, &dynamodb.BatchExecuteStatementInput{Statements: []types.BatchStatementRequest{
+		{Statement: aws.String(`INSERT INTO Meter VALUE {'id': 'b'}`)},
+		{Statement: aws.String(`UPDATE Meter SET n = 1 WHERE id = 'a'`)},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.ExecuteTransaction(ctx, &dynamodb.ExecuteTransactionInput{TransactStatements: []types.ParameterizedStatement{
+		{Statement: aws.String(`INSERT INTO Meter VALUE {'id': 'c'}`)},
+		{Statement: aws.String(`DELETE FROM Meter WHERE id = 'b'`)},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	var rep struct {
+		ByOperation map[string]struct {
+			ConsumedWriteUnits float64 `json:"consumed_write_units"`
+		} `json:"by_operation"`
+	}
+	q := url.Values{"from": {from.UTC().Format(time.RFC3339)}, "to": {time.Now().Add(time.Hour).UTC().Format(time.RFC3339)}}
+	if err := srv.Admin().Do(ctx, "GET", "/v1/tenants/"+srv.Default.TenantID+"/usage?"+q.Encode(), nil, &rep); err != nil {
+		t.Fatal(err)
+	}
+	total := 0.0
+	for _, u := range rep.ByOperation {
+		total += u.ConsumedWriteUnits
+	}
+	if total != 1+2+4 {
+		t.Errorf("write units metered: %v (%+v), want 7", total, rep.ByOperation)
 	}
 }
