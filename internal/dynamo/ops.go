@@ -113,11 +113,7 @@ func statementTables(out []string, stmt string) []string {
 // ClassRead otherwise (statements that do not parse are refused anyway).
 func statementsClass(stmts ...string) tenancy.ActionClass {
 	for _, stmt := range stmts {
-		st, err := partiql.Parse(stmt)
-		if err != nil {
-			continue
-		}
-		if _, check := st.(*partiql.Exists); check || partiql.IsWrite(st) {
+		if partiql.Writes(stmt) {
 			return tenancy.ClassWrite
 		}
 	}

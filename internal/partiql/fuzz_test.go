@@ -28,6 +28,10 @@ func FuzzParse(f *testing.F) {
 		if err != nil {
 			return
 		}
+		_, check := st.(*Exists)
+		if Writes(src) != (IsWrite(st) || check) {
+			t.Fatalf("Writes(%q) = %v for a %T", src, Writes(src), st)
+		}
 		canon := st.String()
 		st2, err := Parse(canon)
 		if err != nil {

@@ -677,3 +677,21 @@ func number(s string) (Expr, error) {
 	}
 	return &Lit{V: attr.Num(n)}, nil
 }
+
+// Writes reports whether stmt, by its first keyword, is an INSERT, UPDATE,
+// DELETE or EXISTS: a statement charged as a write. It reads one token,
+// without parsing (callers on the hot path only need the class; a
+// statement that does not parse is refused later anyway).
+func Writes(stmt string) bool {
+	l := lexer{src: stmt}
+	t := l.next()
+	if t.kind != tIdent {
+		return false
+	}
+	for _, kw := range [...]string{"INSERT", "UPDATE", "DELETE", "EXISTS"} {
+		if strings.EqualFold(t.text, kw) {
+			return true
+		}
+	}
+	return false
+}
