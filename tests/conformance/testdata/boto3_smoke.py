@@ -72,5 +72,34 @@ try:
 except client.exceptions.ResourceNotFoundException:
     pass
 
+# PartiQL: execute_statement (paged), DuplicateItemException,
+# batch_execute_statement, execute_transaction.
+for i in range(5):
+    client.execute_statement(Statement='INSERT INTO "Boto3Table" VALUE {\'pk\': ?, \'sk\': ?, \'n\': ?}',
+                             Parameters=[{"S": "pq#1"}, {"N": str(i)}, {"N": str(i * 10)}])
+try:
+    client.execute_statement(Statement="INSERT INTO Boto3Table VALUE {'pk': 'pq#1', 'sk': 0}")
+    raise AssertionError("a duplicate INSERT succeeded")
+except client.exceptions.DuplicateItemException:
+    pass
+got, kwargs = [], {}
+while True:
+    r = client.execute_statement(Statement="SELECT sk FROM Boto3Table WHERE pk = 'pq#1' ORDER BY sk DESC", Limit=2, **kwargs)
+    got += [int(it["sk"]["N"]) for it in r["Items"]]
+    if "NextToken" not in r:
+        break
+    kwargs = {"NextToken": r["NextToken"]}
+assert got == [4, 3, 2, 1, 0], got
+r = client.batch_execute_statement(Statements=[
+    {"Statement": "UPDATE Boto3Table SET n = n + 1 WHERE pk = 'pq#1' AND sk = 0"},
+    {"Statement": "INSERT INTO Boto3Table VALUE {'pk': 'pq#1', 'sk': 1}"},
+])
+assert "Error" not in r["Responses"][0] and r["Responses"][1]["Error"]["Code"] == "DuplicateItem", r["Responses"]
+r = client.execute_transaction(TransactStatements=[
+    {"Statement": "SELECT n FROM Boto3Table WHERE pk = 'pq#1' AND sk = 0"},
+    {"Statement": "SELECT n FROM Boto3Table WHERE pk = 'pq#1' AND sk = 4"},
+])
+assert [it["Item"]["n"]["N"] for it in r["Responses"]] == ["1", "40"], r["Responses"]
+
 table.delete()
 print("OK")
