@@ -1,0 +1,15 @@
+package engine
+
+import (
+	"github.com/tenantdb/tenantdb/internal/schema"
+	"github.com/tenantdb/tenantdb/internal/wire"
+)
+
+// BuildTable validates a CreateTable request as DynamoDB does and returns
+// the new table's definition (without id, owner and times), for a backend
+// other than the engine (internal/remote) until the validation moves to
+// internal/schema (see schema/DESIGN.md).
+func BuildTable(in *wire.CreateTableInput) (*schema.Table, error) {
+	var e *Engine // buildTable uses no engine state
+	return e.buildTable(in)
+}
