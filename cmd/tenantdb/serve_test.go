@@ -48,7 +48,9 @@ func TestServeConfig(t *testing.T) {
 				return o.Backend == "dynamodb" && o.Remote.Endpoint == "http://e:8000" && o.Remote.Region == "eu-west-1" && o.Remote.TablePrefix == "p-"
 			}},
 		{name: "backend flags", args: []string{"--backend", "dynamodb", "--backend-endpoint", "http://f:1", "--backend-table-prefix", "q-"}, env: env("TENANTDB_BACKEND_ENDPOINT", "http://e:8000"),
-			want: func(c Config) bool { return c.Backend == "dynamodb" && c.BackendEndpoint == "http://f:1" && c.BackendTablePrefix == "q-" }},
+			want: func(c Config) bool {
+				return c.Backend == "dynamodb" && c.BackendEndpoint == "http://f:1" && c.BackendTablePrefix == "q-"
+			}},
 		{name: "bad backend", args: []string{"--backend", "cassandra"}, env: env(), wantErr: "--backend"},
 		{name: "backend settings without backend", args: []string{"--backend-endpoint", "http://e:1"}, env: env(), wantErr: "need --backend"},
 		{name: "stray args", args: []string{"extra"}, env: env(), wantErr: "unexpected arguments"},
