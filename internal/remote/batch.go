@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"slices"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -260,6 +261,7 @@ func (b *Backend) TransactWriteItems(ctx context.Context, s tenancy.Scope, in *w
 		return nil, apierr.Validationf("1 validation error detected: Value at 'transactItems' failed to satisfy constraint: Member must have length less than or equal to 100, Member must have length greater than or equal to 1")
 	}
 	items := make([]types.TransactWriteItem, len(in.TransactItems))
+	comp := make([]*computed, len(in.TransactItems)) // updates the gateway computed
 	counts := map[string]int{}
 	var ns []byte
 	for i, ti := range in.TransactItems {
@@ -274,7 +276,7 @@ func (b *Backend) TransactWriteItems(ctx context.Context, s tenancy.Scope, in *w
 			items[i], ns, err = b.txDelete(ctx, s, ti.Delete)
 		case ti.Update != nil:
 			table = ti.Update.TableName
-			items[i], ns, err = b.txUpdate(ctx, s, ti.Update)
+			items[i], ns, comp[i], err = b.txUpdate(ctx, s, ti.Update)
 		case ti.ConditionCheck != nil:
 			table = ti.ConditionCheck.TableName
 			items[i], ns, err = b.txCheck(ctx, s, ti.ConditionCheck)
@@ -292,7 +294,7 @@ func (b *Backend) TransactWriteItems(ctx context.Context, s tenancy.Scope, in *w
 		ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
 	})
 	if err != nil {
-		return nil, engineErr(err, strip)
+		return nil, engineErr(txErr(err, in, comp), strip)
 	}
 	var total float64
 	for _, cc := range res.ConsumedCapacity {
@@ -341,24 +343,65 @@ func (b *Backend) txDelete(ctx context.Context, s tenancy.Scope, in *wire.Transa
 	}}, p.tg.Namespace, err
 }
 
-func (b *Backend) txUpdate(ctx context.Context, s tenancy.Scope, in *wire.TransactUpdate) (types.TransactWriteItem, []byte, error) {
+func (b *Backend) txUpdate(ctx context.Context, s tenancy.Scope, in *wire.TransactUpdate) (types.TransactWriteItem, []byte, *computed, error) {
 	p, err := b.open(ctx, s, in.TableName)
 	if err != nil {
-		return types.TransactWriteItem{}, nil, err
+		return types.TransactWriteItem{}, nil, nil, err
 	}
 	k, err := p.key(in.Key)
 	if err != nil {
-		return types.TransactWriteItem{}, nil, err
+		return types.TransactWriteItem{}, nil, nil, err
 	}
 	if err := checkPlaceholders(in.ExpressionAttributeNames, in.ExpressionAttributeValues); err != nil {
-		return types.TransactWriteItem{}, nil, err
+		return types.TransactWriteItem{}, nil, nil, err
 	}
 	upd, names, values, err := p.update(in.Key, in.UpdateExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues)
+	if err == errIndexKey {
+		// Computed by the gateway: a put over the version read (update.go).
+		c, err := b.compute(ctx, p, k, in.Key, in.UpdateExpression, in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues)
+		if err != nil {
+			return types.TransactWriteItem{}, nil, nil, err
+		}
+		return types.TransactWriteItem{Put: &types.Put{
+			TableName: &b.table, Item: c.put, ConditionExpression: &c.cond,
+			ExpressionAttributeNames: c.names, ExpressionAttributeValues: c.values,
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		}}, p.tg.Namespace, c, nil
+	}
 	return types.TransactWriteItem{Update: &types.Update{
 		TableName: &b.table, Key: k, UpdateExpression: &upd, ConditionExpression: str(in.ConditionExpression),
 		ExpressionAttributeNames: names, ExpressionAttributeValues: values,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailure(in.ReturnValuesOnConditionCheckFailure),
-	}}, p.tg.Namespace, err
+	}}, p.tg.Namespace, nil, err
+}
+
+// txErr corrects the cancellation reasons of updates the gateway
+// computed, before they are converted: a version that moved under one is
+// a conflict with a concurrent write (TransactionConflict, which clients
+// retry), not the client's condition failing; and the old item the
+// gateway asked for is the client's only if it asked for it too.
+func txErr(err error, in *wire.TransactWriteItemsInput, comp []*computed) error {
+	var tce *types.TransactionCanceledException
+	if !errors.As(err, &tce) {
+		return err
+	}
+	for i, c := range comp {
+		if c == nil || i >= len(tce.CancellationReasons) {
+			continue
+		}
+		r := &tce.CancellationReasons[i]
+		if aws.ToString(r.Code) != "ConditionalCheckFailed" {
+			continue
+		}
+		if c.moved(r.Item) {
+			*r = types.CancellationReason{Code: aws.String("TransactionConflict"), Message: aws.String("Transaction is ongoing for the item")}
+			continue
+		}
+		if in.TransactItems[i].Update.ReturnValuesOnConditionCheckFailure != "ALL_OLD" {
+			r.Item = nil
+		}
+	}
+	return err
 }
 
 func (b *Backend) txCheck(ctx context.Context, s tenancy.Scope, in *wire.ConditionCheck) (types.TransactWriteItem, []byte, error) {

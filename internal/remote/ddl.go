@@ -36,8 +36,8 @@ func (b *Backend) CreateTable(ctx context.Context, s tenancy.Scope, in *wire.Cre
 	if err != nil {
 		return nil, err
 	}
-	if len(t.Indexes) > 0 {
-		return nil, notServed("A secondary index")
+	if len(t.Indexes) > b.opts.IndexSlots {
+		return nil, apierr.New(apierr.LimitExceeded, "The remote backend serves at most %d secondary indexes per table (the engine table's index slots)", b.opts.IndexSlots)
 	}
 	if t.Stream != nil && t.Stream.StreamEnabled != nil && *t.Stream.StreamEnabled {
 		return nil, notServed("A stream")
@@ -51,6 +51,9 @@ func (b *Backend) CreateTable(ctx context.Context, s tenancy.Scope, in *wire.Cre
 		return nil, err
 	}
 	t.Created = b.opts.Now()
+	for _, ix := range t.Indexes {
+		ix.Created = t.Created
+	}
 	if err := b.putDef(ctx, t, b.defNS(s, t), nil); err != nil {
 		if apierr.Is(err, apierr.ConditionalCheckFailed) {
 			return nil, apierr.New(apierr.ResourceInUse, "Table already exists: %s", t.Name)
@@ -363,11 +366,16 @@ func (b *Backend) DescribeLimits(ctx context.Context, s tenancy.Scope, _ *wire.D
 	}, nil
 }
 
-func (b *Backend) describe(t *schema.Table) *wire.TableDescription {
-	ks := []wire.KeySchemaElement{{AttributeName: t.Hash.Name, KeyType: "HASH"}}
-	if t.Range.Name != "" {
-		ks = append(ks, wire.KeySchemaElement{AttributeName: t.Range.Name, KeyType: "RANGE"})
+func keySchema(h, r schema.KeyAttr) []wire.KeySchemaElement {
+	ks := []wire.KeySchemaElement{{AttributeName: h.Name, KeyType: "HASH"}}
+	if r.Name != "" {
+		ks = append(ks, wire.KeySchemaElement{AttributeName: r.Name, KeyType: "RANGE"})
 	}
+	return ks
+}
+
+func (b *Backend) describe(t *schema.Table) *wire.TableDescription {
+	ks := keySchema(t.Hash, t.Range)
 	d := &wire.TableDescription{
 		AttributeDefinitions:      slices.Clone(t.AttrDefs),
 		TableName:                 t.Name,
@@ -382,6 +390,22 @@ func (b *Backend) describe(t *schema.Table) *wire.TableDescription {
 	}
 	if t.TableClass != "" {
 		d.TableClassSummary = &wire.TableClassSummary{TableClass: t.TableClass}
+	}
+	for _, ix := range t.Indexes {
+		proj := &wire.Projection{ProjectionType: ix.ProjectionType}
+		if ix.ProjectionType == "INCLUDE" {
+			proj.NonKeyAttributes = slices.Clone(ix.NonKey)
+		}
+		arn := d.TableArn + "/index/" + ix.Name
+		if ix.Local {
+			d.LocalSecondaryIndexes = append(d.LocalSecondaryIndexes, wire.LocalSecondaryIndexDescription{
+				IndexName: ix.Name, KeySchema: keySchema(ix.Hash, ix.Range), Projection: proj, IndexArn: arn})
+			continue
+		}
+		d.GlobalSecondaryIndexes = append(d.GlobalSecondaryIndexes, wire.GlobalSecondaryIndexDescription{
+			IndexName: ix.Name, KeySchema: keySchema(ix.Hash, ix.Range), Projection: proj, IndexStatus: ix.Status,
+			ProvisionedThroughput: &wire.ProvisionedThroughputDescription{ReadCapacityUnits: ix.ReadCapacity, WriteCapacityUnits: ix.WriteCapacity},
+			IndexArn:              arn})
 	}
 	return d
 }

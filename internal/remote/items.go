@@ -215,6 +215,9 @@ var setKeyword = regexp.MustCompile(`(?i)(^|[^#:\w])SET\b`)
 // UpdateItem creating the item stores them as DynamoDB does. It refuses
 // an update of a key attribute, which the engine, seeing only physical
 // keys, would allow.
+//
+// It reports errIndexKey when the update changes a secondary index's key
+// attribute: the gateway must then compute the item itself (update.go).
 func (p place) update(key attr.Item, upd string, names map[string]string, values map[string]attr.Value) (string, map[string]string, map[string]types.AttributeValue, error) {
 	if upd != "" {
 		params := expr.NewParams(names, values)
@@ -226,6 +229,13 @@ func (p place) update(key attr.Item, upd string, names map[string]string, values
 			for _, k := range p.tg.Table.KeyNames() {
 				if path.Top() == k {
 					return "", nil, nil, apierr.Validationf("One or more parameter values were invalid: Cannot update attribute %s. This attribute is part of the key", k)
+				}
+			}
+		}
+		for _, path := range u.Paths() {
+			for _, ix := range p.tg.Table.Indexes {
+				if path.Top() == ix.Hash.Name || (ix.Range.Name != "" && path.Top() == ix.Range.Name) {
+					return "", nil, nil, errIndexKey
 				}
 			}
 		}
@@ -247,6 +257,11 @@ func (p place) update(key attr.Item, upd string, names map[string]string, values
 			set += ", "
 		}
 		set += phPrefixName + ph + " = " + phPrefixValue + ph
+	}
+	if len(p.tg.Table.Indexes) > 0 {
+		n2[phPrefixName+"v"] = attrVersion
+		v2[phPrefixValue+"v"] = newVersion()
+		set += ", " + phPrefixName + "v = " + phPrefixValue + "v"
 	}
 	if loc := setKeyword.FindStringIndex(upd); loc != nil {
 		upd = upd[:loc[1]] + " " + set + "," + upd[loc[1]:]
@@ -277,6 +292,9 @@ func (b *Backend) UpdateItem(ctx context.Context, s tenancy.Scope, in *wire.Upda
 		return nil, err
 	}
 	upd, names, values, err := p.update(in.Key, aws.ToString(in.UpdateExpression), in.ExpressionAttributeNames, in.ExpressionAttributeValues)
+	if err == errIndexKey {
+		return b.updateItem(ctx, p, key, in)
+	}
 	if err != nil {
 		return nil, err
 	}

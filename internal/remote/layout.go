@@ -1,8 +1,10 @@
 package remote
 
 import (
+	"crypto/rand"
 	"encoding/hex"
 	"strconv"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -22,8 +24,8 @@ import (
 // encoding. Definitions live under pk = "meta#def#" hex(namespace) (or
 // "meta#def#shared") with the table name as sort key.
 
-// The physical key attributes. Items may not use these names (the
-// tenantdb: prefix is reserved, as it is for tags).
+// The physical key attributes. Items may not use names beginning with
+// tenantdb: (reserved, as it is for tags).
 const (
 	attrPK = "tenantdb:pk"
 	attrSK = "tenantdb:sk"
@@ -78,7 +80,8 @@ func (p place) physKey(key attr.Item) (map[string]types.AttributeValue, error) {
 
 // physItem returns the engine item of a logical item: the item itself
 // (its key attributes too, so that expressions naming them work
-// unchanged) plus the physical key.
+// unchanged) plus the physical key, the key of each index entry it has
+// (indexSlot's attributes) and, on a table with indexes, a new version.
 func (p place) physItem(item attr.Item) (map[string]types.AttributeValue, error) {
 	if err := checkNames(item); err != nil {
 		return nil, err
@@ -90,7 +93,58 @@ func (p place) physItem(item attr.Item) (map[string]types.AttributeValue, error)
 	m := toItem(item)
 	m[attrPK] = &types.AttributeValueMemberS{Value: p.pk}
 	m[attrSK] = &types.AttributeValueMemberB{Value: sk}
+	for i, ix := range p.tg.Table.Indexes {
+		hv, ok := item[ix.Hash.Name]
+		if !ok {
+			continue
+		}
+		xs := attr.AppendKey(nil, hv)
+		if ix.Range.Name != "" {
+			rv, ok := item[ix.Range.Name]
+			if !ok {
+				continue // DynamoDB indexes only items with every index key attribute
+			}
+			xs = attr.AppendKey(xs, rv)
+		}
+		if len(xs) > maxSortKey {
+			return nil, apierr.Validationf("One or more parameter values were invalid: the key of index %s is too large for the remote backend (its encoding exceeds %d bytes)", ix.Name, maxSortKey)
+		}
+		slot := slotOf(i)
+		m[slot.pk] = &types.AttributeValueMemberS{Value: p.indexPart(ix)}
+		m[slot.sk] = &types.AttributeValueMemberB{Value: xs}
+	}
+	if len(p.tg.Table.Indexes) > 0 {
+		m[attrVersion] = newVersion()
+	}
 	return m, nil
+}
+
+// indexPart is the partition key of index ix's entries in p's collection.
+func (p place) indexPart(ix *schema.Index) string {
+	return p.pk + "#" + strconv.FormatUint(uint64(ix.No), 10)
+}
+
+// indexSlot is one of the engine table's generic global secondary
+// indexes: the logical index at position i of a table's Indexes (GSI or
+// LSI) is served by slot i+1 of the engine table, whose key attributes
+// are tenantdb:x<i+1>p (S) and tenantdb:x<i+1>s (B).
+type indexSlot struct{ name, pk, sk string }
+
+func slotOf(i int) indexSlot {
+	n := strconv.Itoa(i + 1)
+	return indexSlot{name: "tenantdb-x" + n, pk: "tenantdb:x" + n + "p", sk: "tenantdb:x" + n + "s"}
+}
+
+// attrVersion is an item's version on a table with indexes: a random
+// value every write sets, so that an update computed by the gateway (one
+// that moves an index key, see update.go) commits only over the version
+// it read.
+const attrVersion = "tenantdb:v"
+
+func newVersion() types.AttributeValue {
+	var b [8]byte
+	rand.Read(b[:])
+	return &types.AttributeValueMemberB{Value: b[:]}
 }
 
 // logicalKey decodes a physical sort key of p's collection back into the
@@ -117,13 +171,16 @@ func (p place) logicalKey(phys map[string]types.AttributeValue) (attr.Item, erro
 }
 
 // strip returns the logical item of an engine item: without the
-// physical key attributes.
+// physical attributes (the reserved tenantdb: names).
 func strip(m map[string]types.AttributeValue) attr.Item {
 	if m == nil {
 		return nil
 	}
-	delete(m, attrPK)
-	delete(m, attrSK)
+	for k := range m {
+		if strings.HasPrefix(k, reservedPrefix) {
+			delete(m, k)
+		}
+	}
 	it, err := fromItem(m)
 	if err != nil {
 		return nil
@@ -131,13 +188,15 @@ func strip(m map[string]types.AttributeValue) attr.Item {
 	return it
 }
 
+// reservedPrefix begins every physical attribute's name.
+const reservedPrefix = "tenantdb:"
+
 // checkNames refuses an item that uses the reserved physical names.
 func checkNames(item attr.Item) error {
-	if _, ok := item[attrPK]; ok {
-		return reservedName(attrPK)
-	}
-	if _, ok := item[attrSK]; ok {
-		return reservedName(attrSK)
+	for k := range item {
+		if strings.HasPrefix(k, reservedPrefix) {
+			return reservedName(k)
+		}
 	}
 	return nil
 }

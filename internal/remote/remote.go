@@ -44,6 +44,11 @@ type Options struct {
 	Region, Account, Endpoint string
 	// MaxTenantTables bounds one tenant environment's tables (0: 256).
 	MaxTenantTables int
+	// IndexSlots is the number of generic global secondary indexes of the
+	// engine table (0: 20, DynamoDB's default limit), which bounds the
+	// secondary indexes of one logical table. It is fixed when the engine
+	// table is created.
+	IndexSlots int
 	// Logger receives the backend's logs; nil discards them.
 	Logger *slog.Logger
 	// Now returns the time (tests); nil means time.Now.
@@ -73,6 +78,9 @@ func Open(ctx context.Context, o Options) (*Backend, error) {
 	}
 	if o.MaxTenantTables == 0 {
 		o.MaxTenantTables = 256
+	}
+	if o.IndexSlots == 0 {
+		o.IndexSlots = 20
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -110,7 +118,7 @@ func (b *Backend) ensureTable(ctx context.Context) error {
 	if !errors.As(err, &nf) {
 		return engineErr(err, strip)
 	}
-	_, err = b.db.CreateTable(ctx, &dynamodb.CreateTableInput{
+	in := &dynamodb.CreateTableInput{
 		TableName: &b.table,
 		AttributeDefinitions: []types.AttributeDefinition{
 			{AttributeName: aws.String(attrPK), AttributeType: types.ScalarAttributeTypeS},
@@ -121,7 +129,22 @@ func (b *Backend) ensureTable(ctx context.Context) error {
 			{AttributeName: aws.String(attrSK), KeyType: types.KeyTypeRange},
 		},
 		BillingMode: types.BillingModePayPerRequest,
-	})
+	}
+	for i := range b.opts.IndexSlots {
+		slot := slotOf(i)
+		in.AttributeDefinitions = append(in.AttributeDefinitions,
+			types.AttributeDefinition{AttributeName: aws.String(slot.pk), AttributeType: types.ScalarAttributeTypeS},
+			types.AttributeDefinition{AttributeName: aws.String(slot.sk), AttributeType: types.ScalarAttributeTypeB})
+		in.GlobalSecondaryIndexes = append(in.GlobalSecondaryIndexes, types.GlobalSecondaryIndex{
+			IndexName: aws.String(slot.name),
+			KeySchema: []types.KeySchemaElement{
+				{AttributeName: aws.String(slot.pk), KeyType: types.KeyTypeHash},
+				{AttributeName: aws.String(slot.sk), KeyType: types.KeyTypeRange},
+			},
+			Projection: &types.Projection{ProjectionType: types.ProjectionTypeAll},
+		})
+	}
+	_, err = b.db.CreateTable(ctx, in)
 	var inUse *types.ResourceInUseException
 	if err != nil && !errors.As(err, &inUse) { // another gateway created it first
 		return engineErr(err, strip)
