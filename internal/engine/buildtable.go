@@ -13,3 +13,7 @@ func BuildTable(in *wire.CreateTableInput) (*schema.Table, error) {
 	var e *Engine // buildTable uses no engine state
 	return e.buildTable(in)
 }
+
+// CheckTags validates TagResource's tags as DynamoDB does (tenantdb:
+// keys are reserved to CreateTable), for the same backends.
+func CheckTags(tags []wire.Tag) error { return checkTags(tags, false) }

@@ -137,8 +137,9 @@ func TestStatisticsStayInTheEngine(t *testing.T) {
 // a DynamoDB-API engine) decides no isolation of its own. It maps a
 // resolve.Target onto its physical layout: it reads no table's isolation
 // mode or leading-key pattern (it calls the Target's checks), builds no
-// namespace from a scope's tenant and environment (the Target carries
-// it), and touches neither the embedded store's key layout nor its store.
+// namespace from a scope's environment (the Target carries it, or
+// resolve.Namespace gives it), and touches neither the embedded store's
+// key layout nor its store.
 func TestRemoteTakesIsolationFromTargets(t *testing.T) {
 	for _, p := range packages(t) {
 		if p.rel() != "internal/remote" {
@@ -158,10 +159,8 @@ func TestRemoteTakesIsolationFromTargets(t *testing.T) {
 			if se, ok := n.(*ast.SelectorExpr); ok && (se.Sel.Name == "Isolation" || se.Sel.Name == "LeadingKeyPattern") {
 				t.Errorf("internal/remote/%s:%d reads %s; enforce the resolve.Target's checks instead", file, line, se.Sel.Name)
 			}
-			for _, m := range []string{"Tenant", "Env"} {
-				if methodCall(n, m, 0) {
-					t.Errorf("internal/remote/%s:%d calls %s(); the namespace comes from the resolve.Target (or resolve.Namespace)", file, line, m)
-				}
+			if methodCall(n, "Env", 0) {
+				t.Errorf("internal/remote/%s:%d calls Env(); the namespace comes from the resolve.Target (or resolve.Namespace)", file, line)
 			}
 		})
 		return

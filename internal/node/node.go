@@ -215,8 +215,12 @@ func Open(ctx context.Context, o Options) (_ *Node, err error) {
 	n.backend = n.quotas.Wrap(dynamo.Bind(items))
 
 	guard := &tenancy.Guard{}
+	var tenantData lifecycle.Engine = n.engine
+	if n.remote != nil {
+		tenantData = n.remote // the tenants' items live in the remote engine
+	}
 	adminOpts := admin.Options{Catalog: n.catalog, Auth: n.auth, Audit: n.audit, Logger: log, Guard: guard,
-		Lifecycle: lifecycle.New(lifecycle.Options{Catalog: n.catalog, Audit: n.audit, Quotas: n.quotas, Engine: n.engine})}
+		Lifecycle: lifecycle.New(lifecycle.Options{Catalog: n.catalog, Audit: n.audit, Quotas: n.quotas, Engine: tenantData})}
 	if adminOpts.JWT, adminOpts.JWKS, err = o.Platform.open(ctx, log); err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package remote
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"slices"
@@ -82,9 +83,6 @@ func (b *Backend) BatchGetItem(ctx context.Context, s tenancy.Scope, in *wire.Ba
 	})
 	for _, table := range names {
 		ka := in.RequestItems[table]
-		if err := legacy("AttributesToGet", ka.AttributesToGet != nil); err != nil {
-			return nil, err
-		}
 		p, err := b.open(ctx, s, table)
 		if err != nil {
 			return nil, err
@@ -92,12 +90,16 @@ func (b *Backend) BatchGetItem(ctx context.Context, s tenancy.Scope, in *wire.Ba
 		if err := checkPlaceholders(ka.ExpressionAttributeNames, nil); err != nil {
 			return nil, err
 		}
-		kas := types.KeysAndAttributes{ConsistentRead: ka.ConsistentRead, ExpressionAttributeNames: ka.ExpressionAttributeNames}
-		if ka.ProjectionExpression != nil && *ka.ProjectionExpression != "" {
+		pe, exprNames, err := projection(ka.AttributesToGet, ka.ProjectionExpression, ka.ExpressionAttributeNames)
+		if err != nil {
+			return nil, err
+		}
+		kas := types.KeysAndAttributes{ConsistentRead: ka.ConsistentRead, ExpressionAttributeNames: exprNames}
+		if pe != nil && *pe != "" {
 			// The physical key comes back too, to match unprocessed keys.
-			kas.ProjectionExpression = aws.String(*ka.ProjectionExpression + ", #tenantdb_p, #tenantdb_s")
+			kas.ProjectionExpression = aws.String(*pe + ", #tenantdb_p, #tenantdb_s")
 			kas.ExpressionAttributeNames = map[string]string{"#tenantdb_p": attrPK, "#tenantdb_s": attrSK}
-			for k, v := range ka.ExpressionAttributeNames {
+			for k, v := range exprNames {
 				kas.ExpressionAttributeNames[k] = v
 			}
 		}
@@ -165,7 +167,7 @@ func (b *Backend) BatchWriteItem(ctx context.Context, s tenancy.Scope, in *wire.
 	var reqs []types.WriteRequest
 	counts := map[string]int{}
 	for table, ws := range in.RequestItems {
-		p, err := b.open(ctx, s, table)
+		p, err := b.openW(ctx, s, table)
 		if err != nil {
 			return nil, err
 		}
@@ -241,15 +243,22 @@ func (b *Backend) BatchWriteItem(ctx context.Context, s tenancy.Scope, in *wire.
 	return out, nil
 }
 
-// requestToken scopes a ClientRequestToken to the tenant environment: the
-// engine's idempotency is per account, and tenants share the account.
-func requestToken(ns []byte, token *string) *string {
+// requestToken scopes a ClientRequestToken to the tenant environment and
+// the tables the transaction writes: the engine's idempotency is per
+// account, and tenants share the account (and a tenant created again
+// with a deleted one's id has new tables).
+func requestToken(ns, life []byte, tables []uint64, token *string) *string {
 	if token == nil {
 		return nil
 	}
+	slices.Sort(tables)
 	h := sha256.New()
 	h.Write(ns)
 	h.Write([]byte{0})
+	h.Write(life)
+	for _, t := range slices.Compact(tables) {
+		h.Write(binary.BigEndian.AppendUint64(nil, t))
+	}
 	h.Write([]byte(*token))
 	return aws.String(hex.EncodeToString(h.Sum(nil))[:36])
 }
@@ -264,6 +273,7 @@ func (b *Backend) TransactWriteItems(ctx context.Context, s tenancy.Scope, in *w
 	comp := make([]*computed, len(in.TransactItems)) // updates the gateway computed
 	counts := map[string]int{}
 	var ns []byte
+	var tableIDs []uint64
 	for i, ti := range in.TransactItems {
 		var err error
 		var table string
@@ -287,10 +297,22 @@ func (b *Backend) TransactWriteItems(ctx context.Context, s tenancy.Scope, in *w
 			return nil, err
 		}
 		counts[table]++
+		tg, err := b.res.Open(ctx, s, table)
+		if err != nil {
+			return nil, err
+		}
+		tableIDs = append(tableIDs, tg.Table.ID)
+	}
+	var life []byte
+	if in.ClientRequestToken != nil {
+		var err error
+		if life, err = b.incarnation(ctx, ns); err != nil {
+			return nil, err
+		}
 	}
 	res, err := b.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{
 		TransactItems:          items,
-		ClientRequestToken:     requestToken(ns, in.ClientRequestToken),
+		ClientRequestToken:     requestToken(ns, life, tableIDs, in.ClientRequestToken),
 		ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
 	})
 	if err != nil {
@@ -312,7 +334,7 @@ func (b *Backend) TransactWriteItems(ctx context.Context, s tenancy.Scope, in *w
 }
 
 func (b *Backend) txPut(ctx context.Context, s tenancy.Scope, in *wire.TransactPut) (types.TransactWriteItem, []byte, error) {
-	p, err := b.open(ctx, s, in.TableName)
+	p, err := b.openW(ctx, s, in.TableName)
 	if err != nil {
 		return types.TransactWriteItem{}, nil, err
 	}
@@ -344,7 +366,7 @@ func (b *Backend) txDelete(ctx context.Context, s tenancy.Scope, in *wire.Transa
 }
 
 func (b *Backend) txUpdate(ctx context.Context, s tenancy.Scope, in *wire.TransactUpdate) (types.TransactWriteItem, []byte, *computed, error) {
-	p, err := b.open(ctx, s, in.TableName)
+	p, err := b.openW(ctx, s, in.TableName)
 	if err != nil {
 		return types.TransactWriteItem{}, nil, nil, err
 	}

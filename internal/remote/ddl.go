@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -48,6 +49,9 @@ func (b *Backend) CreateTable(ctx context.Context, s tenancy.Scope, in *wire.Cre
 		return nil, err
 	}
 	if t.ID, err = b.nextTableID(ctx); err != nil {
+		return nil, err
+	}
+	if err := b.register(ctx, b.defNS(s, t), 0); err != nil {
 		return nil, err
 	}
 	t.Created = b.opts.Now()
@@ -113,8 +117,8 @@ func (b *Backend) changeDef(ctx context.Context, tg resolve.Target, c *schema.Ta
 	return nil
 }
 
-// DescribeTable describes a table. ItemCount and TableSizeBytes are zero:
-// the remote backend keeps no statistics yet.
+// DescribeTable describes a table, with the statistics of the scope's
+// own items, counted by reading them (stats.go).
 func (b *Backend) DescribeTable(ctx context.Context, s tenancy.Scope, in *wire.DescribeTableInput) (*wire.DescribeTableOutput, error) {
 	if err := schema.ValidateTableName(in.TableName); err != nil {
 		return nil, err
@@ -123,7 +127,26 @@ func (b *Backend) DescribeTable(ctx context.Context, s tenancy.Scope, in *wire.D
 	if err != nil {
 		return nil, err
 	}
-	return &wire.DescribeTableOutput{Table: b.describe(tg.Table)}, nil
+	st, err := b.stats(ctx, placeOf(tg))
+	if err != nil {
+		return nil, err
+	}
+	d := b.describe(tg.Table)
+	d.ItemCount, d.TableSizeBytes = st[0][0], st[0][1]
+	for _, ix := range tg.Table.Indexes {
+		c := st[ix.No]
+		for i := range d.GlobalSecondaryIndexes {
+			if g := &d.GlobalSecondaryIndexes[i]; g.IndexName == ix.Name {
+				g.ItemCount, g.IndexSizeBytes = c[0], c[1]
+			}
+		}
+		for i := range d.LocalSecondaryIndexes {
+			if l := &d.LocalSecondaryIndexes[i]; l.IndexName == ix.Name {
+				l.ItemCount, l.IndexSizeBytes = c[0], c[1]
+			}
+		}
+	}
+	return &wire.DescribeTableOutput{Table: d}, nil
 }
 
 // ListTables lists the tables s sees, as the embedded engine does.
@@ -222,39 +245,9 @@ func (b *Backend) DeleteTable(ctx context.Context, s tenancy.Scope, in *wire.Del
 // record. A purge cut short by the gateway's end leaves the record for a
 // later sweep (not yet written: see DESIGN.md).
 func (b *Backend) purge(ctx context.Context, p place) {
-	in := &dynamodb.QueryInput{
-		TableName:                &b.table,
-		KeyConditionExpression:   aws.String("#p = :p"),
-		ExpressionAttributeNames: map[string]string{"#p": attrPK},
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":p": &types.AttributeValueMemberS{Value: p.pk}},
-		ProjectionExpression: aws.String("#p, #s"),
-	}
-	in.ExpressionAttributeNames["#s"] = attrSK
-	for {
-		out, err := b.db.Query(ctx, in)
-		if err != nil {
-			b.log.Warn("purging a dropped table", "table", p.tg.Table.ID, "err", err)
-			return
-		}
-		for chunk := range slices.Chunk(out.Items, 25) {
-			reqs := make([]types.WriteRequest, len(chunk))
-			for i, k := range chunk {
-				reqs[i] = types.WriteRequest{DeleteRequest: &types.DeleteRequest{Key: k}}
-			}
-			for len(reqs) > 0 {
-				res, err := b.db.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{RequestItems: map[string][]types.WriteRequest{b.table: reqs}})
-				if err != nil {
-					b.log.Warn("purging a dropped table", "table", p.tg.Table.ID, "err", err)
-					return
-				}
-				reqs = res.UnprocessedItems[b.table]
-			}
-		}
-		if len(out.LastEvaluatedKey) == 0 {
-			break
-		}
-		in.ExclusiveStartKey = out.LastEvaluatedKey
+	if err := b.deleteCollection(ctx, p.pk); err != nil {
+		b.log.Warn("purging a dropped table", "table", p.tg.Table.ID, "err", err)
+		return
 	}
 	_, err := b.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: &b.table, Key: map[string]types.AttributeValue{
 		attrPK: &types.AttributeValueMemberS{Value: "meta#drop"},
@@ -265,8 +258,19 @@ func (b *Backend) purge(ctx context.Context, p place) {
 	}
 }
 
-// UpdateTable is not served yet.
+// UpdateTable is not served yet; who may not change the table is still
+// told so first.
 func (b *Backend) UpdateTable(ctx context.Context, s tenancy.Scope, in *wire.UpdateTableInput) (*wire.UpdateTableOutput, error) {
+	if err := schema.ValidateTableName(in.TableName); err != nil {
+		return nil, err
+	}
+	tg, err := b.res.Lookup(ctx, s, in.TableName)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.res.CheckManage(s, tg.Table); err != nil {
+		return nil, err
+	}
 	return nil, notServed("UpdateTable")
 }
 
@@ -326,15 +330,71 @@ func (b *Backend) DescribeTimeToLive(ctx context.Context, s tenancy.Scope, in *w
 	return &wire.DescribeTimeToLiveOutput{TimeToLiveDescription: d}, nil
 }
 
-// TagResource is not served yet (tags choose isolation at CreateTable,
-// which is served).
+// TagResource adds or replaces tags in the definition.
 func (b *Backend) TagResource(ctx context.Context, s tenancy.Scope, in *wire.TagResourceInput) (*wire.EmptyOutput, error) {
-	return nil, notServed("TagResource")
+	if len(in.Tags) == 0 {
+		return nil, apierr.Validationf("1 validation error detected: Value '[]' at 'tags' failed to satisfy constraint: Member must have length greater than or equal to 1")
+	}
+	if err := engine.CheckTags(in.Tags); err != nil {
+		return nil, err
+	}
+	return b.retag(ctx, s, in.ResourceArn, func(c *schema.Table) error {
+		for _, tg := range in.Tags {
+			replaced := false
+			for i := range c.Tags {
+				if c.Tags[i].Key == tg.Key {
+					c.Tags[i].Value = tg.Value
+					replaced = true
+				}
+			}
+			if !replaced {
+				c.Tags = append(c.Tags, tg)
+			}
+		}
+		if len(c.Tags) > 50 {
+			return apierr.New(apierr.LimitExceeded, "The number of tags exceeds the limit of %d", 50)
+		}
+		return nil
+	})
 }
 
-// UntagResource is not served yet.
+// UntagResource removes tags from the definition.
 func (b *Backend) UntagResource(ctx context.Context, s tenancy.Scope, in *wire.UntagResourceInput) (*wire.EmptyOutput, error) {
-	return nil, notServed("UntagResource")
+	if len(in.TagKeys) == 0 {
+		return nil, apierr.Validationf("1 validation error detected: Value '[]' at 'tagKeys' failed to satisfy constraint: Member must have length greater than or equal to 1")
+	}
+	drop := map[string]bool{}
+	for _, k := range in.TagKeys {
+		if strings.HasPrefix(k, "tenantdb:") {
+			return nil, apierr.Validationf("One or more parameter values were invalid: Tag key %s is reserved: tenantdb: tags are set only at CreateTable", k)
+		}
+		drop[k] = true
+	}
+	return b.retag(ctx, s, in.ResourceArn, func(c *schema.Table) error {
+		c.Tags = slices.DeleteFunc(c.Tags, func(tg wire.Tag) bool { return drop[tg.Key] })
+		return nil
+	})
+}
+
+// retag changes the tags of the table arn names with change.
+func (b *Backend) retag(ctx context.Context, s tenancy.Scope, arn string, change func(*schema.Table) error) (*wire.EmptyOutput, error) {
+	b.ddl.Lock()
+	defer b.ddl.Unlock()
+	tg, err := b.res.LookupARN(ctx, s, arn)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.res.CheckManage(s, tg.Table); err != nil {
+		return nil, err
+	}
+	c := tg.Table.Clone()
+	if err := change(c); err != nil {
+		return nil, err
+	}
+	if err := b.changeDef(ctx, tg, c); err != nil {
+		return nil, err
+	}
+	return &wire.EmptyOutput{}, nil
 }
 
 // ListTagsOfResource lists the tags of the definition.

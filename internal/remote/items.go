@@ -27,6 +27,16 @@ func (b *Backend) open(ctx context.Context, s tenancy.Scope, name string) (place
 	return placeOf(tg), nil
 }
 
+// openW is open for a write: the collection is registered first, so that
+// a deleted tenant's data can be found (tenants.go).
+func (b *Backend) openW(ctx context.Context, s tenancy.Scope, name string) (place, error) {
+	p, err := b.open(ctx, s, name)
+	if err != nil {
+		return place{}, err
+	}
+	return p, b.register(ctx, p.tg.Namespace, p.tg.Table.ID)
+}
+
 // key validates a logical key a request names (schema and leading keys)
 // and returns its engine key.
 func (p place) key(key attr.Item) (map[string]types.AttributeValue, error) {
@@ -111,7 +121,7 @@ func (b *Backend) PutItem(ctx context.Context, s tenancy.Scope, in *wire.PutItem
 	if err := legacy("Expected", len(in.Expected) > 0 || in.ConditionalOperator != ""); err != nil {
 		return nil, err
 	}
-	p, err := b.open(ctx, s, in.TableName)
+	p, err := b.openW(ctx, s, in.TableName)
 	if err != nil {
 		return nil, err
 	}
@@ -142,9 +152,6 @@ func (b *Backend) PutItem(ctx context.Context, s tenancy.Scope, in *wire.PutItem
 
 // GetItem reads an item by its engine key.
 func (b *Backend) GetItem(ctx context.Context, s tenancy.Scope, in *wire.GetItemInput) (*wire.GetItemOutput, error) {
-	if err := legacy("AttributesToGet", in.AttributesToGet != nil); err != nil {
-		return nil, err
-	}
 	p, err := b.open(ctx, s, in.TableName)
 	if err != nil {
 		return nil, err
@@ -156,12 +163,16 @@ func (b *Backend) GetItem(ctx context.Context, s tenancy.Scope, in *wire.GetItem
 	if err := checkPlaceholders(in.ExpressionAttributeNames, nil); err != nil {
 		return nil, err
 	}
+	pe, names, err := projection(in.AttributesToGet, in.ProjectionExpression, in.ExpressionAttributeNames)
+	if err != nil {
+		return nil, err
+	}
 	res, err := b.db.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName:                &b.table,
 		Key:                      key,
 		ConsistentRead:           in.ConsistentRead,
-		ProjectionExpression:     str(in.ProjectionExpression),
-		ExpressionAttributeNames: in.ExpressionAttributeNames,
+		ProjectionExpression:     str(pe),
+		ExpressionAttributeNames: names,
 		ReturnConsumedCapacity:   types.ReturnConsumedCapacityTotal,
 	})
 	if err != nil {
@@ -280,7 +291,7 @@ func (b *Backend) UpdateItem(ctx context.Context, s tenancy.Scope, in *wire.Upda
 	if err := legacy("Expected", len(in.Expected) > 0 || in.ConditionalOperator != ""); err != nil {
 		return nil, err
 	}
-	p, err := b.open(ctx, s, in.TableName)
+	p, err := b.openW(ctx, s, in.TableName)
 	if err != nil {
 		return nil, err
 	}

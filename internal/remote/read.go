@@ -285,7 +285,7 @@ func (c coll) consistent(cr *bool) error {
 // Query is one engine Query on the tenant's item collection (or an
 // index's), its key condition rewritten onto the physical sort key.
 func (b *Backend) Query(ctx context.Context, s tenancy.Scope, in *wire.QueryInput) (*wire.QueryOutput, error) {
-	if err := legacy("KeyConditions, QueryFilter or AttributesToGet", in.KeyConditions != nil || in.QueryFilter != nil || in.AttributesToGet != nil || in.ConditionalOperator != ""); err != nil {
+	if err := legacy("QueryFilter", in.QueryFilter != nil || in.ConditionalOperator != ""); err != nil {
 		return nil, err
 	}
 	p, err := b.open(ctx, s, in.TableName)
@@ -296,14 +296,33 @@ func (b *Backend) Query(ctx context.Context, s tenancy.Scope, in *wire.QueryInpu
 	if err != nil {
 		return nil, err
 	}
-	if in.KeyConditionExpression == nil {
+	if in.KeyConditionExpression == nil && in.KeyConditions == nil {
 		return nil, apierr.Validationf("Either the KeyConditions or KeyConditionExpression parameter must be specified in the request.")
+	}
+	if in.KeyConditionExpression != nil && (in.KeyConditions != nil || in.AttributesToGet != nil) {
+		l := "KeyConditions"
+		if in.KeyConditions == nil {
+			l = "AttributesToGet"
+		}
+		return nil, apierr.Validationf("Can not use both expression and non-expression parameters in the same request: Non-expression parameters: {%s} Expression parameters: {KeyConditionExpression}", l)
 	}
 	if err := checkPlaceholders(in.ExpressionAttributeNames, in.ExpressionAttributeValues); err != nil {
 		return nil, err
 	}
+	pe, exprNames, err := projection(in.AttributesToGet, in.ProjectionExpression, in.ExpressionAttributeNames)
+	if err != nil {
+		return nil, err
+	}
+	q := *in // the request with the legacy projection as an expression
+	q.ProjectionExpression, q.ExpressionAttributeNames = pe, exprNames
+	in = &q
 	params := expr.NewParams(in.ExpressionAttributeNames, in.ExpressionAttributeValues)
-	kc, err := params.KeyCondition(*in.KeyConditionExpression, c.hash.Name, c.rng.Name)
+	var kc *expr.KeyCondition
+	if in.KeyConditions != nil {
+		kc, err = expr.LegacyKeyConditions(in.KeyConditions, c.hash.Name, c.rng.Name)
+	} else {
+		kc, err = params.KeyCondition(*in.KeyConditionExpression, c.hash.Name, c.rng.Name)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -371,7 +390,7 @@ func (c coll) readParams(params *expr.Params, filter, projection *string, sel st
 // segments, segment 0 returns every item and the others none (a valid
 // partition of the items while a table has one collection).
 func (b *Backend) Scan(ctx context.Context, s tenancy.Scope, in *wire.ScanInput) (*wire.ScanOutput, error) {
-	if err := legacy("ScanFilter or AttributesToGet", in.ScanFilter != nil || in.AttributesToGet != nil || in.ConditionalOperator != ""); err != nil {
+	if err := legacy("ScanFilter", in.ScanFilter != nil || in.ConditionalOperator != ""); err != nil {
 		return nil, err
 	}
 	p, err := b.open(ctx, s, in.TableName)
@@ -396,6 +415,13 @@ func (b *Backend) Scan(ctx context.Context, s tenancy.Scope, in *wire.ScanInput)
 	if err := checkPlaceholders(in.ExpressionAttributeNames, in.ExpressionAttributeValues); err != nil {
 		return nil, err
 	}
+	pe, exprNames, err := projection(in.AttributesToGet, in.ProjectionExpression, in.ExpressionAttributeNames)
+	if err != nil {
+		return nil, err
+	}
+	q := *in // the request with the legacy projection as an expression
+	q.ProjectionExpression, q.ExpressionAttributeNames = pe, exprNames
+	in = &q
 	params := expr.NewParams(in.ExpressionAttributeNames, in.ExpressionAttributeValues)
 	project, err := c.readParams(params, in.FilterExpression, in.ProjectionExpression, in.Select, in.ConsistentRead)
 	if err != nil {

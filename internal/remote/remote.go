@@ -65,6 +65,8 @@ type Backend struct {
 	res   *resolve.Resolver
 	log   *slog.Logger
 
+	reg registry
+
 	// ddl serializes this gateway's DDL, as the resolver requires; the
 	// engine's conditional writes order DDL across gateways.
 	ddl sync.Mutex
@@ -217,6 +219,8 @@ func (b *Backend) loadDefs(ctx context.Context, pk string) ([]*schema.Table, err
 
 // nextTableID allocates a table id from the engine's counter (an atomic
 // ADD), so that ids are unique across gateways and never reused.
+func uitoa(n uint64) string { return strconv.FormatUint(n, 10) }
+
 func (b *Backend) nextTableID(ctx context.Context) (uint64, error) {
 	out, err := b.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: &b.table,
