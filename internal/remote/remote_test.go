@@ -262,3 +262,78 @@ func TestCountersAreExact(t *testing.T) {
 		t.Errorf("m = %s, want %d", m, workers*each)
 	}
 }
+
+// TestIndexKeyUpdatesAreExact: updates that move a GSI key are computed
+// by the gateway and committed over the version they read; concurrent
+// ones lose nothing, and the index holds only the item's current key.
+func TestIndexKeyUpdatesAreExact(t *testing.T) {
+	for name, start := range engines(t, false) {
+		t.Run(name, func(t *testing.T) { indexKeyUpdatesAreExact(t, start(t)) })
+	}
+}
+
+func indexKeyUpdatesAreExact(t *testing.T, srv *harness.Server) {
+	ctx := context.Background()
+	c := srv.Client(srv.Default)
+	_, err := c.CreateTable(ctx, &dynamodb.CreateTableInput{
+		TableName: aws.String("idx"),
+		AttributeDefinitions: []types.AttributeDefinition{
+			{AttributeName: aws.String("pk"), AttributeType: types.ScalarAttributeTypeS},
+			{AttributeName: aws.String("gk"), AttributeType: types.ScalarAttributeTypeS},
+		},
+		KeySchema: []types.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash}},
+		GlobalSecondaryIndexes: []types.GlobalSecondaryIndex{{IndexName: aws.String("byg"),
+			KeySchema:  []types.KeySchemaElement{{AttributeName: aws.String("gk"), KeyType: types.KeyTypeHash}},
+			Projection: &types.Projection{ProjectionType: types.ProjectionTypeKeysOnly}}},
+		BillingMode: types.BillingModePayPerRequest,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := map[string]types.AttributeValue{"pk": s("k")}
+	const workers, each = 4, 10
+	var wg sync.WaitGroup
+	errs := make(chan error, workers*each)
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				_, err := c.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String("idx"), Key: key,
+					UpdateExpression: aws.String("SET gk = :g ADD n :one"),
+					ExpressionAttributeValues: map[string]types.AttributeValue{":g": s(fmt.Sprintf("g%d-%d", w, i)), ":one": n("1")}})
+				if err != nil {
+					errs <- err
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	out, err := c.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String("idx"), Key: key, ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := out.Item["n"].(*types.AttributeValueMemberN).Value; got != fmt.Sprint(workers*each) {
+		t.Errorf("n = %s, want %d: an update was lost", got, workers*each)
+	}
+	g := out.Item["gk"].(*types.AttributeValueMemberS).Value
+	q, err := c.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String("idx"), IndexName: aws.String("byg")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q.Count != 1 || q.Items[0]["gk"].(*types.AttributeValueMemberS).Value != g || len(q.Items[0]) != 2 {
+		t.Errorf("the index holds %v, want only the current key %s (keys only)", q.Items, g)
+	}
+	// A condition that fails is the client's, not a conflict.
+	_, err = c.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String("idx"), Key: key,
+		UpdateExpression: aws.String("SET gk = :g"), ConditionExpression: aws.String("n = :zero"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":g": s("x"), ":zero": n("0")}})
+	var ccf *types.ConditionalCheckFailedException
+	if !errors.As(err, &ccf) {
+		t.Errorf("failed condition: %v, want ConditionalCheckFailedException", err)
+	}
+}

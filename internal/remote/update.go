@@ -98,6 +98,9 @@ func (b *Backend) compute(ctx context.Context, p place, key map[string]types.Att
 		guard = "#tenantdb_v = :tenantdb_v"
 		c.values[":tenantdb_v"] = &types.AttributeValueMemberB{Value: c.ver}
 	}
+	if len(c.values) == 0 {
+		c.values = nil // the engine refuses an empty map
+	}
 	c.cond = guard
 	if cond != nil && *cond != "" {
 		c.cond = "(" + *cond + ") AND " + guard
@@ -139,9 +142,21 @@ func (b *Backend) updateItem(ctx context.Context, p place, key map[string]types.
 		})
 		var ccf *types.ConditionalCheckFailedException
 		if errors.As(err, &ccf) {
-			if c.moved(ccf.Item) {
+			cur := ccf.Item
+			if cur == nil {
+				// An engine that does not return the item (dynalite, older
+				// Alternator): read it to tell a conflict from the client's
+				// condition failing.
+				got, err := b.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &b.table, Key: key, ConsistentRead: aws.Bool(true)})
+				if err != nil {
+					return nil, engineErr(err, strip)
+				}
+				cur = got.Item
+			}
+			if c.moved(cur) {
 				continue // a concurrent write: read again
 			}
+			ccf.Item = cur
 			e := apierr.New(apierr.ConditionalCheckFailed, "The conditional request failed")
 			if in.ReturnValuesOnConditionCheckFailure == "ALL_OLD" && ccf.Item != nil {
 				e.Detail = &wire.ConditionalCheckFailedDetail{Item: strip(ccf.Item)}
