@@ -300,7 +300,7 @@ func indexKeyUpdatesAreExact(t *testing.T, srv *harness.Server) {
 			defer wg.Done()
 			for i := range each {
 				_, err := c.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String("idx"), Key: key,
-					UpdateExpression: aws.String("SET gk = :g ADD n :one"),
+					UpdateExpression:          aws.String("SET gk = :g ADD n :one"),
 					ExpressionAttributeValues: map[string]types.AttributeValue{":g": s(fmt.Sprintf("g%d-%d", w, i)), ":one": n("1")}})
 				if err != nil {
 					errs <- err
