@@ -2,6 +2,7 @@ package remote
 
 import (
 	"context"
+	"errors"
 	"regexp"
 	"strconv"
 
@@ -143,7 +144,7 @@ func (b *Backend) PutItem(ctx context.Context, s tenancy.Scope, in *wire.PutItem
 		ReturnConsumedCapacity:              types.ReturnConsumedCapacityTotal,
 	})
 	if err != nil {
-		return nil, engineErr(err, strip)
+		return nil, b.oldOnFailure(ctx, engineErr(err, strip), physKeyOf(item), in.ReturnValuesOnConditionCheckFailure)
 	}
 	out := &wire.PutItemOutput{Attributes: strip(res.Attributes), ConsumedCapacity: capacity(res.ConsumedCapacity, in.TableName, in.ReturnConsumedCapacity)}
 	out.U = wire.Usage{WriteUnits: units(res.ConsumedCapacity), Table: in.TableName}
@@ -210,7 +211,7 @@ func (b *Backend) DeleteItem(ctx context.Context, s tenancy.Scope, in *wire.Dele
 		ReturnConsumedCapacity:              types.ReturnConsumedCapacityTotal,
 	})
 	if err != nil {
-		return nil, engineErr(err, strip)
+		return nil, b.oldOnFailure(ctx, engineErr(err, strip), key, in.ReturnValuesOnConditionCheckFailure)
 	}
 	out := &wire.DeleteItemOutput{Attributes: strip(res.Attributes), ConsumedCapacity: capacity(res.ConsumedCapacity, in.TableName, in.ReturnConsumedCapacity)}
 	out.U = wire.Usage{WriteUnits: units(res.ConsumedCapacity), Table: in.TableName}
@@ -321,7 +322,7 @@ func (b *Backend) UpdateItem(ctx context.Context, s tenancy.Scope, in *wire.Upda
 		ReturnConsumedCapacity:              types.ReturnConsumedCapacityTotal,
 	})
 	if err != nil {
-		return nil, engineErr(err, strip)
+		return nil, b.oldOnFailure(ctx, engineErr(err, strip), key, in.ReturnValuesOnConditionCheckFailure)
 	}
 	attrs := strip(res.Attributes)
 	if in.ReturnValues == "UPDATED_OLD" || in.ReturnValues == "UPDATED_NEW" {
@@ -335,4 +336,28 @@ func (b *Backend) UpdateItem(ctx context.Context, s tenancy.Scope, in *wire.Upda
 	out := &wire.UpdateItemOutput{Attributes: attrs, ConsumedCapacity: capacity(res.ConsumedCapacity, in.TableName, in.ReturnConsumedCapacity)}
 	out.U = wire.Usage{WriteUnits: units(res.ConsumedCapacity), Table: in.TableName}
 	return out, nil
+}
+
+// oldOnFailure completes a ConditionalCheckFailed error for a client that
+// asked for the old item (ReturnValuesOnConditionCheckFailure ALL_OLD)
+// when the engine did not return it (dynalite, older Alternator): the
+// gateway reads the item after the failure. DynamoDB itself returns it.
+func (b *Backend) oldOnFailure(ctx context.Context, err error, key map[string]types.AttributeValue, want string) error {
+	if want != "ALL_OLD" || !apierr.Is(err, apierr.ConditionalCheckFailed) {
+		return err
+	}
+	var e *apierr.Error
+	if !errors.As(err, &e) || e.Detail != nil {
+		return err
+	}
+	got, gerr := b.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &b.table, Key: key, ConsistentRead: aws.Bool(true)})
+	if gerr == nil && got.Item != nil {
+		e.Detail = &wire.ConditionalCheckFailedDetail{Item: strip(got.Item)}
+	}
+	return err
+}
+
+// physKeyOf returns the engine key of an engine item.
+func physKeyOf(item map[string]types.AttributeValue) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{attrPK: item[attrPK], attrSK: item[attrSK]}
 }

@@ -14,7 +14,7 @@ func TestRemote(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: the remote backend's run of the suite")
 	}
-	harness.RemoteFor(t)
+	harness.RemoteFor(t, "")
 	t.Run("Isolation", TestIsolation)
 	t.Run("TTLIsolation", TestTTLIsolation)
 }
