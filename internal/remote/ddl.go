@@ -30,6 +30,9 @@ func notServed(what string) error {
 // definition with a conditional put, so that two gateways creating the
 // same name race safely. Secondary indexes and streams are refused.
 func (b *Backend) CreateTable(ctx context.Context, s tenancy.Scope, in *wire.CreateTableInput) (*wire.CreateTableOutput, error) {
+	if err := check(ctx, s); err != nil {
+		return nil, err
+	}
 	if err := b.res.MayCreate(s, in.TableName); err != nil {
 		return nil, err
 	}
@@ -120,6 +123,9 @@ func (b *Backend) changeDef(ctx context.Context, tg resolve.Target, c *schema.Ta
 // DescribeTable describes a table, with the statistics of the scope's
 // own items, counted by reading them (stats.go).
 func (b *Backend) DescribeTable(ctx context.Context, s tenancy.Scope, in *wire.DescribeTableInput) (*wire.DescribeTableOutput, error) {
+	if err := check(ctx, s); err != nil {
+		return nil, err
+	}
 	if err := schema.ValidateTableName(in.TableName); err != nil {
 		return nil, err
 	}
@@ -151,6 +157,9 @@ func (b *Backend) DescribeTable(ctx context.Context, s tenancy.Scope, in *wire.D
 
 // ListTables lists the tables s sees, as the embedded engine does.
 func (b *Backend) ListTables(ctx context.Context, s tenancy.Scope, in *wire.ListTablesInput) (*wire.ListTablesOutput, error) {
+	if err := check(ctx, s); err != nil {
+		return nil, err
+	}
 	limit := 100
 	if in.Limit != nil {
 		limit = *in.Limit
@@ -185,6 +194,9 @@ func (b *Backend) ListTables(ctx context.Context, s tenancy.Scope, in *wire.List
 // table are then deleted in the background. The id is never reused, so
 // items not yet deleted can never show through a new table of the name.
 func (b *Backend) DeleteTable(ctx context.Context, s tenancy.Scope, in *wire.DeleteTableInput) (*wire.DeleteTableOutput, error) {
+	if err := check(ctx, s); err != nil {
+		return nil, err
+	}
 	if err := schema.ValidateTableName(in.TableName); err != nil {
 		return nil, err
 	}
@@ -261,6 +273,9 @@ func (b *Backend) purge(ctx context.Context, p place) {
 // UpdateTable is not served yet; who may not change the table is still
 // told so first.
 func (b *Backend) UpdateTable(ctx context.Context, s tenancy.Scope, in *wire.UpdateTableInput) (*wire.UpdateTableOutput, error) {
+	if err := check(ctx, s); err != nil {
+		return nil, err
+	}
 	if err := schema.ValidateTableName(in.TableName); err != nil {
 		return nil, err
 	}
@@ -278,6 +293,9 @@ func (b *Backend) UpdateTable(ctx context.Context, s tenancy.Scope, in *wire.Upd
 // backend does not expire items yet (DynamoDB itself only promises to
 // within days; reads still return expired items meanwhile).
 func (b *Backend) UpdateTimeToLive(ctx context.Context, s tenancy.Scope, in *wire.UpdateTimeToLiveInput) (*wire.UpdateTimeToLiveOutput, error) {
+	if err := check(ctx, s); err != nil {
+		return nil, err
+	}
 	if err := schema.ValidateTableName(in.TableName); err != nil {
 		return nil, err
 	}
@@ -316,6 +334,9 @@ func (b *Backend) UpdateTimeToLive(ctx context.Context, s tenancy.Scope, in *wir
 
 // DescribeTimeToLive reports the TTL setting of the definition.
 func (b *Backend) DescribeTimeToLive(ctx context.Context, s tenancy.Scope, in *wire.DescribeTimeToLiveInput) (*wire.DescribeTimeToLiveOutput, error) {
+	if err := check(ctx, s); err != nil {
+		return nil, err
+	}
 	if err := schema.ValidateTableName(in.TableName); err != nil {
 		return nil, err
 	}
@@ -332,6 +353,9 @@ func (b *Backend) DescribeTimeToLive(ctx context.Context, s tenancy.Scope, in *w
 
 // TagResource adds or replaces tags in the definition.
 func (b *Backend) TagResource(ctx context.Context, s tenancy.Scope, in *wire.TagResourceInput) (*wire.EmptyOutput, error) {
+	if err := check(ctx, s); err != nil {
+		return nil, err
+	}
 	if len(in.Tags) == 0 {
 		return nil, apierr.Validationf("1 validation error detected: Value '[]' at 'tags' failed to satisfy constraint: Member must have length greater than or equal to 1")
 	}
@@ -360,6 +384,9 @@ func (b *Backend) TagResource(ctx context.Context, s tenancy.Scope, in *wire.Tag
 
 // UntagResource removes tags from the definition.
 func (b *Backend) UntagResource(ctx context.Context, s tenancy.Scope, in *wire.UntagResourceInput) (*wire.EmptyOutput, error) {
+	if err := check(ctx, s); err != nil {
+		return nil, err
+	}
 	if len(in.TagKeys) == 0 {
 		return nil, apierr.Validationf("1 validation error detected: Value '[]' at 'tagKeys' failed to satisfy constraint: Member must have length greater than or equal to 1")
 	}
@@ -399,6 +426,9 @@ func (b *Backend) retag(ctx context.Context, s tenancy.Scope, arn string, change
 
 // ListTagsOfResource lists the tags of the definition.
 func (b *Backend) ListTagsOfResource(ctx context.Context, s tenancy.Scope, in *wire.ListTagsOfResourceInput) (*wire.ListTagsOfResourceOutput, error) {
+	if err := check(ctx, s); err != nil {
+		return nil, err
+	}
 	tg, err := b.res.LookupARN(ctx, s, in.ResourceArn)
 	if err != nil {
 		return nil, err
@@ -408,6 +438,9 @@ func (b *Backend) ListTagsOfResource(ctx context.Context, s tenancy.Scope, in *w
 
 // DescribeEndpoints reports the gateway's own address.
 func (b *Backend) DescribeEndpoints(ctx context.Context, s tenancy.Scope, _ *wire.DescribeEndpointsInput) (*wire.DescribeEndpointsOutput, error) {
+	if err := check(ctx, s); err != nil {
+		return nil, err
+	}
 	addr := b.opts.Endpoint
 	if addr == "" {
 		addr = "127.0.0.1:8000"
@@ -418,6 +451,9 @@ func (b *Backend) DescribeEndpoints(ctx context.Context, s tenancy.Scope, _ *wir
 // DescribeLimits reports DynamoDB's default limits, as the embedded
 // engine does.
 func (b *Backend) DescribeLimits(ctx context.Context, s tenancy.Scope, _ *wire.DescribeLimitsInput) (*wire.DescribeLimitsOutput, error) {
+	if err := check(ctx, s); err != nil {
+		return nil, err
+	}
 	return &wire.DescribeLimitsOutput{
 		AccountMaxReadCapacityUnits:  80000,
 		AccountMaxWriteCapacityUnits: 80000,

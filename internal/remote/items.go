@@ -21,6 +21,9 @@ import (
 // visibility and the namespace; the place is where the Target's items
 // live.
 func (b *Backend) open(ctx context.Context, s tenancy.Scope, name string) (place, error) {
+	if err := check(ctx, s); err != nil {
+		return place{}, err
+	}
 	tg, err := b.res.Open(ctx, s, name)
 	if err != nil {
 		return place{}, err
@@ -360,4 +363,12 @@ func (b *Backend) oldOnFailure(ctx context.Context, err error, key map[string]ty
 // physKeyOf returns the engine key of an engine item.
 func physKeyOf(item map[string]types.AttributeValue) map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{attrPK: item[attrPK], attrSK: item[attrSK]}
+}
+
+// check refuses a request no guard admitted, and one already cancelled.
+func check(ctx context.Context, s tenancy.Scope) error {
+	if !s.Valid() {
+		return apierr.New(apierr.AccessDenied, "request is not scoped to a tenant")
+	}
+	return ctx.Err()
 }
