@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"github.com/tenantdb/tenantdb/internal/expr"
 	"github.com/tenantdb/tenantdb/internal/schema"
 	"github.com/tenantdb/tenantdb/internal/wire"
 )
@@ -17,3 +18,10 @@ func BuildTable(in *wire.CreateTableInput) (*schema.Table, error) {
 // CheckTags validates TagResource's tags as DynamoDB does (tenantdb:
 // keys are reserved to CreateTable), for the same backends.
 func CheckTags(tags []wire.Tag) error { return checkTags(tags, false) }
+
+// CheckKeyCondition validates a compiled key condition against the key
+// schema queried as DynamoDB does (isExpr: it came from a
+// KeyConditionExpression, not KeyConditions), for the same backends.
+func CheckKeyCondition(kc *expr.KeyCondition, hashKey, rangeKey schema.KeyAttr, isExpr bool) error {
+	return checkKeyCondition(kc, hashKey, rangeKey, isExpr)
+}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tenantdb/tenantdb/internal/apierr"
 	"github.com/tenantdb/tenantdb/internal/attr"
+	"github.com/tenantdb/tenantdb/internal/engine"
 	"github.com/tenantdb/tenantdb/internal/expr"
 	"github.com/tenantdb/tenantdb/internal/schema"
 	"github.com/tenantdb/tenantdb/internal/tenancy"
@@ -81,15 +82,9 @@ func (p place) coll(name *string) (coll, error) {
 
 // keyRange returns the engine key condition for a logical one, over the
 // gateway's placeholders, adding their values to names and values.
-func (c coll) keyRange(kc *expr.KeyCondition, names map[string]string, values map[string]types.AttributeValue) (string, error) {
-	mismatch := apierr.Validationf("One or more parameter values were invalid: Condition parameter type does not match schema type")
-	if kc.HashValue.Type != c.hash.Type {
-		return "", mismatch
-	}
-	for _, v := range kc.RangeValues {
-		if v.Type != c.rng.Type {
-			return "", mismatch
-		}
+func (c coll) keyRange(kc *expr.KeyCondition, isExpr bool, names map[string]string, values map[string]types.AttributeValue) (string, error) {
+	if err := engine.CheckKeyCondition(kc, c.hash, c.rng, isExpr); err != nil {
+		return "", err
 	}
 	if err := c.p.tg.CheckLeadingKey(kc.HashValue); err != nil {
 		return "", err
@@ -129,7 +124,7 @@ func (c coll) keyRange(kc *expr.KeyCondition, names map[string]string, values ma
 		return between(with(v), top(prefix)), nil
 	case expr.KeyBetween:
 		return between(with(v), with(kc.RangeValues[1])), nil
-	case expr.KeyBeginsWith:
+	case expr.KeyBeginsWith: // on S or B only (CheckKeyCondition)
 		enc := with(v)
 		// The encoding without its terminator (0x00 0x01) is the prefix of
 		// every value that begins with v.
@@ -331,7 +326,7 @@ func (b *Backend) Query(ctx context.Context, s tenancy.Scope, in *wire.QueryInpu
 		return nil, err
 	}
 	names, values := keep(in.ExpressionAttributeNames, in.ExpressionAttributeValues, in.FilterExpression, in.ProjectionExpression)
-	cond, err := c.keyRange(kc, names, values)
+	cond, err := c.keyRange(kc, in.KeyConditions == nil, names, values)
 	if err != nil {
 		return nil, err
 	}

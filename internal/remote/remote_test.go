@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
@@ -107,6 +108,15 @@ func itemsQueriesAndIsolation(t *testing.T, srv *harness.Server) {
 			if it["pk"].(*types.AttributeValueMemberS).Value != "x" || len(it) != 3 {
 				t.Errorf("%s: item %v", c.cond, it)
 			}
+		}
+	}
+
+	// DynamoDB's key-condition errors, not the engine's on physical keys.
+	for _, cond := range []string{"pk = :p AND begins_with(sk, :v)", "pk = :p AND sk BETWEEN :v AND :lo"} {
+		_, err := a.Query(ctx, &dynamodb.QueryInput{TableName: aws.String("tbl"), KeyConditionExpression: aws.String(cond),
+			ExpressionAttributeValues: map[string]types.AttributeValue{":p": s("x"), ":v": n("1"), ":lo": n("-1")}})
+		if err == nil || !strings.Contains(err.Error(), "ValidationException") || strings.Contains(err.Error(), "tenantdb") {
+			t.Errorf("%s: %v, want DynamoDB's ValidationException", cond, err)
 		}
 	}
 
