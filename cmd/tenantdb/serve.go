@@ -68,6 +68,14 @@ type Config struct {
 	Platform PlatformConfig
 	// ShutdownTimeout bounds the wait for in-flight requests on SIGTERM.
 	ShutdownTimeout time.Duration
+
+	// Backend is "" (the embedded engine) or "dynamodb": items live in a
+	// remote DynamoDB-API engine (TENANTDB_BACKEND), at BackendEndpoint
+	// ("" means AWS DynamoDB in BackendRegion; TENANTDB_BACKEND_ENDPOINT),
+	// in the table <BackendTablePrefix>tenantdb
+	// (TENANTDB_BACKEND_TABLE_PREFIX). The engine's credentials come from
+	// the standard AWS chain.
+	Backend, BackendEndpoint, BackendRegion, BackendTablePrefix string
 }
 
 // DefaultConfig returns the defaults.
@@ -96,6 +104,10 @@ func (c *Config) applyEnv(getenv func(string) string) error {
 	str("TENANTDB_LOG_LEVEL", &c.LogLevel)
 	str("TENANTDB_LOG_FORMAT", &c.LogFormat)
 	str(auth.OperatorKeyEnv, &c.OperatorKey)
+	str("TENANTDB_BACKEND", &c.Backend)
+	str("TENANTDB_BACKEND_ENDPOINT", &c.BackendEndpoint)
+	str("TENANTDB_BACKEND_REGION", &c.BackendRegion)
+	str("TENANTDB_BACKEND_TABLE_PREFIX", &c.BackendTablePrefix)
 	c.Platform.applyEnv(getenv)
 	for name, dst := range map[string]*bool{"TENANTDB_DEFAULT_TENANT": &c.DefaultTenant, "TENANTDB_FAIRNESS": &c.Fairness, "TENANTDB_CONN_GATE": &c.ConnGate} {
 		if v := getenv(name); v != "" {
@@ -128,6 +140,12 @@ func (c Config) Validate() error {
 	}
 	if c.ShutdownTimeout <= 0 {
 		return errors.New("--shutdown-timeout must be positive")
+	}
+	if c.Backend != "" && c.Backend != node.BackendDynamoDB {
+		return fmt.Errorf("--backend must be %s or empty (the embedded engine), got %q", node.BackendDynamoDB, c.Backend)
+	}
+	if c.Backend == "" && (c.BackendEndpoint != "" || c.BackendRegion != "" || c.BackendTablePrefix != "") {
+		return errors.New("--backend-endpoint, --backend-region and --backend-table-prefix need --backend " + node.BackendDynamoDB)
 	}
 	return nil
 }
@@ -168,6 +186,10 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	fs.BoolVar(&cfg.UnsafeNoSync, "unsafe-no-sync", cfg.UnsafeNoSync, "acknowledge writes before the WAL is synced (benchmarks only)")
 	cfg.benchConfig.addFlags(fs)
 	cfg.Platform.addFlags(fs)
+	fs.StringVar(&cfg.Backend, "backend", cfg.Backend, "where items live: empty for the embedded engine, or "+node.BackendDynamoDB+" for a remote DynamoDB-API engine, with credentials from the standard AWS chain (env TENANTDB_BACKEND)")
+	fs.StringVar(&cfg.BackendEndpoint, "backend-endpoint", cfg.BackendEndpoint, "URL of the remote engine; empty means AWS DynamoDB in --backend-region (env TENANTDB_BACKEND_ENDPOINT)")
+	fs.StringVar(&cfg.BackendRegion, "backend-region", cfg.BackendRegion, "region of the remote engine; empty means the AWS configuration's, else --region (env TENANTDB_BACKEND_REGION)")
+	fs.StringVar(&cfg.BackendTablePrefix, "backend-table-prefix", cfg.BackendTablePrefix, "prefix of the remote engine's table name, <prefix>tenantdb (env TENANTDB_BACKEND_TABLE_PREFIX)")
 	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", cfg.ShutdownTimeout, "how long to wait for in-flight requests on shutdown")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
@@ -260,6 +282,8 @@ func (c Config) nodeOptions(endpoint, serverKey string, log *slog.Logger) node.O
 		UnsafeNoSync:  c.UnsafeNoSync,
 		Platform:      node.Platform(c.Platform),
 		Logger:        log,
+		Backend:       c.Backend,
+		Remote:        node.Remote{Endpoint: c.BackendEndpoint, Region: c.BackendRegion, TablePrefix: c.BackendTablePrefix},
 	}
 	c.benchConfig.apply(&o)
 	return o

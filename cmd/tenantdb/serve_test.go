@@ -42,6 +42,17 @@ func TestServeConfig(t *testing.T) {
 		{name: "bad format", args: []string{"--log-format", "xml"}, env: env(), wantErr: "--log-format"},
 		{name: "bad bool env", env: env("TENANTDB_DEFAULT_TENANT", "maybe"), wantErr: "TENANTDB_DEFAULT_TENANT"},
 		{name: "empty data dir", args: []string{"--data-dir", ""}, env: env(), wantErr: "--data-dir"},
+		{name: "backend env", env: env("TENANTDB_BACKEND", "dynamodb", "TENANTDB_BACKEND_ENDPOINT", "http://e:8000", "TENANTDB_BACKEND_REGION", "eu-west-1", "TENANTDB_BACKEND_TABLE_PREFIX", "p-"),
+			want: func(c Config) bool {
+				o := c.nodeOptions("x", "", nil)
+				return o.Backend == "dynamodb" && o.Remote.Endpoint == "http://e:8000" && o.Remote.Region == "eu-west-1" && o.Remote.TablePrefix == "p-"
+			}},
+		{name: "backend flags", args: []string{"--backend", "dynamodb", "--backend-endpoint", "http://f:1", "--backend-table-prefix", "q-"}, env: env("TENANTDB_BACKEND_ENDPOINT", "http://e:8000"),
+			want: func(c Config) bool {
+				return c.Backend == "dynamodb" && c.BackendEndpoint == "http://f:1" && c.BackendTablePrefix == "q-"
+			}},
+		{name: "bad backend", args: []string{"--backend", "cassandra"}, env: env(), wantErr: "--backend"},
+		{name: "backend settings without backend", args: []string{"--backend-endpoint", "http://e:1"}, env: env(), wantErr: "need --backend"},
 		{name: "stray args", args: []string{"extra"}, env: env(), wantErr: "unexpected arguments"},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -132,3 +132,38 @@ func TestStatisticsStayInTheEngine(t *testing.T) {
 		})
 	}
 }
+
+// TestRemoteTakesIsolationFromTargets: the remote backend (gateways over
+// a DynamoDB-API engine) decides no isolation of its own. It maps a
+// resolve.Target onto its physical layout: it reads no table's isolation
+// mode or leading-key pattern (it calls the Target's checks), builds no
+// namespace from a scope's environment (the Target carries it, or
+// resolve.Namespace gives it), and touches neither the embedded store's
+// key layout nor its store.
+func TestRemoteTakesIsolationFromTargets(t *testing.T) {
+	for _, p := range packages(t) {
+		if p.rel() != "internal/remote" {
+			continue
+		}
+		imps := ours(p.Imports)
+		if !slices.Contains(imps, "internal/resolve") {
+			t.Errorf("internal/remote does not import internal/resolve")
+		}
+		for _, bad := range []string{"internal/keyspace", "internal/storage", "internal/catalog", "internal/auth"} {
+			if slices.Contains(imps, bad) {
+				t.Errorf("internal/remote imports %s", bad)
+			}
+		}
+		refs(t, p, func(file string, fset *token.FileSet, n ast.Node) {
+			line := fset.Position(n.Pos()).Line
+			if se, ok := n.(*ast.SelectorExpr); ok && (se.Sel.Name == "Isolation" || se.Sel.Name == "LeadingKeyPattern") {
+				t.Errorf("internal/remote/%s:%d reads %s; enforce the resolve.Target's checks instead", file, line, se.Sel.Name)
+			}
+			if methodCall(n, "Env", 0) {
+				t.Errorf("internal/remote/%s:%d calls Env(); the namespace comes from the resolve.Target (or resolve.Namespace)", file, line)
+			}
+		})
+		return
+	}
+	t.Fatal("internal/remote not found")
+}

@@ -32,6 +32,7 @@ import (
 	"github.com/tenantdb/tenantdb/internal/engine"
 	"github.com/tenantdb/tenantdb/internal/lifecycle"
 	"github.com/tenantdb/tenantdb/internal/quota"
+	"github.com/tenantdb/tenantdb/internal/remote"
 	"github.com/tenantdb/tenantdb/internal/server"
 	"github.com/tenantdb/tenantdb/internal/storage"
 	"github.com/tenantdb/tenantdb/internal/tenancy"
@@ -87,6 +88,13 @@ type Options struct {
 	// default; negative disables the sweeper).
 	TTLInterval time.Duration
 
+	// Backend chooses where items live: "" for the embedded engine, or
+	// BackendDynamoDB for a remote engine speaking the DynamoDB API
+	// (internal/remote), configured by Remote.
+	Backend string
+	// Remote configures the remote backend (Backend BackendDynamoDB).
+	Remote Remote
+
 	benchOptions
 }
 
@@ -111,6 +119,7 @@ type Node struct {
 	audit     *audit.Log
 	auth      *auth.Authenticator
 	engine    *engine.Engine
+	remote    *remote.Backend
 	quotas    *quota.Manager
 	backend   *quota.Limited
 	server    *server.Server
@@ -194,11 +203,24 @@ func Open(ctx context.Context, o Options) (_ *Node, err error) {
 	if n.engine, err = engine.Open(n.db, eo); err != nil {
 		return nil, err
 	}
-	n.backend = n.quotas.Wrap(dynamo.Bind(n.engine))
+	var items dynamo.Backend = n.engine
+	if o.Backend == BackendDynamoDB {
+		if n.remote, err = o.Remote.open(ctx, o, log); err != nil {
+			return nil, err
+		}
+		items = n.remote
+	} else if o.Backend != "" {
+		return nil, errors.New("node: unknown backend " + o.Backend + " (want " + BackendDynamoDB + " or none)")
+	}
+	n.backend = n.quotas.Wrap(dynamo.Bind(items))
 
 	guard := &tenancy.Guard{}
+	var tenantData lifecycle.Engine = n.engine
+	if n.remote != nil {
+		tenantData = n.remote // the tenants' items live in the remote engine
+	}
 	adminOpts := admin.Options{Catalog: n.catalog, Auth: n.auth, Audit: n.audit, Logger: log, Guard: guard,
-		Lifecycle: lifecycle.New(lifecycle.Options{Catalog: n.catalog, Audit: n.audit, Quotas: n.quotas, Engine: n.engine})}
+		Lifecycle: lifecycle.New(lifecycle.Options{Catalog: n.catalog, Audit: n.audit, Quotas: n.quotas, Engine: tenantData})}
 	if adminOpts.JWT, adminOpts.JWKS, err = o.Platform.open(ctx, log); err != nil {
 		return nil, err
 	}
@@ -310,6 +332,9 @@ func (n *Node) Close() error {
 		if n.quotas != nil {
 			errs = append(errs, n.quotas.Close())
 		}
+		if n.remote != nil {
+			errs = append(errs, n.remote.Close())
+		}
 		if n.engine != nil {
 			errs = append(errs, n.engine.Close())
 		}
@@ -349,6 +374,7 @@ var (
 	_ engine.Meter        = (*quota.Manager)(nil)
 	_ quota.StorageSource = engineStorage{}
 	_ dynamo.Backend      = (*engine.Engine)(nil)
+	_ dynamo.Backend      = (*remote.Backend)(nil)
 	_ dynamo.Handler      = (*quota.Limited)(nil)
 	_ server.ConnGate     = (*quota.Manager)(nil)
 )

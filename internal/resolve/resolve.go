@@ -113,6 +113,11 @@ func Background(t *schema.Table, ns []byte) Target { return Target{Table: t, Nam
 // live.
 func Namespace(s tenancy.Scope) []byte { return keyspace.Namespace(s.Tenant(), s.Env()) }
 
+// TenantPrefix returns the prefix that every namespace of scope s's
+// tenant (each of its environments) begins with, for a backend that
+// drops a deleted tenant's data across its environments.
+func TenantPrefix(s tenancy.Scope) []byte { return keyspace.Tenant(s.Tenant()) }
+
 // CheckLeadingKey enforces a leading-keys table's pattern on a partition
 // key value (of the table or of a GSI) for the target's scope; on other
 // tables it accepts everything. Errors: AccessDeniedException.

@@ -29,6 +29,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -71,7 +72,54 @@ type Options struct {
 	// Logger receives the in-process server's logs; nil discards them
 	// below Error.
 	Logger *slog.Logger
+	// Remote runs the server as a gateway over the remote (dynamodb)
+	// backend, whose engine is a second in-process tenantdb reached with a
+	// tenant credential of its own through the AWS shared-credentials
+	// chain. Setting RemoteEnv to 1 does this for every Start.
+	Remote bool
+	// RemoteEngine, with Remote, is the URL of an external engine (such
+	// as dynalite) to use instead of a second tenantdb; the gateway signs
+	// for it with a dummy credential.
+	RemoteEngine string
+
+	engine bool // the stand-in engine of a Remote server: never itself remote
 }
+
+// remoteTests holds the names (with a trailing /) of the tests whose
+// servers run over the remote backend (RemoteFor).
+var remoteTests sync.Map
+
+// RemoteFor makes every in-process Start within test t's subtests a
+// gateway over the remote backend (Options.Remote), so that a suite can
+// run its own tests once more over it: over a second tenantdb per Start
+// when engine is "", else over the engine at that URL (StartDynalite),
+// each gateway in a table of its own. t must not call Start itself.
+func RemoteFor(t *testing.T, engine string) {
+	prefix := t.Name() + "/"
+	remoteTests.Store(prefix, engine)
+	t.Cleanup(func() { remoteTests.Delete(prefix) })
+}
+
+// remoteFor reports whether t runs within a RemoteFor test, and its
+// engine.
+func remoteFor(t testing.TB) (string, bool) {
+	var engine string
+	found := false
+	remoteTests.Range(func(k, v any) bool {
+		if strings.HasPrefix(t.Name(), k.(string)) {
+			engine, found = v.(string), true
+		}
+		return !found
+	})
+	return engine, found
+}
+
+// gateways numbers the gateways over shared external engines.
+var gateways atomic.Int64
+
+// RemoteEnv names the environment variable that runs every in-process
+// Start as a gateway over a stand-in engine (Options.Remote).
+const RemoteEnv = "TENANTDB_REMOTE"
 
 // Server is a running tenantdb.
 type Server struct {
@@ -85,6 +133,12 @@ type Server struct {
 	Binary bool
 	// DataDir is the binary's data directory ("" in-process).
 	DataDir string
+	// Remote reports whether the server is a gateway over the remote
+	// backend (Options.Remote), so that suites can skip what it does not
+	// serve yet, saying so.
+	Remote bool
+
+	defaultKey auth.APIKey // in-process: the default tenant's key
 
 	cmd *exec.Cmd
 }
@@ -107,6 +161,12 @@ func startInProcess(t testing.TB, o Options) *Server {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelError}))
 	}
+	if engine, ok := remoteFor(t); ok {
+		o.Remote = true
+		if o.RemoteEngine == "" {
+			o.RemoteEngine = engine
+		}
+	}
 	s, stop, err := StartInProcess(o)
 	if err != nil {
 		t.Fatal(err)
@@ -128,23 +188,31 @@ func StartInProcess(o Options) (s *Server, stop func() error, err error) {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, nil, err
-	}
-	n, err := node.Open(ctx, node.Options{
+	no := node.Options{
 		InMemory:      true,
 		Region:        Region,
-		Endpoint:      l.Addr().String(),
 		DefaultTenant: true,
 		Fairness:      o.Fairness,
 		ConnGate:      o.ConnGate,
 		Platform:      o.Platform,
 		Logger:        log,
-	})
+	}
+	var stopEngine func() error // the stand-in engine's, for a Remote server
+	if !o.engine && (o.Remote || os.Getenv(RemoteEnv) == "1") {
+		if no.Remote, stopEngine, err = remoteEngine(o); err != nil {
+			return nil, nil, err
+		}
+		no.Backend = node.BackendDynamoDB
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, nil, errors.Join(err, stop0(stopEngine))
+	}
+	no.Endpoint = l.Addr().String()
+	n, err := node.Open(ctx, no)
 	if err != nil {
 		l.Close()
-		return nil, nil, err
+		return nil, nil, errors.Join(err, stop0(stopEngine))
 	}
 	served := make(chan error, 1)
 	go func() { served <- n.Serve(l) }()
@@ -161,14 +229,55 @@ func StartInProcess(o Options) (s *Server, stop func() error, err error) {
 		if err := n.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("harness: close: %w", err))
 		}
+		errs = append(errs, stop0(stopEngine))
 		return errors.Join(errs...)
 	}
 	b := n.Bootstrap()
 	return &Server{
-		Endpoint: "http://" + l.Addr().String(),
-		Operator: credential(b.Operator),
-		Default:  credential(b.Default),
+		Endpoint:   "http://" + l.Addr().String(),
+		Operator:   credential(b.Operator),
+		Default:    credential(b.Default),
+		Remote:     no.Backend != "",
+		defaultKey: b.Default,
 	}, stop, nil
+}
+
+func stop0(stop func() error) error {
+	if stop == nil {
+		return nil
+	}
+	return stop()
+}
+
+// remoteEngine returns the remote backend's settings for a gateway of o:
+// over o.RemoteEngine (each gateway in a table of its own, signing with
+// a dummy credential), or over a stand-in tenantdb it starts, reached
+// with that tenantdb's default tenant key through a shared-credentials
+// file (the AWS chain); stop stops the stand-in and removes the file.
+func remoteEngine(o Options) (r node.Remote, stop func() error, err error) {
+	dir, err := os.MkdirTemp("", "tenantdb-engine-")
+	if err != nil {
+		return r, nil, err
+	}
+	creds := filepath.Join(dir, "engine-credentials")
+	r = node.Remote{Endpoint: o.RemoteEngine, Region: Region, TablePrefix: "gw-", CredentialsFile: creds, Profile: "engine"}
+	if r.Endpoint != "" {
+		// A shared external engine: each gateway keeps to a table of its own.
+		r.TablePrefix = fmt.Sprintf("gw%d-", gateways.Add(1))
+		err := os.WriteFile(creds, []byte("[engine]\naws_access_key_id = dummy\naws_secret_access_key = dummy\n"), 0o600)
+		return r, func() error { return os.RemoveAll(dir) }, err
+	}
+	engine, stopEngine, err := StartInProcess(Options{Logger: o.Logger, engine: true})
+	if err != nil {
+		os.RemoveAll(dir)
+		return r, nil, err
+	}
+	stop = func() error { return errors.Join(stopEngine(), os.RemoveAll(dir)) }
+	r.Endpoint = engine.Endpoint
+	if err := auth.WriteCredentialsFile(creds, "engine", engine.defaultKey, Region, engine.Endpoint); err != nil {
+		return r, nil, errors.Join(err, stop())
+	}
+	return r, stop, nil
 }
 
 // credential returns k as a Credential.

@@ -1,0 +1,491 @@
+package remote
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"slices"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/tenantdb/tenantdb/internal/apierr"
+	"github.com/tenantdb/tenantdb/internal/tenancy"
+	"github.com/tenantdb/tenantdb/internal/wire"
+)
+
+// split divides a multi-table operation's units between its tables in
+// proportion to the items each had (the engine reports one total for its
+// one table).
+func split(total float64, items map[string]int, write bool) wire.Usage {
+	u := wire.Usage{}
+	if write {
+		u.WriteUnits = total
+	} else {
+		u.ReadUnits = total
+	}
+	names := make([]string, 0, len(items))
+	n := 0
+	for t, c := range items {
+		names = append(names, t)
+		n += c
+	}
+	slices.Sort(names)
+	if len(names) == 0 {
+		return u
+	}
+	u.Table = names[0]
+	if len(names) == 1 || n == 0 {
+		return u
+	}
+	for _, t := range names {
+		u.PerTable = append(u.PerTable, wire.TableUnits{Table: t, Units: total * float64(items[t]) / float64(n)})
+	}
+	return u
+}
+
+func physID(k map[string]types.AttributeValue) string {
+	pk, _ := k[attrPK].(*types.AttributeValueMemberS)
+	sk, _ := k[attrSK].(*types.AttributeValueMemberB)
+	if pk == nil || sk == nil {
+		return ""
+	}
+	return pk.Value + "\x00" + string(sk.Value)
+}
+
+// BatchGetItem is one engine BatchGetItem per logical table (their
+// projections differ, and they share one engine table).
+func (b *Backend) BatchGetItem(ctx context.Context, s tenancy.Scope, in *wire.BatchGetItemInput) (*wire.BatchGetItemOutput, error) {
+	if len(in.RequestItems) == 0 {
+		return nil, apierr.Validationf("1 validation error detected: Value null at 'requestItems' failed to satisfy constraint: Member must have length greater than or equal to 1")
+	}
+	n := 0
+	for _, ka := range in.RequestItems {
+		n += len(ka.Keys)
+	}
+	if n > 100 {
+		return nil, apierr.Validationf("Too many items requested for the BatchGetItem call")
+	}
+	type req struct {
+		p  place
+		in *dynamodb.BatchGetItemInput
+	}
+	var reqs []req
+	names := slices.Sorted(func(yield func(string) bool) {
+		for t := range in.RequestItems {
+			if !yield(t) {
+				return
+			}
+		}
+	})
+	for _, table := range names {
+		ka := in.RequestItems[table]
+		p, err := b.open(ctx, s, table)
+		if err != nil {
+			return nil, err
+		}
+		if err := checkPlaceholders(ka.ExpressionAttributeNames, nil); err != nil {
+			return nil, err
+		}
+		pe, exprNames, err := projection(ka.AttributesToGet, ka.ProjectionExpression, ka.ExpressionAttributeNames)
+		if err != nil {
+			return nil, err
+		}
+		kas := types.KeysAndAttributes{ConsistentRead: ka.ConsistentRead, ExpressionAttributeNames: exprNames}
+		if pe != nil && *pe != "" {
+			// The physical key comes back too, to match unprocessed keys.
+			kas.ProjectionExpression = aws.String(*pe + ", #tenantdb_p, #tenantdb_s")
+			kas.ExpressionAttributeNames = map[string]string{"#tenantdb_p": attrPK, "#tenantdb_s": attrSK}
+			for k, v := range exprNames {
+				kas.ExpressionAttributeNames[k] = v
+			}
+		}
+		for _, k := range ka.Keys {
+			pk, err := p.key(k)
+			if err != nil {
+				return nil, err
+			}
+			kas.Keys = append(kas.Keys, pk)
+		}
+		reqs = append(reqs, req{p, &dynamodb.BatchGetItemInput{
+			RequestItems:           map[string]types.KeysAndAttributes{b.table: kas},
+			ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
+		}})
+	}
+	out := &wire.BatchGetItemOutput{Responses: map[string][]wire.Item{}, UnprocessedKeys: map[string]wire.KeysAndAttributes{}}
+	var total float64
+	counts := map[string]int{}
+	for _, r := range reqs {
+		table := r.p.tg.Table.Name
+		res, err := b.db.BatchGetItem(ctx, r.in)
+		if err != nil {
+			return nil, engineErr(err, strip)
+		}
+		items := []wire.Item{}
+		for _, it := range res.Responses[b.table] {
+			items = append(items, strip(it))
+		}
+		out.Responses[table] = items
+		counts[table] = len(r.in.RequestItems[b.table].Keys)
+		for _, cc := range res.ConsumedCapacity {
+			total += aws.ToFloat64(cc.CapacityUnits)
+			if c := capacity(&cc, table, in.ReturnConsumedCapacity); c != nil {
+				out.ConsumedCapacity = append(out.ConsumedCapacity, *c)
+			}
+		}
+		if un, ok := res.UnprocessedKeys[b.table]; ok && len(un.Keys) > 0 {
+			ka := in.RequestItems[table]
+			ka.Keys = nil
+			for _, k := range un.Keys {
+				lk, err := r.p.logicalKey(k)
+				if err != nil {
+					return nil, err
+				}
+				ka.Keys = append(ka.Keys, lk)
+			}
+			out.UnprocessedKeys[table] = ka
+		}
+	}
+	out.U = split(total, counts, false)
+	return out, nil
+}
+
+// BatchWriteItem is one engine BatchWriteItem: every logical table's
+// writes go to the one engine table.
+func (b *Backend) BatchWriteItem(ctx context.Context, s tenancy.Scope, in *wire.BatchWriteItemInput) (*wire.BatchWriteItemOutput, error) {
+	if len(in.RequestItems) == 0 {
+		return nil, apierr.Validationf("1 validation error detected: Value null at 'requestItems' failed to satisfy constraint: Member must have length greater than or equal to 1")
+	}
+	type origin struct {
+		table string
+		p     place
+	}
+	from := map[string]origin{}
+	var reqs []types.WriteRequest
+	counts := map[string]int{}
+	for table, ws := range in.RequestItems {
+		p, err := b.openW(ctx, s, table)
+		if err != nil {
+			return nil, err
+		}
+		counts[table] = len(ws)
+		for _, w := range ws {
+			var r types.WriteRequest
+			var id string
+			switch {
+			case w.PutRequest != nil && w.DeleteRequest == nil:
+				it, err := p.item(w.PutRequest.Item)
+				if err != nil {
+					return nil, err
+				}
+				r.PutRequest = &types.PutRequest{Item: it}
+				id = physID(it)
+			case w.DeleteRequest != nil && w.PutRequest == nil:
+				k, err := p.key(w.DeleteRequest.Key)
+				if err != nil {
+					return nil, err
+				}
+				r.DeleteRequest = &types.DeleteRequest{Key: k}
+				id = physID(k)
+			default:
+				return nil, apierr.Validationf("Supplied AttributeValue has more than one datatypes set, must contain exactly one of the supported datatypes")
+			}
+			if _, dup := from[id]; dup {
+				return nil, apierr.Validationf("Provided list of item keys contains duplicates")
+			}
+			from[id] = origin{table, p}
+			reqs = append(reqs, r)
+		}
+	}
+	if len(reqs) > 25 {
+		return nil, apierr.Validationf("1 validation error detected: Value at 'requestItems' failed to satisfy constraint: Map value must satisfy constraint: [Member must have length less than or equal to 25, Member must have length greater than or equal to 1]")
+	}
+	res, err := b.db.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{
+		RequestItems:           map[string][]types.WriteRequest{b.table: reqs},
+		ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
+	})
+	if err != nil {
+		return nil, engineErr(err, strip)
+	}
+	out := &wire.BatchWriteItemOutput{UnprocessedItems: map[string][]wire.WriteRequest{}}
+	for _, r := range res.UnprocessedItems[b.table] {
+		switch {
+		case r.PutRequest != nil:
+			o := from[physID(r.PutRequest.Item)]
+			out.UnprocessedItems[o.table] = append(out.UnprocessedItems[o.table], wire.WriteRequest{PutRequest: &wire.PutRequest{Item: strip(r.PutRequest.Item)}})
+		case r.DeleteRequest != nil:
+			o := from[physID(r.DeleteRequest.Key)]
+			k, err := o.p.logicalKey(r.DeleteRequest.Key)
+			if err != nil {
+				return nil, err
+			}
+			out.UnprocessedItems[o.table] = append(out.UnprocessedItems[o.table], wire.WriteRequest{DeleteRequest: &wire.DeleteRequest{Key: k}})
+		}
+	}
+	var total float64
+	for _, cc := range res.ConsumedCapacity {
+		total += aws.ToFloat64(cc.CapacityUnits)
+	}
+	if in.ReturnConsumedCapacity == "TOTAL" || in.ReturnConsumedCapacity == "INDEXES" {
+		u := split(total, counts, true)
+		u.EachTable(func(table string, _, w float64) {
+			cc := wire.ConsumedCapacity{TableName: table, CapacityUnits: w}
+			if in.ReturnConsumedCapacity == "INDEXES" {
+				cc.Table = &wire.Capacity{CapacityUnits: w}
+			}
+			out.ConsumedCapacity = append(out.ConsumedCapacity, cc)
+		})
+	}
+	out.U = split(total, counts, true)
+	return out, nil
+}
+
+// requestToken scopes a ClientRequestToken to the tenant environment and
+// the tables the transaction writes: the engine's idempotency is per
+// account, and tenants share the account (and a tenant created again
+// with a deleted one's id has new tables).
+func requestToken(ns, life []byte, tables []uint64, token *string) *string {
+	if token == nil {
+		return nil
+	}
+	slices.Sort(tables)
+	h := sha256.New()
+	h.Write(ns)
+	h.Write([]byte{0})
+	h.Write(life)
+	for _, t := range slices.Compact(tables) {
+		h.Write(binary.BigEndian.AppendUint64(nil, t))
+	}
+	h.Write([]byte(*token))
+	return aws.String(hex.EncodeToString(h.Sum(nil))[:36])
+}
+
+// TransactWriteItems is the engine's TransactWriteItems: one engine
+// transaction, serializable across gateways.
+func (b *Backend) TransactWriteItems(ctx context.Context, s tenancy.Scope, in *wire.TransactWriteItemsInput) (*wire.TransactWriteItemsOutput, error) {
+	if len(in.TransactItems) == 0 || len(in.TransactItems) > 100 {
+		return nil, apierr.Validationf("1 validation error detected: Value at 'transactItems' failed to satisfy constraint: Member must have length less than or equal to 100, Member must have length greater than or equal to 1")
+	}
+	items := make([]types.TransactWriteItem, len(in.TransactItems))
+	comp := make([]*computed, len(in.TransactItems)) // updates the gateway computed
+	counts := map[string]int{}
+	var ns []byte
+	var tableIDs []uint64
+	for i, ti := range in.TransactItems {
+		var err error
+		var table string
+		switch {
+		case ti.Put != nil:
+			table = ti.Put.TableName
+			items[i], ns, err = b.txPut(ctx, s, ti.Put)
+		case ti.Delete != nil:
+			table = ti.Delete.TableName
+			items[i], ns, err = b.txDelete(ctx, s, ti.Delete)
+		case ti.Update != nil:
+			table = ti.Update.TableName
+			items[i], ns, comp[i], err = b.txUpdate(ctx, s, ti.Update)
+		case ti.ConditionCheck != nil:
+			table = ti.ConditionCheck.TableName
+			items[i], ns, err = b.txCheck(ctx, s, ti.ConditionCheck)
+		default:
+			return nil, apierr.Validationf("TransactItems can only contain one of Check, Put, Update or Delete")
+		}
+		if err != nil {
+			return nil, err
+		}
+		counts[table]++
+		tg, err := b.res.Open(ctx, s, table)
+		if err != nil {
+			return nil, err
+		}
+		tableIDs = append(tableIDs, tg.Table.ID)
+	}
+	var life []byte
+	if in.ClientRequestToken != nil {
+		var err error
+		if life, err = b.incarnation(ctx, ns); err != nil {
+			return nil, err
+		}
+	}
+	res, err := b.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{
+		TransactItems:          items,
+		ClientRequestToken:     requestToken(ns, life, tableIDs, in.ClientRequestToken),
+		ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
+	})
+	if err != nil {
+		return nil, engineErr(txErr(err, in, comp), strip)
+	}
+	var total float64
+	for _, cc := range res.ConsumedCapacity {
+		total += aws.ToFloat64(cc.CapacityUnits)
+	}
+	out := &wire.TransactWriteItemsOutput{}
+	u := split(total, counts, true)
+	if in.ReturnConsumedCapacity == "TOTAL" || in.ReturnConsumedCapacity == "INDEXES" {
+		u.EachTable(func(table string, _, w float64) {
+			out.ConsumedCapacity = append(out.ConsumedCapacity, wire.ConsumedCapacity{TableName: table, CapacityUnits: w})
+		})
+	}
+	out.U = u
+	return out, nil
+}
+
+func (b *Backend) txPut(ctx context.Context, s tenancy.Scope, in *wire.TransactPut) (types.TransactWriteItem, []byte, error) {
+	p, err := b.openW(ctx, s, in.TableName)
+	if err != nil {
+		return types.TransactWriteItem{}, nil, err
+	}
+	it, err := p.item(in.Item)
+	if err == nil {
+		err = checkPlaceholders(in.ExpressionAttributeNames, in.ExpressionAttributeValues)
+	}
+	return types.TransactWriteItem{Put: &types.Put{
+		TableName: &b.table, Item: it, ConditionExpression: str(in.ConditionExpression),
+		ExpressionAttributeNames: in.ExpressionAttributeNames, ExpressionAttributeValues: toValues(in.ExpressionAttributeValues),
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailure(in.ReturnValuesOnConditionCheckFailure),
+	}}, p.tg.Namespace, err
+}
+
+func (b *Backend) txDelete(ctx context.Context, s tenancy.Scope, in *wire.TransactDelete) (types.TransactWriteItem, []byte, error) {
+	p, err := b.open(ctx, s, in.TableName)
+	if err != nil {
+		return types.TransactWriteItem{}, nil, err
+	}
+	k, err := p.key(in.Key)
+	if err == nil {
+		err = checkPlaceholders(in.ExpressionAttributeNames, in.ExpressionAttributeValues)
+	}
+	return types.TransactWriteItem{Delete: &types.Delete{
+		TableName: &b.table, Key: k, ConditionExpression: str(in.ConditionExpression),
+		ExpressionAttributeNames: in.ExpressionAttributeNames, ExpressionAttributeValues: toValues(in.ExpressionAttributeValues),
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailure(in.ReturnValuesOnConditionCheckFailure),
+	}}, p.tg.Namespace, err
+}
+
+func (b *Backend) txUpdate(ctx context.Context, s tenancy.Scope, in *wire.TransactUpdate) (types.TransactWriteItem, []byte, *computed, error) {
+	p, err := b.openW(ctx, s, in.TableName)
+	if err != nil {
+		return types.TransactWriteItem{}, nil, nil, err
+	}
+	k, err := p.key(in.Key)
+	if err != nil {
+		return types.TransactWriteItem{}, nil, nil, err
+	}
+	if err := checkPlaceholders(in.ExpressionAttributeNames, in.ExpressionAttributeValues); err != nil {
+		return types.TransactWriteItem{}, nil, nil, err
+	}
+	upd, names, values, err := p.update(in.Key, in.UpdateExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues)
+	if err == errIndexKey {
+		// Computed by the gateway: a put over the version read (update.go).
+		c, err := b.compute(ctx, p, k, in.Key, in.UpdateExpression, in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues)
+		if err != nil {
+			return types.TransactWriteItem{}, nil, nil, err
+		}
+		return types.TransactWriteItem{Put: &types.Put{
+			TableName: &b.table, Item: c.put, ConditionExpression: &c.cond,
+			ExpressionAttributeNames: c.names, ExpressionAttributeValues: c.values,
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		}}, p.tg.Namespace, c, nil
+	}
+	return types.TransactWriteItem{Update: &types.Update{
+		TableName: &b.table, Key: k, UpdateExpression: &upd, ConditionExpression: str(in.ConditionExpression),
+		ExpressionAttributeNames: names, ExpressionAttributeValues: values,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailure(in.ReturnValuesOnConditionCheckFailure),
+	}}, p.tg.Namespace, nil, err
+}
+
+// txErr corrects the cancellation reasons of updates the gateway
+// computed, before they are converted: a version that moved under one is
+// a conflict with a concurrent write (TransactionConflict, which clients
+// retry), not the client's condition failing; and the old item the
+// gateway asked for is the client's only if it asked for it too.
+func txErr(err error, in *wire.TransactWriteItemsInput, comp []*computed) error {
+	var tce *types.TransactionCanceledException
+	if !errors.As(err, &tce) {
+		return err
+	}
+	for i, c := range comp {
+		if c == nil || i >= len(tce.CancellationReasons) {
+			continue
+		}
+		r := &tce.CancellationReasons[i]
+		if aws.ToString(r.Code) != "ConditionalCheckFailed" {
+			continue
+		}
+		if c.moved(r.Item) {
+			*r = types.CancellationReason{Code: aws.String("TransactionConflict"), Message: aws.String("Transaction is ongoing for the item")}
+			continue
+		}
+		if in.TransactItems[i].Update.ReturnValuesOnConditionCheckFailure != "ALL_OLD" {
+			r.Item = nil
+		}
+	}
+	return err
+}
+
+func (b *Backend) txCheck(ctx context.Context, s tenancy.Scope, in *wire.ConditionCheck) (types.TransactWriteItem, []byte, error) {
+	p, err := b.open(ctx, s, in.TableName)
+	if err != nil {
+		return types.TransactWriteItem{}, nil, err
+	}
+	k, err := p.key(in.Key)
+	if err == nil {
+		err = checkPlaceholders(in.ExpressionAttributeNames, in.ExpressionAttributeValues)
+	}
+	return types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{
+		TableName: &b.table, Key: k, ConditionExpression: aws.String(in.ConditionExpression),
+		ExpressionAttributeNames: in.ExpressionAttributeNames, ExpressionAttributeValues: toValues(in.ExpressionAttributeValues),
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailure(in.ReturnValuesOnConditionCheckFailure),
+	}}, p.tg.Namespace, err
+}
+
+// TransactGetItems is the engine's TransactGetItems.
+func (b *Backend) TransactGetItems(ctx context.Context, s tenancy.Scope, in *wire.TransactGetItemsInput) (*wire.TransactGetItemsOutput, error) {
+	if len(in.TransactItems) == 0 || len(in.TransactItems) > 100 {
+		return nil, apierr.Validationf("1 validation error detected: Value at 'transactItems' failed to satisfy constraint: Member must have length less than or equal to 100, Member must have length greater than or equal to 1")
+	}
+	items := make([]types.TransactGetItem, len(in.TransactItems))
+	counts := map[string]int{}
+	for i, ti := range in.TransactItems {
+		if ti.Get == nil {
+			return nil, apierr.Validationf("1 validation error detected: Value null at 'transactItems.%d.member.get' failed to satisfy constraint: Member must not be null", i+1)
+		}
+		p, err := b.open(ctx, s, ti.Get.TableName)
+		if err != nil {
+			return nil, err
+		}
+		k, err := p.key(ti.Get.Key)
+		if err != nil {
+			return nil, err
+		}
+		if err := checkPlaceholders(ti.Get.ExpressionAttributeNames, nil); err != nil {
+			return nil, err
+		}
+		counts[ti.Get.TableName]++
+		items[i] = types.TransactGetItem{Get: &types.Get{TableName: &b.table, Key: k,
+			ProjectionExpression: str(ti.Get.ProjectionExpression), ExpressionAttributeNames: ti.Get.ExpressionAttributeNames}}
+	}
+	res, err := b.db.TransactGetItems(ctx, &dynamodb.TransactGetItemsInput{TransactItems: items, ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal})
+	if err != nil {
+		return nil, engineErr(err, strip)
+	}
+	out := &wire.TransactGetItemsOutput{Responses: make([]wire.ItemResponse, len(res.Responses))}
+	for i, r := range res.Responses {
+		out.Responses[i] = wire.ItemResponse{Item: strip(r.Item)}
+	}
+	var total float64
+	for _, cc := range res.ConsumedCapacity {
+		total += aws.ToFloat64(cc.CapacityUnits)
+	}
+	u := split(total, counts, false)
+	if in.ReturnConsumedCapacity == "TOTAL" || in.ReturnConsumedCapacity == "INDEXES" {
+		u.EachTable(func(table string, r, _ float64) {
+			out.ConsumedCapacity = append(out.ConsumedCapacity, wire.ConsumedCapacity{TableName: table, CapacityUnits: r})
+		})
+	}
+	out.U = u
+	return out, nil
+}

@@ -1,0 +1,188 @@
+package remote
+
+import (
+	"errors"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
+
+	"github.com/tenantdb/tenantdb/internal/apierr"
+	"github.com/tenantdb/tenantdb/internal/attr"
+	"github.com/tenantdb/tenantdb/internal/wire"
+)
+
+// Conversions between tenantdb's attribute values and the SDK's, and the
+// mapping of the engine's errors onto apierr. Everything the engine
+// answers passes through here.
+
+func toAV(v attr.Value) types.AttributeValue {
+	switch v.Type {
+	case attr.S:
+		return &types.AttributeValueMemberS{Value: v.S}
+	case attr.N:
+		return &types.AttributeValueMemberN{Value: v.N.String()}
+	case attr.B:
+		return &types.AttributeValueMemberB{Value: v.B}
+	case attr.BOOL:
+		return &types.AttributeValueMemberBOOL{Value: v.Bool}
+	case attr.NULL:
+		return &types.AttributeValueMemberNULL{Value: true}
+	case attr.M:
+		return &types.AttributeValueMemberM{Value: toItem(v.M)}
+	case attr.L:
+		l := make([]types.AttributeValue, len(v.L))
+		for i, e := range v.L {
+			l[i] = toAV(e)
+		}
+		return &types.AttributeValueMemberL{Value: l}
+	case attr.SS:
+		return &types.AttributeValueMemberSS{Value: append([]string(nil), v.SS...)}
+	case attr.NS:
+		ns := make([]string, len(v.NS))
+		for i, n := range v.NS {
+			ns[i] = n.String()
+		}
+		return &types.AttributeValueMemberNS{Value: ns}
+	case attr.BS:
+		return &types.AttributeValueMemberBS{Value: v.BS}
+	}
+	panic("remote: attribute value of invalid type")
+}
+
+func toItem(it attr.Item) map[string]types.AttributeValue {
+	if it == nil {
+		return nil
+	}
+	m := make(map[string]types.AttributeValue, len(it))
+	for k, v := range it {
+		m[k] = toAV(v)
+	}
+	return m
+}
+
+func toValues(vs map[string]attr.Value) map[string]types.AttributeValue {
+	if len(vs) == 0 {
+		return nil
+	}
+	return toItem(vs)
+}
+
+func fromAV(av types.AttributeValue) (attr.Value, error) {
+	switch v := av.(type) {
+	case *types.AttributeValueMemberS:
+		return attr.Str(v.Value), nil
+	case *types.AttributeValueMemberN:
+		n, err := attr.ParseNumber(v.Value)
+		return attr.Num(n), err
+	case *types.AttributeValueMemberB:
+		return attr.Bin(v.Value), nil
+	case *types.AttributeValueMemberBOOL:
+		return attr.BoolV(v.Value), nil
+	case *types.AttributeValueMemberNULL:
+		return attr.Null(), nil
+	case *types.AttributeValueMemberM:
+		m, err := fromItem(v.Value)
+		return attr.Map(m), err
+	case *types.AttributeValueMemberL:
+		l := make([]attr.Value, len(v.Value))
+		for i, e := range v.Value {
+			var err error
+			if l[i], err = fromAV(e); err != nil {
+				return attr.Value{}, err
+			}
+		}
+		return attr.List(l), nil
+	case *types.AttributeValueMemberSS:
+		return attr.Value{Type: attr.SS, SS: v.Value}, nil
+	case *types.AttributeValueMemberNS:
+		ns := make([]attr.Number, len(v.Value))
+		for i, s := range v.Value {
+			var err error
+			if ns[i], err = attr.ParseNumber(s); err != nil {
+				return attr.Value{}, err
+			}
+		}
+		return attr.Value{Type: attr.NS, NS: ns}, nil
+	case *types.AttributeValueMemberBS:
+		return attr.Value{Type: attr.BS, BS: v.Value}, nil
+	}
+	return attr.Value{}, apierr.New(apierr.Internal, "the engine answered an attribute value of unknown type %T", av)
+}
+
+func fromItem(m map[string]types.AttributeValue) (attr.Item, error) {
+	if m == nil {
+		return nil, nil
+	}
+	it := make(attr.Item, len(m))
+	for k, av := range m {
+		v, err := fromAV(av)
+		if err != nil {
+			return nil, err
+		}
+		it[k] = v
+	}
+	return it, nil
+}
+
+// kindByName maps DynamoDB's error type names to apierr kinds.
+var kindByName = func() map[string]apierr.Kind {
+	m := make(map[string]apierr.Kind, apierr.KindCount)
+	for k := range apierr.KindCount {
+		m[apierr.Kind(k).String()] = apierr.Kind(k)
+	}
+	return m
+}()
+
+// engineErr maps an error of the engine's client onto apierr: the
+// engine's DynamoDB error keeps its kind and message (a condition that
+// failed is the client's condition that failed); a transport failure is
+// ServiceUnavailable. strip removes the physical attributes from items
+// the error carries.
+func engineErr(err error, strip func(map[string]types.AttributeValue) attr.Item) error {
+	if err == nil {
+		return nil
+	}
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		e := apierr.New(apierr.ConditionalCheckFailed, "%s", ccf.ErrorMessage())
+		if ccf.Item != nil {
+			e.Detail = &wire.ConditionalCheckFailedDetail{Item: strip(ccf.Item)}
+		}
+		return e
+	}
+	var tce *types.TransactionCanceledException
+	if errors.As(err, &tce) {
+		e := apierr.New(apierr.TransactionCanceled, "%s", tce.ErrorMessage())
+		d := &wire.TransactionCanceledDetail{}
+		for _, r := range tce.CancellationReasons {
+			cr := wire.CancellationReason{}
+			if r.Code != nil {
+				cr.Code = *r.Code
+			}
+			if r.Message != nil {
+				cr.Message = *r.Message
+			}
+			if r.Item != nil {
+				cr.Item = strip(r.Item)
+			}
+			d.CancellationReasons = append(d.CancellationReasons, cr)
+		}
+		e.Detail = d
+		return e
+	}
+	var ae smithy.APIError
+	if errors.As(err, &ae) {
+		k, ok := kindByName[ae.ErrorCode()]
+		switch {
+		case !ok:
+			return apierr.Wrap(apierr.Internal, err, "the storage engine failed")
+		case k == apierr.ResourceNotFound, k == apierr.AccessDenied, k == apierr.UnrecognizedClient,
+			k == apierr.InvalidSignature, k == apierr.MissingAuthenticationToken, k == apierr.ExpiredToken:
+			// The gateway's own physical table or credentials: never the
+			// client's fault, and never to be shown to it.
+			return apierr.Wrap(apierr.Internal, err, "the storage engine refused the gateway")
+		}
+		return apierr.Wrap(k, err, "%s", ae.ErrorMessage())
+	}
+	return apierr.Wrap(apierr.ServiceUnavailable, err, "the storage engine is unavailable")
+}

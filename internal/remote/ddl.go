@@ -1,0 +1,507 @@
+package remote
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/tenantdb/tenantdb/internal/apierr"
+	"github.com/tenantdb/tenantdb/internal/engine"
+	"github.com/tenantdb/tenantdb/internal/resolve"
+	"github.com/tenantdb/tenantdb/internal/schema"
+	"github.com/tenantdb/tenantdb/internal/tenancy"
+	"github.com/tenantdb/tenantdb/internal/wire"
+)
+
+// notServed is the error of what the remote backend does not serve yet
+// (the README's table lists it).
+func notServed(what string) error {
+	return apierr.Validationf("%s is not supported by the remote (dynamodb) backend yet", what)
+}
+
+// CreateTable validates the request as the embedded engine does, lets the
+// resolver admit it, allocates an id from the engine and stores the
+// definition with a conditional put, so that two gateways creating the
+// same name race safely. Secondary indexes and streams are refused.
+func (b *Backend) CreateTable(ctx context.Context, s tenancy.Scope, in *wire.CreateTableInput) (*wire.CreateTableOutput, error) {
+	if err := check(ctx, s); err != nil {
+		return nil, err
+	}
+	if err := b.res.MayCreate(s, in.TableName); err != nil {
+		return nil, err
+	}
+	t, err := engine.BuildTable(in)
+	if err != nil {
+		return nil, err
+	}
+	if len(t.Indexes) > b.opts.IndexSlots {
+		return nil, apierr.New(apierr.LimitExceeded, "The remote backend serves at most %d secondary indexes per table (the engine table's index slots)", b.opts.IndexSlots)
+	}
+	if t.Stream != nil && t.Stream.StreamEnabled != nil && *t.Stream.StreamEnabled {
+		return nil, notServed("A stream")
+	}
+	b.ddl.Lock()
+	defer b.ddl.Unlock()
+	if err := b.res.AdmitCreate(ctx, s, t); err != nil {
+		return nil, err
+	}
+	if t.ID, err = b.nextTableID(ctx); err != nil {
+		return nil, err
+	}
+	if err := b.register(ctx, b.defNS(s, t), 0); err != nil {
+		return nil, err
+	}
+	t.Created = b.opts.Now()
+	for _, ix := range t.Indexes {
+		ix.Created = t.Created
+	}
+	if err := b.putDef(ctx, t, b.defNS(s, t), nil); err != nil {
+		if apierr.Is(err, apierr.ConditionalCheckFailed) {
+			return nil, apierr.New(apierr.ResourceInUse, "Table already exists: %s", t.Name)
+		}
+		return nil, err
+	}
+	b.res.Publish(t)
+	return &wire.CreateTableOutput{TableDescription: b.describe(t)}, nil
+}
+
+// defNS is the namespace under which table t's definition is stored: the
+// owner's, as the resolver computes it (nil for a shared table).
+func (b *Backend) defNS(s tenancy.Scope, t *schema.Table) []byte {
+	if t.Shared() {
+		return nil
+	}
+	return resolve.Namespace(s)
+}
+
+// putDef stores definition t, conditionally: as a new table when old is
+// nil, else only if the stored definition is still old.
+func (b *Backend) putDef(ctx context.Context, t *schema.Table, ns []byte, old *schema.Table) error {
+	v, err := schema.Encode(t)
+	if err != nil {
+		return err
+	}
+	item := defKey(t, ns)
+	item["def"] = &types.AttributeValueMemberB{Value: v}
+	in := &dynamodb.PutItemInput{TableName: &b.table, Item: item}
+	if old == nil {
+		in.ConditionExpression = aws.String("attribute_not_exists(#p)")
+		in.ExpressionAttributeNames = map[string]string{"#p": attrPK}
+	} else {
+		ov, err := schema.Encode(old)
+		if err != nil {
+			return err
+		}
+		in.ConditionExpression = aws.String("#d = :old")
+		in.ExpressionAttributeNames = map[string]string{"#d": "def"}
+		in.ExpressionAttributeValues = map[string]types.AttributeValue{":old": &types.AttributeValueMemberB{Value: ov}}
+	}
+	_, err = b.db.PutItem(ctx, in)
+	return engineErr(err, strip)
+}
+
+// changeDef stores c in place of tg's definition and publishes it. A
+// concurrent change through another gateway fails the condition and
+// answers ResourceInUse, as DynamoDB does for a table being updated.
+func (b *Backend) changeDef(ctx context.Context, tg resolve.Target, c *schema.Table) error {
+	if err := b.putDef(ctx, c, tg.Namespace, tg.Table); err != nil {
+		if apierr.Is(err, apierr.ConditionalCheckFailed) {
+			return apierr.New(apierr.ResourceInUse, "Attempt to change a resource which is still in use: the table was changed concurrently: %s", c.Name)
+		}
+		return err
+	}
+	b.res.Publish(c)
+	return nil
+}
+
+// DescribeTable describes a table, with the statistics of the scope's
+// own items, counted by reading them (stats.go).
+func (b *Backend) DescribeTable(ctx context.Context, s tenancy.Scope, in *wire.DescribeTableInput) (*wire.DescribeTableOutput, error) {
+	if err := check(ctx, s); err != nil {
+		return nil, err
+	}
+	if err := schema.ValidateTableName(in.TableName); err != nil {
+		return nil, err
+	}
+	tg, err := b.res.Lookup(ctx, s, in.TableName)
+	if err != nil {
+		return nil, err
+	}
+	st, err := b.stats(ctx, placeOf(tg))
+	if err != nil {
+		return nil, err
+	}
+	d := b.describe(tg.Table)
+	d.ItemCount, d.TableSizeBytes = st[0][0], st[0][1]
+	for _, ix := range tg.Table.Indexes {
+		c := st[ix.No]
+		for i := range d.GlobalSecondaryIndexes {
+			if g := &d.GlobalSecondaryIndexes[i]; g.IndexName == ix.Name {
+				g.ItemCount, g.IndexSizeBytes = c[0], c[1]
+			}
+		}
+		for i := range d.LocalSecondaryIndexes {
+			if l := &d.LocalSecondaryIndexes[i]; l.IndexName == ix.Name {
+				l.ItemCount, l.IndexSizeBytes = c[0], c[1]
+			}
+		}
+	}
+	return &wire.DescribeTableOutput{Table: d}, nil
+}
+
+// ListTables lists the tables s sees, as the embedded engine does.
+func (b *Backend) ListTables(ctx context.Context, s tenancy.Scope, in *wire.ListTablesInput) (*wire.ListTablesOutput, error) {
+	if err := check(ctx, s); err != nil {
+		return nil, err
+	}
+	limit := 100
+	if in.Limit != nil {
+		limit = *in.Limit
+		if limit < 1 || limit > 100 {
+			return nil, apierr.Validationf("1 validation error detected: Value '%d' at 'limit' failed to satisfy constraint: Member must have value between 1 and 100", limit)
+		}
+	}
+	if in.ExclusiveStartTableName != "" {
+		if err := schema.ValidateTableName(in.ExclusiveStartTableName); err != nil {
+			return nil, err
+		}
+	}
+	visible, err := b.res.Visible(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	names := visible[sort.SearchStrings(visible, in.ExclusiveStartTableName):]
+	if len(names) > 0 && names[0] == in.ExclusiveStartTableName {
+		names = names[1:]
+	}
+	out := &wire.ListTablesOutput{TableNames: []string{}}
+	if len(names) > limit {
+		names = names[:limit]
+		out.LastEvaluatedTableName = names[limit-1]
+	}
+	out.TableNames = append(out.TableNames, names...)
+	return out, nil
+}
+
+// DeleteTable removes the definition (conditionally, so that one of two
+// racing gateways wins) after recording a drop; the items of a tenant
+// table are then deleted in the background. The id is never reused, so
+// items not yet deleted can never show through a new table of the name.
+func (b *Backend) DeleteTable(ctx context.Context, s tenancy.Scope, in *wire.DeleteTableInput) (*wire.DeleteTableOutput, error) {
+	if err := check(ctx, s); err != nil {
+		return nil, err
+	}
+	if err := schema.ValidateTableName(in.TableName); err != nil {
+		return nil, err
+	}
+	b.ddl.Lock()
+	defer b.ddl.Unlock()
+	tg, err := b.res.Lookup(ctx, s, in.TableName)
+	if err != nil {
+		return nil, err
+	}
+	t := tg.Table
+	if err := b.res.CheckManage(s, t); err != nil {
+		return nil, err
+	}
+	if t.DeletionProtection {
+		return nil, apierr.New(apierr.Validation, "Resource cannot be deleted as it is currently protected against deletion. Disable deletion protection first.")
+	}
+	v, err := schema.Encode(t)
+	if err != nil {
+		return nil, err
+	}
+	// The drop record comes first: a gateway dying between the two writes
+	// leaves a drop to finish, never unreachable items nobody knows of.
+	drop := map[string]types.AttributeValue{
+		attrPK: &types.AttributeValueMemberS{Value: "meta#drop"},
+		attrSK: &types.AttributeValueMemberB{Value: fmt.Appendf(nil, "%020d", t.ID)},
+		"def":  &types.AttributeValueMemberB{Value: v},
+	}
+	if tg.Namespace != nil && !t.Shared() {
+		drop["ns"] = &types.AttributeValueMemberB{Value: tg.Namespace}
+	}
+	if _, err := b.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: &b.table, Item: drop}); err != nil {
+		return nil, engineErr(err, strip)
+	}
+	_, err = b.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+		TableName:                 &b.table,
+		Key:                       defKey(t, tg.Namespace),
+		ConditionExpression:       aws.String("#d = :d"),
+		ExpressionAttributeNames:  map[string]string{"#d": "def"},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":d": &types.AttributeValueMemberB{Value: v}},
+	})
+	if err != nil {
+		if apierr.Is(engineErr(err, strip), apierr.ConditionalCheckFailed) {
+			b.res.Unpublish(t) // another gateway changed or deleted it: re-read on next use
+			return nil, resolve.NotFound(t.Name)
+		}
+		return nil, engineErr(err, strip)
+	}
+	b.res.Unpublish(t)
+	if !t.Shared() {
+		go b.purge(context.WithoutCancel(ctx), placeOf(tg))
+	}
+	d := b.describe(t)
+	d.TableStatus = "DELETING"
+	return &wire.DeleteTableOutput{TableDescription: d}, nil
+}
+
+// purge deletes the items of a dropped tenant table and then its drop
+// record. A purge cut short by the gateway's end leaves the record for a
+// later sweep (not yet written: see DESIGN.md).
+func (b *Backend) purge(ctx context.Context, p place) {
+	if err := b.deleteCollection(ctx, p.pk); err != nil {
+		b.log.Warn("purging a dropped table", "table", p.tg.Table.ID, "err", err)
+		return
+	}
+	_, err := b.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: &b.table, Key: map[string]types.AttributeValue{
+		attrPK: &types.AttributeValueMemberS{Value: "meta#drop"},
+		attrSK: &types.AttributeValueMemberB{Value: fmt.Appendf(nil, "%020d", p.tg.Table.ID)},
+	}})
+	if err != nil {
+		b.log.Warn("forgetting a finished drop", "table", p.tg.Table.ID, "err", err)
+	}
+}
+
+// UpdateTable is not served yet; who may not change the table is still
+// told so first.
+func (b *Backend) UpdateTable(ctx context.Context, s tenancy.Scope, in *wire.UpdateTableInput) (*wire.UpdateTableOutput, error) {
+	if err := check(ctx, s); err != nil {
+		return nil, err
+	}
+	if err := schema.ValidateTableName(in.TableName); err != nil {
+		return nil, err
+	}
+	tg, err := b.res.Lookup(ctx, s, in.TableName)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.res.CheckManage(s, tg.Table); err != nil {
+		return nil, err
+	}
+	return nil, notServed("UpdateTable")
+}
+
+// UpdateTimeToLive records the TTL setting in the definition. The remote
+// backend does not expire items yet (DynamoDB itself only promises to
+// within days; reads still return expired items meanwhile).
+func (b *Backend) UpdateTimeToLive(ctx context.Context, s tenancy.Scope, in *wire.UpdateTimeToLiveInput) (*wire.UpdateTimeToLiveOutput, error) {
+	if err := check(ctx, s); err != nil {
+		return nil, err
+	}
+	if err := schema.ValidateTableName(in.TableName); err != nil {
+		return nil, err
+	}
+	spec := in.TimeToLiveSpecification
+	if spec.AttributeName == "" {
+		return nil, apierr.Validationf("1 validation error detected: Value null at 'timeToLiveSpecification.attributeName' failed to satisfy constraint: Member must not be null")
+	}
+	b.ddl.Lock()
+	defer b.ddl.Unlock()
+	tg, err := b.res.Lookup(ctx, s, in.TableName)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.res.CheckManage(s, tg.Table); err != nil {
+		return nil, err
+	}
+	t := tg.Table
+	switch {
+	case spec.Enabled && t.TTLEnabled:
+		return nil, apierr.Validationf("TimeToLive is already enabled")
+	case !spec.Enabled && !t.TTLEnabled:
+		return nil, apierr.Validationf("TimeToLive is already disabled")
+	case !spec.Enabled && spec.AttributeName != t.TTLAttribute:
+		return nil, apierr.Validationf("TimeToLive is active on a different AttributeName: current AttributeName is %s", t.TTLAttribute)
+	}
+	c := t.Clone()
+	c.TTLEnabled, c.TTLAttribute = spec.Enabled, spec.AttributeName
+	if !spec.Enabled {
+		c.TTLAttribute = ""
+	}
+	if err := b.changeDef(ctx, tg, c); err != nil {
+		return nil, err
+	}
+	return &wire.UpdateTimeToLiveOutput{TimeToLiveSpecification: spec}, nil
+}
+
+// DescribeTimeToLive reports the TTL setting of the definition.
+func (b *Backend) DescribeTimeToLive(ctx context.Context, s tenancy.Scope, in *wire.DescribeTimeToLiveInput) (*wire.DescribeTimeToLiveOutput, error) {
+	if err := check(ctx, s); err != nil {
+		return nil, err
+	}
+	if err := schema.ValidateTableName(in.TableName); err != nil {
+		return nil, err
+	}
+	tg, err := b.res.Lookup(ctx, s, in.TableName)
+	if err != nil {
+		return nil, err
+	}
+	d := wire.TimeToLiveDescription{TimeToLiveStatus: "DISABLED"}
+	if tg.Table.TTLEnabled {
+		d = wire.TimeToLiveDescription{TimeToLiveStatus: "ENABLED", AttributeName: tg.Table.TTLAttribute}
+	}
+	return &wire.DescribeTimeToLiveOutput{TimeToLiveDescription: d}, nil
+}
+
+// TagResource adds or replaces tags in the definition.
+func (b *Backend) TagResource(ctx context.Context, s tenancy.Scope, in *wire.TagResourceInput) (*wire.EmptyOutput, error) {
+	if err := check(ctx, s); err != nil {
+		return nil, err
+	}
+	if len(in.Tags) == 0 {
+		return nil, apierr.Validationf("1 validation error detected: Value '[]' at 'tags' failed to satisfy constraint: Member must have length greater than or equal to 1")
+	}
+	if err := engine.CheckTags(in.Tags); err != nil {
+		return nil, err
+	}
+	return b.retag(ctx, s, in.ResourceArn, func(c *schema.Table) error {
+		for _, tg := range in.Tags {
+			replaced := false
+			for i := range c.Tags {
+				if c.Tags[i].Key == tg.Key {
+					c.Tags[i].Value = tg.Value
+					replaced = true
+				}
+			}
+			if !replaced {
+				c.Tags = append(c.Tags, tg)
+			}
+		}
+		if len(c.Tags) > 50 {
+			return apierr.New(apierr.LimitExceeded, "The number of tags exceeds the limit of %d", 50)
+		}
+		return nil
+	})
+}
+
+// UntagResource removes tags from the definition.
+func (b *Backend) UntagResource(ctx context.Context, s tenancy.Scope, in *wire.UntagResourceInput) (*wire.EmptyOutput, error) {
+	if err := check(ctx, s); err != nil {
+		return nil, err
+	}
+	if len(in.TagKeys) == 0 {
+		return nil, apierr.Validationf("1 validation error detected: Value '[]' at 'tagKeys' failed to satisfy constraint: Member must have length greater than or equal to 1")
+	}
+	drop := map[string]bool{}
+	for _, k := range in.TagKeys {
+		if strings.HasPrefix(k, "tenantdb:") {
+			return nil, apierr.Validationf("One or more parameter values were invalid: Tag key %s is reserved: tenantdb: tags are set only at CreateTable", k)
+		}
+		drop[k] = true
+	}
+	return b.retag(ctx, s, in.ResourceArn, func(c *schema.Table) error {
+		c.Tags = slices.DeleteFunc(c.Tags, func(tg wire.Tag) bool { return drop[tg.Key] })
+		return nil
+	})
+}
+
+// retag changes the tags of the table arn names with change.
+func (b *Backend) retag(ctx context.Context, s tenancy.Scope, arn string, change func(*schema.Table) error) (*wire.EmptyOutput, error) {
+	b.ddl.Lock()
+	defer b.ddl.Unlock()
+	tg, err := b.res.LookupARN(ctx, s, arn)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.res.CheckManage(s, tg.Table); err != nil {
+		return nil, err
+	}
+	c := tg.Table.Clone()
+	if err := change(c); err != nil {
+		return nil, err
+	}
+	if err := b.changeDef(ctx, tg, c); err != nil {
+		return nil, err
+	}
+	return &wire.EmptyOutput{}, nil
+}
+
+// ListTagsOfResource lists the tags of the definition.
+func (b *Backend) ListTagsOfResource(ctx context.Context, s tenancy.Scope, in *wire.ListTagsOfResourceInput) (*wire.ListTagsOfResourceOutput, error) {
+	if err := check(ctx, s); err != nil {
+		return nil, err
+	}
+	tg, err := b.res.LookupARN(ctx, s, in.ResourceArn)
+	if err != nil {
+		return nil, err
+	}
+	return &wire.ListTagsOfResourceOutput{Tags: append([]wire.Tag{}, tg.Table.Tags...)}, nil
+}
+
+// DescribeEndpoints reports the gateway's own address.
+func (b *Backend) DescribeEndpoints(ctx context.Context, s tenancy.Scope, _ *wire.DescribeEndpointsInput) (*wire.DescribeEndpointsOutput, error) {
+	if err := check(ctx, s); err != nil {
+		return nil, err
+	}
+	addr := b.opts.Endpoint
+	if addr == "" {
+		addr = "127.0.0.1:8000"
+	}
+	return &wire.DescribeEndpointsOutput{Endpoints: []wire.Endpoint{{Address: addr, CachePeriodInMinutes: 1440}}}, nil
+}
+
+// DescribeLimits reports DynamoDB's default limits, as the embedded
+// engine does.
+func (b *Backend) DescribeLimits(ctx context.Context, s tenancy.Scope, _ *wire.DescribeLimitsInput) (*wire.DescribeLimitsOutput, error) {
+	if err := check(ctx, s); err != nil {
+		return nil, err
+	}
+	return &wire.DescribeLimitsOutput{
+		AccountMaxReadCapacityUnits:  80000,
+		AccountMaxWriteCapacityUnits: 80000,
+		TableMaxReadCapacityUnits:    40000,
+		TableMaxWriteCapacityUnits:   40000,
+	}, nil
+}
+
+func keySchema(h, r schema.KeyAttr) []wire.KeySchemaElement {
+	ks := []wire.KeySchemaElement{{AttributeName: h.Name, KeyType: "HASH"}}
+	if r.Name != "" {
+		ks = append(ks, wire.KeySchemaElement{AttributeName: r.Name, KeyType: "RANGE"})
+	}
+	return ks
+}
+
+func (b *Backend) describe(t *schema.Table) *wire.TableDescription {
+	ks := keySchema(t.Hash, t.Range)
+	d := &wire.TableDescription{
+		AttributeDefinitions:      slices.Clone(t.AttrDefs),
+		TableName:                 t.Name,
+		KeySchema:                 ks,
+		TableStatus:               t.Status,
+		CreationDateTime:          float64(t.Created.UnixNano()/1e6) / 1e3,
+		ProvisionedThroughput:     &wire.ProvisionedThroughputDescription{ReadCapacityUnits: t.ReadCapacity, WriteCapacityUnits: t.WriteCapacity},
+		TableArn:                  b.res.TableARN(t.Name),
+		TableId:                   t.UUID,
+		BillingModeSummary:        &wire.BillingModeSummary{BillingMode: t.BillingMode},
+		DeletionProtectionEnabled: t.DeletionProtection,
+	}
+	if t.TableClass != "" {
+		d.TableClassSummary = &wire.TableClassSummary{TableClass: t.TableClass}
+	}
+	for _, ix := range t.Indexes {
+		proj := &wire.Projection{ProjectionType: ix.ProjectionType}
+		if ix.ProjectionType == "INCLUDE" {
+			proj.NonKeyAttributes = slices.Clone(ix.NonKey)
+		}
+		arn := d.TableArn + "/index/" + ix.Name
+		if ix.Local {
+			d.LocalSecondaryIndexes = append(d.LocalSecondaryIndexes, wire.LocalSecondaryIndexDescription{
+				IndexName: ix.Name, KeySchema: keySchema(ix.Hash, ix.Range), Projection: proj, IndexArn: arn})
+			continue
+		}
+		d.GlobalSecondaryIndexes = append(d.GlobalSecondaryIndexes, wire.GlobalSecondaryIndexDescription{
+			IndexName: ix.Name, KeySchema: keySchema(ix.Hash, ix.Range), Projection: proj, IndexStatus: ix.Status,
+			ProvisionedThroughput: &wire.ProvisionedThroughputDescription{ReadCapacityUnits: ix.ReadCapacity, WriteCapacityUnits: ix.WriteCapacity},
+			IndexArn:              arn})
+	}
+	return d
+}

@@ -1,0 +1,374 @@
+package remote
+
+import (
+	"context"
+	"errors"
+	"regexp"
+	"strconv"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/tenantdb/tenantdb/internal/apierr"
+	"github.com/tenantdb/tenantdb/internal/attr"
+	"github.com/tenantdb/tenantdb/internal/expr"
+	"github.com/tenantdb/tenantdb/internal/tenancy"
+	"github.com/tenantdb/tenantdb/internal/wire"
+)
+
+// open resolves a data-plane table for s: the resolver decides policy,
+// visibility and the namespace; the place is where the Target's items
+// live.
+func (b *Backend) open(ctx context.Context, s tenancy.Scope, name string) (place, error) {
+	if err := check(ctx, s); err != nil {
+		return place{}, err
+	}
+	tg, err := b.res.Open(ctx, s, name)
+	if err != nil {
+		return place{}, err
+	}
+	return placeOf(tg), nil
+}
+
+// openW is open for a write: the collection is registered first, so that
+// a deleted tenant's data can be found (tenants.go).
+func (b *Backend) openW(ctx context.Context, s tenancy.Scope, name string) (place, error) {
+	p, err := b.open(ctx, s, name)
+	if err != nil {
+		return place{}, err
+	}
+	return p, b.register(ctx, p.tg.Namespace, p.tg.Table.ID)
+}
+
+// key validates a logical key a request names (schema and leading keys)
+// and returns its engine key.
+func (p place) key(key attr.Item) (map[string]types.AttributeValue, error) {
+	if err := p.tg.Table.ValidateKey(key); err != nil {
+		return nil, err
+	}
+	if err := p.tg.CheckKey(key); err != nil {
+		return nil, err
+	}
+	return p.physKey(key)
+}
+
+// item validates an item being written and returns its engine item.
+func (p place) item(item attr.Item) (map[string]types.AttributeValue, error) {
+	if err := p.tg.Table.ValidateItemKeys(item); err != nil {
+		return nil, err
+	}
+	if err := p.tg.CheckItem(item); err != nil {
+		return nil, err
+	}
+	return p.physItem(item)
+}
+
+// The placeholders the gateway adds to a client's expressions; a client
+// may not use them.
+const (
+	phPrefixName  = "#tenantdb_"
+	phPrefixValue = ":tenantdb_"
+)
+
+func checkPlaceholders(names map[string]string, values map[string]attr.Value) error {
+	for n := range names {
+		if len(n) >= len(phPrefixName) && n[:len(phPrefixName)] == phPrefixName {
+			return apierr.Validationf("ExpressionAttributeNames contains invalid key: %s is reserved by tenantdb", n)
+		}
+	}
+	for n := range values {
+		if len(n) >= len(phPrefixValue) && n[:len(phPrefixValue)] == phPrefixValue {
+			return apierr.Validationf("ExpressionAttributeValues contains invalid key: %s is reserved by tenantdb", n)
+		}
+	}
+	return nil
+}
+
+func legacy(name string, used bool) error {
+	if used {
+		return notServed("The legacy parameter " + name)
+	}
+	return nil
+}
+
+// capacity is what the engine reported, as the client sees it (the
+// logical table's name) and as quotas and metering count it.
+func capacity(cc *types.ConsumedCapacity, table, want string) *wire.ConsumedCapacity {
+	if cc == nil || (want != "TOTAL" && want != "INDEXES") {
+		return nil
+	}
+	units := aws.ToFloat64(cc.CapacityUnits)
+	out := &wire.ConsumedCapacity{TableName: table, CapacityUnits: units}
+	if want == "INDEXES" {
+		out.Table = &wire.Capacity{CapacityUnits: units}
+	}
+	return out
+}
+
+func units(cc *types.ConsumedCapacity) float64 {
+	if cc == nil {
+		return 0
+	}
+	return aws.ToFloat64(cc.CapacityUnits)
+}
+
+func str(p *string) *string {
+	if p == nil || *p == "" {
+		return nil
+	}
+	return p
+}
+
+// PutItem writes an item with the engine's conditional put.
+func (b *Backend) PutItem(ctx context.Context, s tenancy.Scope, in *wire.PutItemInput) (*wire.PutItemOutput, error) {
+	if err := legacy("Expected", len(in.Expected) > 0 || in.ConditionalOperator != ""); err != nil {
+		return nil, err
+	}
+	p, err := b.openW(ctx, s, in.TableName)
+	if err != nil {
+		return nil, err
+	}
+	item, err := p.item(in.Item)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkPlaceholders(in.ExpressionAttributeNames, in.ExpressionAttributeValues); err != nil {
+		return nil, err
+	}
+	res, err := b.db.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName:                           &b.table,
+		Item:                                item,
+		ConditionExpression:                 str(in.ConditionExpression),
+		ExpressionAttributeNames:            in.ExpressionAttributeNames,
+		ExpressionAttributeValues:           toValues(in.ExpressionAttributeValues),
+		ReturnValues:                        types.ReturnValue(in.ReturnValues),
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailure(in.ReturnValuesOnConditionCheckFailure),
+		ReturnConsumedCapacity:              types.ReturnConsumedCapacityTotal,
+	})
+	if err != nil {
+		return nil, b.oldOnFailure(ctx, engineErr(err, strip), physKeyOf(item), in.ReturnValuesOnConditionCheckFailure)
+	}
+	out := &wire.PutItemOutput{Attributes: strip(res.Attributes), ConsumedCapacity: capacity(res.ConsumedCapacity, in.TableName, in.ReturnConsumedCapacity)}
+	out.U = wire.Usage{WriteUnits: units(res.ConsumedCapacity), Table: in.TableName}
+	return out, nil
+}
+
+// GetItem reads an item by its engine key.
+func (b *Backend) GetItem(ctx context.Context, s tenancy.Scope, in *wire.GetItemInput) (*wire.GetItemOutput, error) {
+	p, err := b.open(ctx, s, in.TableName)
+	if err != nil {
+		return nil, err
+	}
+	key, err := p.key(in.Key)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkPlaceholders(in.ExpressionAttributeNames, nil); err != nil {
+		return nil, err
+	}
+	pe, names, err := projection(in.AttributesToGet, in.ProjectionExpression, in.ExpressionAttributeNames)
+	if err != nil {
+		return nil, err
+	}
+	res, err := b.db.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName:                &b.table,
+		Key:                      key,
+		ConsistentRead:           in.ConsistentRead,
+		ProjectionExpression:     str(pe),
+		ExpressionAttributeNames: names,
+		ReturnConsumedCapacity:   types.ReturnConsumedCapacityTotal,
+	})
+	if err != nil {
+		return nil, engineErr(err, strip)
+	}
+	out := &wire.GetItemOutput{Item: strip(res.Item), ConsumedCapacity: capacity(res.ConsumedCapacity, in.TableName, in.ReturnConsumedCapacity)}
+	out.U = wire.Usage{ReadUnits: units(res.ConsumedCapacity), Table: in.TableName}
+	return out, nil
+}
+
+// DeleteItem deletes an item with the engine's conditional delete.
+func (b *Backend) DeleteItem(ctx context.Context, s tenancy.Scope, in *wire.DeleteItemInput) (*wire.DeleteItemOutput, error) {
+	if err := legacy("Expected", len(in.Expected) > 0 || in.ConditionalOperator != ""); err != nil {
+		return nil, err
+	}
+	p, err := b.open(ctx, s, in.TableName)
+	if err != nil {
+		return nil, err
+	}
+	key, err := p.key(in.Key)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkPlaceholders(in.ExpressionAttributeNames, in.ExpressionAttributeValues); err != nil {
+		return nil, err
+	}
+	res, err := b.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+		TableName:                           &b.table,
+		Key:                                 key,
+		ConditionExpression:                 str(in.ConditionExpression),
+		ExpressionAttributeNames:            in.ExpressionAttributeNames,
+		ExpressionAttributeValues:           toValues(in.ExpressionAttributeValues),
+		ReturnValues:                        types.ReturnValue(in.ReturnValues),
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailure(in.ReturnValuesOnConditionCheckFailure),
+		ReturnConsumedCapacity:              types.ReturnConsumedCapacityTotal,
+	})
+	if err != nil {
+		return nil, b.oldOnFailure(ctx, engineErr(err, strip), key, in.ReturnValuesOnConditionCheckFailure)
+	}
+	out := &wire.DeleteItemOutput{Attributes: strip(res.Attributes), ConsumedCapacity: capacity(res.ConsumedCapacity, in.TableName, in.ReturnConsumedCapacity)}
+	out.U = wire.Usage{WriteUnits: units(res.ConsumedCapacity), Table: in.TableName}
+	return out, nil
+}
+
+// setKeyword finds the SET clause of an update expression (SET is a
+// reserved word, so outside a placeholder it is always the keyword).
+var setKeyword = regexp.MustCompile(`(?i)(^|[^#:\w])SET\b`)
+
+// update rewrites an update expression for the engine: the logical key
+// attributes are set too (to the values they already have), so that an
+// UpdateItem creating the item stores them as DynamoDB does. It refuses
+// an update of a key attribute, which the engine, seeing only physical
+// keys, would allow.
+//
+// It reports errIndexKey when the update changes a secondary index's key
+// attribute: the gateway must then compute the item itself (update.go).
+func (p place) update(key attr.Item, upd string, names map[string]string, values map[string]attr.Value) (string, map[string]string, map[string]types.AttributeValue, error) {
+	if upd != "" {
+		params := expr.NewParams(names, values)
+		u, err := params.Update(upd)
+		if err != nil {
+			return "", nil, nil, err
+		}
+		for _, path := range u.Paths() {
+			for _, k := range p.tg.Table.KeyNames() {
+				if path.Top() == k {
+					return "", nil, nil, apierr.Validationf("One or more parameter values were invalid: Cannot update attribute %s. This attribute is part of the key", k)
+				}
+			}
+		}
+		for _, path := range u.Paths() {
+			for _, ix := range p.tg.Table.Indexes {
+				if path.Top() == ix.Hash.Name || (ix.Range.Name != "" && path.Top() == ix.Range.Name) {
+					return "", nil, nil, errIndexKey
+				}
+			}
+		}
+	}
+	n2 := make(map[string]string, len(names)+2)
+	for k, v := range names {
+		n2[k] = v
+	}
+	v2 := toValues(values)
+	if v2 == nil {
+		v2 = make(map[string]types.AttributeValue, 2)
+	}
+	set := ""
+	for i, k := range p.tg.Table.KeyNames() {
+		ph := strconv.Itoa(i)
+		n2[phPrefixName+ph] = k
+		v2[phPrefixValue+ph] = toAV(key[k])
+		if set != "" {
+			set += ", "
+		}
+		set += phPrefixName + ph + " = " + phPrefixValue + ph
+	}
+	if len(p.tg.Table.Indexes) > 0 {
+		n2[phPrefixName+"v"] = attrVersion
+		v2[phPrefixValue+"v"] = newVersion()
+		set += ", " + phPrefixName + "v = " + phPrefixValue + "v"
+	}
+	if loc := setKeyword.FindStringIndex(upd); loc != nil {
+		upd = upd[:loc[1]] + " " + set + "," + upd[loc[1]:]
+	} else {
+		upd = "SET " + set + " " + upd
+	}
+	return upd, n2, v2, nil
+}
+
+// UpdateItem is the engine's UpdateItem on the engine key: its
+// arithmetic and condition are atomic in the engine.
+func (b *Backend) UpdateItem(ctx context.Context, s tenancy.Scope, in *wire.UpdateItemInput) (*wire.UpdateItemOutput, error) {
+	if err := legacy("AttributeUpdates", len(in.AttributeUpdates) > 0); err != nil {
+		return nil, err
+	}
+	if err := legacy("Expected", len(in.Expected) > 0 || in.ConditionalOperator != ""); err != nil {
+		return nil, err
+	}
+	p, err := b.openW(ctx, s, in.TableName)
+	if err != nil {
+		return nil, err
+	}
+	key, err := p.key(in.Key)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkPlaceholders(in.ExpressionAttributeNames, in.ExpressionAttributeValues); err != nil {
+		return nil, err
+	}
+	upd, names, values, err := p.update(in.Key, aws.ToString(in.UpdateExpression), in.ExpressionAttributeNames, in.ExpressionAttributeValues)
+	if err == errIndexKey {
+		return b.updateItem(ctx, p, key, in)
+	}
+	if err != nil {
+		return nil, err
+	}
+	res, err := b.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                           &b.table,
+		Key:                                 key,
+		UpdateExpression:                    &upd,
+		ConditionExpression:                 str(in.ConditionExpression),
+		ExpressionAttributeNames:            names,
+		ExpressionAttributeValues:           values,
+		ReturnValues:                        types.ReturnValue(in.ReturnValues),
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailure(in.ReturnValuesOnConditionCheckFailure),
+		ReturnConsumedCapacity:              types.ReturnConsumedCapacityTotal,
+	})
+	if err != nil {
+		return nil, b.oldOnFailure(ctx, engineErr(err, strip), key, in.ReturnValuesOnConditionCheckFailure)
+	}
+	attrs := strip(res.Attributes)
+	if in.ReturnValues == "UPDATED_OLD" || in.ReturnValues == "UPDATED_NEW" {
+		for _, k := range p.tg.Table.KeyNames() {
+			delete(attrs, k) // set by the gateway, never by the client
+		}
+		if len(attrs) == 0 {
+			attrs = nil
+		}
+	}
+	out := &wire.UpdateItemOutput{Attributes: attrs, ConsumedCapacity: capacity(res.ConsumedCapacity, in.TableName, in.ReturnConsumedCapacity)}
+	out.U = wire.Usage{WriteUnits: units(res.ConsumedCapacity), Table: in.TableName}
+	return out, nil
+}
+
+// oldOnFailure completes a ConditionalCheckFailed error for a client that
+// asked for the old item (ReturnValuesOnConditionCheckFailure ALL_OLD)
+// when the engine did not return it (dynalite, older Alternator): the
+// gateway reads the item after the failure. DynamoDB itself returns it.
+func (b *Backend) oldOnFailure(ctx context.Context, err error, key map[string]types.AttributeValue, want string) error {
+	if want != "ALL_OLD" || !apierr.Is(err, apierr.ConditionalCheckFailed) {
+		return err
+	}
+	var e *apierr.Error
+	if !errors.As(err, &e) || e.Detail != nil {
+		return err
+	}
+	got, gerr := b.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &b.table, Key: key, ConsistentRead: aws.Bool(true)})
+	if gerr == nil && got.Item != nil {
+		e.Detail = &wire.ConditionalCheckFailedDetail{Item: strip(got.Item)}
+	}
+	return err
+}
+
+// physKeyOf returns the engine key of an engine item.
+func physKeyOf(item map[string]types.AttributeValue) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{attrPK: item[attrPK], attrSK: item[attrSK]}
+}
+
+// check refuses a request no guard admitted, and one already cancelled.
+func check(ctx context.Context, s tenancy.Scope) error {
+	if !s.Valid() {
+		return apierr.New(apierr.AccessDenied, "request is not scoped to a tenant")
+	}
+	return ctx.Err()
+}

@@ -1,0 +1,256 @@
+package remote
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"strconv"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/tenantdb/tenantdb/internal/apierr"
+	"github.com/tenantdb/tenantdb/internal/attr"
+	"github.com/tenantdb/tenantdb/internal/resolve"
+	"github.com/tenantdb/tenantdb/internal/schema"
+)
+
+// The physical layout (see DESIGN.md): one engine table, <prefix>tenantdb,
+// with a string partition key and a binary sort key. A logical table's
+// items for one tenant environment live in the item collection
+//
+//	pk = hex(namespace) "#" table id "#" shard      sk = key(pk) key(sk)
+//
+// where key() is attr.AppendKey's order-preserving, self-delimiting
+// encoding. Definitions live under pk = "meta#def#" hex(namespace) (or
+// "meta#def#shared") with the table name as sort key.
+
+// The physical key attributes. Items may not use names beginning with
+// tenantdb: (reserved, as it is for tags).
+const (
+	attrPK = "tenantdb:pk"
+	attrSK = "tenantdb:sk"
+)
+
+// maxSortKey is DynamoDB's limit on a sort key's size, which bounds the
+// encoded logical key (see DESIGN.md, "Limits").
+const maxSortKey = 1024
+
+// shards is the number of item collections a logical table of one tenant
+// environment spreads over. Stage 1 keeps one; the encoding carries the
+// shard so that raising it later changes no stored key.
+const shards = 1
+
+// place is where one Target's items live: its item collection's
+// partition key, and the table it resolved.
+type place struct {
+	tg resolve.Target
+	pk string
+}
+
+func placeOf(tg resolve.Target) place {
+	return place{tg: tg, pk: hex.EncodeToString(tg.Namespace) + "#" + strconv.FormatUint(tg.Table.ID, 10) + "#0"}
+}
+
+// sortKey encodes a logical key (validated against the table) as the
+// physical sort key. Errors: ValidationException when the encoding
+// exceeds the engine's sort-key limit.
+func (p place) sortKey(key attr.Item) ([]byte, error) {
+	t := p.tg.Table
+	sk := attr.AppendKey(nil, key[t.Hash.Name])
+	if t.Range.Name != "" {
+		sk = attr.AppendKey(sk, key[t.Range.Name])
+	}
+	if len(sk) > maxSortKey {
+		return nil, apierr.Validationf("One or more parameter values were invalid: the key is too large for the remote backend (its encoding exceeds %d bytes)", maxSortKey)
+	}
+	return sk, nil
+}
+
+// physKey returns the engine key of a logical key.
+func (p place) physKey(key attr.Item) (map[string]types.AttributeValue, error) {
+	sk, err := p.sortKey(key)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]types.AttributeValue{
+		attrPK: &types.AttributeValueMemberS{Value: p.pk},
+		attrSK: &types.AttributeValueMemberB{Value: sk},
+	}, nil
+}
+
+// physItem returns the engine item of a logical item: the item itself
+// (its key attributes too, so that expressions naming them work
+// unchanged) plus the physical key, the key of each index entry it has
+// (indexSlot's attributes) and, on a table with indexes, a new version.
+func (p place) physItem(item attr.Item) (map[string]types.AttributeValue, error) {
+	if err := checkNames(item); err != nil {
+		return nil, err
+	}
+	sk, err := p.sortKey(item)
+	if err != nil {
+		return nil, err
+	}
+	m := toItem(item)
+	m[attrPK] = &types.AttributeValueMemberS{Value: p.pk}
+	m[attrSK] = &types.AttributeValueMemberB{Value: sk}
+	for i, ix := range p.tg.Table.Indexes {
+		hv, ok := item[ix.Hash.Name]
+		if !ok {
+			continue
+		}
+		xs := attr.AppendKey(nil, hv)
+		if ix.Range.Name != "" {
+			rv, ok := item[ix.Range.Name]
+			if !ok {
+				continue // DynamoDB indexes only items with every index key attribute
+			}
+			xs = attr.AppendKey(xs, rv)
+		}
+		if len(xs) > maxSortKey {
+			return nil, apierr.Validationf("One or more parameter values were invalid: the key of index %s is too large for the remote backend (its encoding exceeds %d bytes)", ix.Name, maxSortKey)
+		}
+		slot := slotOf(i)
+		m[slot.pk] = &types.AttributeValueMemberS{Value: p.indexPart(ix)}
+		m[slot.sk] = &types.AttributeValueMemberB{Value: xs}
+	}
+	if len(p.tg.Table.Indexes) > 0 {
+		m[attrVersion] = newVersion()
+	}
+	return m, nil
+}
+
+// indexPart is the partition key of index ix's entries in p's collection.
+func (p place) indexPart(ix *schema.Index) string {
+	return p.pk + "#" + strconv.FormatUint(uint64(ix.No), 10)
+}
+
+// indexSlot is one of the engine table's generic global secondary
+// indexes: the logical index at position i of a table's Indexes (GSI or
+// LSI) is served by slot i+1 of the engine table, whose key attributes
+// are tenantdb:x<i+1>p (S) and tenantdb:x<i+1>s (B).
+type indexSlot struct{ name, pk, sk string }
+
+func slotOf(i int) indexSlot {
+	n := strconv.Itoa(i + 1)
+	return indexSlot{name: "tenantdb-x" + n, pk: "tenantdb:x" + n + "p", sk: "tenantdb:x" + n + "s"}
+}
+
+// attrVersion is an item's version on a table with indexes: a random
+// value every write sets, so that an update computed by the gateway (one
+// that moves an index key, see update.go) commits only over the version
+// it read.
+const attrVersion = "tenantdb:v"
+
+func newVersion() types.AttributeValue {
+	var b [8]byte
+	rand.Read(b[:])
+	return &types.AttributeValueMemberB{Value: b[:]}
+}
+
+// logicalKey decodes a physical sort key of p's collection back into the
+// logical key (for LastEvaluatedKey).
+func (p place) logicalKey(phys map[string]types.AttributeValue) (attr.Item, error) {
+	b, ok := phys[attrSK].(*types.AttributeValueMemberB)
+	if !ok {
+		return nil, apierr.New(apierr.Internal, "the engine answered a page token without a sort key")
+	}
+	t := p.tg.Table
+	hv, n, ok := attr.DecodeKey(t.Hash.Type, b.Value)
+	if !ok {
+		return nil, apierr.New(apierr.Internal, "corrupt physical sort key")
+	}
+	key := attr.Item{t.Hash.Name: hv}
+	if t.Range.Name != "" {
+		rv, _, ok := attr.DecodeKey(t.Range.Type, b.Value[n:])
+		if !ok {
+			return nil, apierr.New(apierr.Internal, "corrupt physical sort key")
+		}
+		key[t.Range.Name] = rv
+	}
+	return key, nil
+}
+
+// strip returns the logical item of an engine item: without the
+// physical attributes (the reserved tenantdb: names).
+func strip(m map[string]types.AttributeValue) attr.Item {
+	if m == nil {
+		return nil
+	}
+	for k := range m {
+		if strings.HasPrefix(k, reservedPrefix) {
+			delete(m, k)
+		}
+	}
+	it, err := fromItem(m)
+	if err != nil {
+		return nil
+	}
+	return it
+}
+
+// reservedPrefix begins every physical attribute's name.
+const reservedPrefix = "tenantdb:"
+
+// checkNames refuses an item that uses the reserved physical names.
+func checkNames(item attr.Item) error {
+	for k := range item {
+		if strings.HasPrefix(k, reservedPrefix) {
+			return reservedName(k)
+		}
+	}
+	return nil
+}
+
+func reservedName(n string) error {
+	return apierr.Validationf("One or more parameter values were invalid: attribute name %s is reserved by tenantdb", n)
+}
+
+// pred returns the greatest byte string of at most maxSortKey bytes that
+// is less than x: an inclusive upper bound for "less than x".
+func pred(x []byte) []byte {
+	n := len(x)
+	if n == 0 {
+		return nil
+	}
+	if x[n-1] == 0 {
+		return append([]byte(nil), x[:n-1]...)
+	}
+	out := make([]byte, maxSortKey)
+	copy(out, x[:n-1])
+	out[n-1] = x[n-1] - 1
+	for i := n; i < maxSortKey; i++ {
+		out[i] = 0xFF
+	}
+	return out
+}
+
+// top returns the greatest byte string of at most maxSortKey bytes that
+// begins with prefix: an inclusive upper bound of the prefix's range.
+func top(prefix []byte) []byte {
+	out := make([]byte, maxSortKey)
+	copy(out, prefix)
+	for i := len(prefix); i < maxSortKey; i++ {
+		out[i] = 0xFF
+	}
+	return out
+}
+
+// Definitions: the catalog's partition keys.
+const (
+	defShared = "meta#def#shared"
+	seqPK     = "meta#seq"
+)
+
+func defPK(ns []byte) string { return "meta#def#" + hex.EncodeToString(ns) }
+
+// defKey is the engine key of table t's definition.
+func defKey(t *schema.Table, ns []byte) map[string]types.AttributeValue {
+	pk := defShared
+	if !t.Shared() {
+		pk = defPK(ns)
+	}
+	return map[string]types.AttributeValue{
+		attrPK: &types.AttributeValueMemberS{Value: pk},
+		attrSK: &types.AttributeValueMemberB{Value: []byte(t.Name)},
+	}
+}

@@ -1,0 +1,196 @@
+package remote
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/hex"
+	"sync"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/tenantdb/tenantdb/internal/apierr"
+	"github.com/tenantdb/tenantdb/internal/resolve"
+	"github.com/tenantdb/tenantdb/internal/tenancy"
+)
+
+// The registry of collections: which (namespace, table) pairs hold items
+// or definitions, so that a deleted tenant's data can be found in every
+// environment without scanning anyone else's. Entries live in one
+// collection, sorted by namespace:
+//
+//	pk = "meta#reg"   sk = namespace || big-endian table id (0: the namespace's definitions)
+//
+// A gateway registers a pair once (an idempotent put) before its first
+// write to it and remembers that it did.
+const regPK = "meta#reg"
+
+type registry struct {
+	done  sync.Map // string(sk) -> struct{}
+	lives sync.Map // string(sk) of table 0 -> incarnation ([]byte)
+}
+
+func regSK(ns []byte, table uint64) []byte {
+	return binary.BigEndian.AppendUint64(append([]byte(nil), ns...), table)
+}
+
+// register records that p's collection (table 0: the namespace's
+// definitions) holds data.
+func (b *Backend) register(ctx context.Context, ns []byte, table uint64) error {
+	if ns == nil {
+		return nil
+	}
+	sk := regSK(ns, table)
+	if _, ok := b.reg.done.Load(string(sk)); ok {
+		return nil
+	}
+	_, err := b.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: &b.table, Item: map[string]types.AttributeValue{
+		attrPK: &types.AttributeValueMemberS{Value: regPK},
+		attrSK: &types.AttributeValueMemberB{Value: sk},
+	}})
+	if err != nil {
+		return engineErr(err, strip)
+	}
+	b.reg.done.Store(string(sk), struct{}{})
+	return nil
+}
+
+// DropTenant deletes every item and table definition of scope s's tenant
+// in every environment, found through the registry (lifecycle's tenant
+// deletion). It is idempotent. Writes admitted before it and still
+// running on other gateways are not fenced yet (see DESIGN.md).
+func (b *Backend) DropTenant(ctx context.Context, s tenancy.Scope) error {
+	if !s.Valid() || s.Tenant().IsZero() {
+		return apierr.New(apierr.Validation, "no tenant to drop")
+	}
+	prefix := resolve.TenantPrefix(s)
+	in := &dynamodb.QueryInput{
+		TableName:                &b.table,
+		KeyConditionExpression:   aws.String("#p = :p AND begins_with(#s, :s)"),
+		ExpressionAttributeNames: map[string]string{"#p": attrPK, "#s": attrSK},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":p": &types.AttributeValueMemberS{Value: regPK},
+			":s": &types.AttributeValueMemberB{Value: prefix},
+		},
+		ConsistentRead: aws.Bool(true),
+	}
+	var entries [][]byte
+	for {
+		out, err := b.db.Query(ctx, in)
+		if err != nil {
+			return engineErr(err, strip)
+		}
+		for _, it := range out.Items {
+			if sk, ok := it[attrSK].(*types.AttributeValueMemberB); ok && len(sk.Value) > 8 {
+				entries = append(entries, sk.Value)
+			}
+		}
+		if len(out.LastEvaluatedKey) == 0 {
+			break
+		}
+		in.ExclusiveStartKey = out.LastEvaluatedKey
+	}
+	for _, sk := range entries {
+		ns, table := sk[:len(sk)-8], binary.BigEndian.Uint64(sk[len(sk)-8:])
+		pk := defPK(ns)
+		if table != 0 {
+			pk = hex.EncodeToString(ns) + "#" + uitoa(table) + "#0"
+		}
+		if err := b.deleteCollection(ctx, pk); err != nil {
+			return err
+		}
+		if _, err := b.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: &b.table, Key: map[string]types.AttributeValue{
+			attrPK: &types.AttributeValueMemberS{Value: regPK},
+			attrSK: &types.AttributeValueMemberB{Value: sk},
+		}}); err != nil {
+			return engineErr(err, strip)
+		}
+		b.reg.done.Delete(string(sk))
+		b.reg.lives.Delete(string(sk))
+	}
+	b.res.ForgetTenant(s.Tenant())
+	return nil
+}
+
+// ReviveTenant has nothing to lift: DropTenant leaves no mark.
+func (b *Backend) ReviveTenant(tenancy.Scope) {}
+
+// deleteCollection deletes every item of the collection pk.
+func (b *Backend) deleteCollection(ctx context.Context, pk string) error {
+	in := &dynamodb.QueryInput{
+		TableName:                 &b.table,
+		KeyConditionExpression:    aws.String("#p = :p"),
+		ExpressionAttributeNames:  map[string]string{"#p": attrPK, "#s": attrSK},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":p": &types.AttributeValueMemberS{Value: pk}},
+		ProjectionExpression:      aws.String("#p, #s"),
+		ConsistentRead:            aws.Bool(true),
+	}
+	for {
+		out, err := b.db.Query(ctx, in)
+		if err != nil {
+			return engineErr(err, strip)
+		}
+		for start := 0; start < len(out.Items); start += 25 {
+			chunk := out.Items[start:min(start+25, len(out.Items))]
+			reqs := make([]types.WriteRequest, len(chunk))
+			for i, k := range chunk {
+				reqs[i] = types.WriteRequest{DeleteRequest: &types.DeleteRequest{Key: k}}
+			}
+			for len(reqs) > 0 {
+				res, err := b.db.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{RequestItems: map[string][]types.WriteRequest{b.table: reqs}})
+				if err != nil {
+					return engineErr(err, strip)
+				}
+				reqs = res.UnprocessedItems[b.table]
+			}
+		}
+		if len(out.LastEvaluatedKey) == 0 {
+			return nil
+		}
+		in.ExclusiveStartKey = out.LastEvaluatedKey
+	}
+}
+
+// incarnation returns the random value that identifies this life of
+// namespace ns: a tenant deleted and created again with the same id gets
+// a new one (DropTenant deletes it), so that nothing keyed by it — a
+// transaction's ClientRequestToken — carries over. It is stored in the
+// namespace's registry entry (table 0) and cached by the gateway.
+func (b *Backend) incarnation(ctx context.Context, ns []byte) ([]byte, error) {
+	sk := regSK(ns, 0)
+	if v, ok := b.reg.lives.Load(string(sk)); ok {
+		return v.([]byte), nil
+	}
+	key := map[string]types.AttributeValue{
+		attrPK: &types.AttributeValueMemberS{Value: regPK},
+		attrSK: &types.AttributeValueMemberB{Value: sk},
+	}
+	for range maxRetries {
+		out, err := b.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &b.table, Key: key, ConsistentRead: aws.Bool(true)})
+		if err != nil {
+			return nil, engineErr(err, strip)
+		}
+		if v, ok := out.Item["life"].(*types.AttributeValueMemberB); ok {
+			b.reg.lives.Store(string(sk), v.Value)
+			return v.Value, nil
+		}
+		life := newVersion().(*types.AttributeValueMemberB).Value
+		_, err = b.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName: &b.table, Key: key,
+			UpdateExpression:          aws.String("SET #l = :l"),
+			ConditionExpression:       aws.String("attribute_not_exists(#l)"),
+			ExpressionAttributeNames:  map[string]string{"#l": "life"},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":l": &types.AttributeValueMemberB{Value: life}},
+		})
+		if err == nil {
+			b.reg.done.Store(string(sk), struct{}{})
+			b.reg.lives.Store(string(sk), life)
+			return life, nil
+		}
+		if !apierr.Is(engineErr(err, strip), apierr.ConditionalCheckFailed) {
+			return nil, engineErr(err, strip)
+		}
+	}
+	return nil, apierr.New(apierr.Internal, "could not settle the namespace's incarnation")
+}
