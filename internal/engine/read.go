@@ -286,18 +286,7 @@ func readIndex(t *schema.Table, name *string) (*schema.Index, error) {
 	if name == nil {
 		return nil, nil
 	}
-	n := *name
-	if len(n) < 3 || len(n) > 255 {
-		return nil, apierr.Validationf("1 validation error detected: Value '%s' at 'indexName' failed to satisfy constraint: Member must have length between 3 and 255", n)
-	}
-	ix := t.Index(n)
-	if ix == nil || ix.Status == "DELETING" {
-		return nil, apierr.Validationf("The table does not have the specified index: %s", n)
-	}
-	if ix.Status != "ACTIVE" || ix.Backfilling {
-		return nil, apierr.Validationf("Cannot read from backfilling global secondary index: %s", n)
-	}
-	return ix, nil
+	return t.ReadableIndex(*name)
 }
 
 // readCommon holds the parameters Query and Scan share.

@@ -10,6 +10,7 @@ package schema
 import (
 	"time"
 
+	"github.com/tenantdb/tenantdb/internal/apierr"
 	"github.com/tenantdb/tenantdb/internal/attr"
 	"github.com/tenantdb/tenantdb/internal/tenancy"
 	"github.com/tenantdb/tenantdb/internal/wire"
@@ -85,6 +86,24 @@ func (t *Table) Index(name string) *Index {
 		}
 	}
 	return nil
+}
+
+// ReadableIndex returns the index named name for a Query or Scan, with
+// DynamoDB's errors: ValidationException for a name of the wrong length,
+// an index the table does not have (or is deleting), and one still being
+// backfilled.
+func (t *Table) ReadableIndex(name string) (*Index, error) {
+	if len(name) < 3 || len(name) > 255 {
+		return nil, apierr.Validationf("1 validation error detected: Value '%s' at 'indexName' failed to satisfy constraint: Member must have length between 3 and 255", name)
+	}
+	ix := t.Index(name)
+	if ix == nil || ix.Status == "DELETING" {
+		return nil, apierr.Validationf("The table does not have the specified index: %s", name)
+	}
+	if ix.Status != "ACTIVE" || ix.Backfilling {
+		return nil, apierr.Validationf("Cannot read from backfilling global secondary index: %s", name)
+	}
+	return ix, nil
 }
 
 // Clone returns a deep-enough copy of t for copy-on-write changes.
