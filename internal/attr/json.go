@@ -235,8 +235,16 @@ func ParseItemJSON(data []byte) (Item, error) {
 	return it, nil
 }
 
-// maxDepth is DynamoDB's nesting limit for documents.
-const maxDepth = 32
+// MaxDepth is DynamoDB's nesting limit for documents: a top-level
+// attribute's value is at depth 0, each list element or map member one
+// deeper than its container, and nothing may sit deeper than MaxDepth. So
+// 32 lists or maps may nest inside a top-level attribute's list or map.
+//
+// NB: DynamoDB documents "up to 32 levels deep" without saying where the
+// count starts; this boundary is our decision, pinned by
+// tests/conformance (TestNestingBoundary), and expr's document-path limit
+// is derived from it so that every stored value can be addressed.
+const MaxDepth = 32
 
 type parser struct {
 	b []byte
@@ -417,10 +425,11 @@ func (p *parser) boolean() (bool, error) {
 	return false, p.typeErr("Boolean")
 }
 
+// item parses a map whose members sit at depth.
 func (p *parser) item(depth int) (Item, error) {
 	it := Item{}
 	err := p.object(func(k string) error {
-		v, err := p.value(depth + 1)
+		v, err := p.value(depth)
 		if err != nil {
 			return err
 		}
@@ -434,7 +443,7 @@ var (
 	errEmptyValue = apierr.Validationf("Supplied AttributeValue is empty, must contain exactly one of the supported datatypes")
 	errMultiType  = apierr.Validationf("Supplied AttributeValue has more than one datatypes set, must contain exactly one of the supported datatypes")
 	errNullFalse  = apierr.Validationf("One or more parameter values were invalid: Null attribute value types must have the value of true")
-	errDepth      = apierr.Validationf("Nesting Levels have exceeded supported limits")
+	errDepth      = apierr.Validationf("Nesting Levels have exceeded supported limits: Attributes in the item have nested levels beyond supported limit")
 )
 
 func emptySet(name string) error {
@@ -442,7 +451,7 @@ func emptySet(name string) error {
 }
 
 func (p *parser) value(depth int) (Value, error) {
-	if depth > maxDepth {
+	if depth > MaxDepth {
 		return Value{}, errDepth
 	}
 	if p.i < len(p.b) && p.b[p.i] == 'n' && len(p.b)-p.i >= 4 && string(p.b[p.i:p.i+4]) == "null" {

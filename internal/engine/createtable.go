@@ -206,6 +206,9 @@ func checkAttrDefs(defs []wire.AttributeDefinition) (map[string]attr.Type, error
 		if d.AttributeName == "" {
 			return nil, apierr.Validationf("1 validation error detected: Value null at 'attributeDefinitions.%d.member.attributeName' failed to satisfy constraint: Member must not be null", i+1)
 		}
+		if len(d.AttributeName) > schema.MaxKeyNameBytes {
+			return nil, nameTooLong(d.AttributeName, fmt.Sprintf("attributeDefinitions.%d.member.attributeName", i+1))
+		}
 		ty, ok := attr.ParseType(d.AttributeType)
 		if !ok || !ty.IsScalarKey() {
 			return nil, enumErr(d.AttributeType, fmt.Sprintf("attributeDefinitions.%d.member.attributeType", i+1), "B, N, S")
@@ -216,6 +219,12 @@ func checkAttrDefs(defs []wire.AttributeDefinition) (map[string]attr.Type, error
 		m[d.AttributeName] = ty
 	}
 	return m, nil
+}
+
+// nameTooLong is the error for a key attribute name over 255 bytes in the
+// request member at field.
+func nameTooLong(name, field string) error {
+	return apierr.Validationf("1 validation error detected: Value '%s' at '%s' failed to satisfy constraint: Member must have length less than or equal to 255", name, field)
 }
 
 // checkKeySchema validates a table's or index's key schema against the
@@ -230,6 +239,9 @@ func checkKeySchema(ks []wire.KeySchemaElement, defs map[string]attr.Type, field
 	for i, k := range ks {
 		if k.AttributeName == "" {
 			return h, r, apierr.Validationf("1 validation error detected: Value null at '%s.%d.member.attributeName' failed to satisfy constraint: Member must not be null", field, i+1)
+		}
+		if len(k.AttributeName) > schema.MaxKeyNameBytes {
+			return h, r, nameTooLong(k.AttributeName, fmt.Sprintf("%s.%d.member.attributeName", field, i+1))
 		}
 		if k.KeyType != "HASH" && k.KeyType != "RANGE" {
 			return h, r, enumErr(k.KeyType, fmt.Sprintf("%s.%d.member.keyType", field, i+1), "HASH, RANGE")
@@ -293,11 +305,15 @@ func checkIndex(name string, ks []wire.KeySchemaElement, p *wire.Projection, def
 	if p.NonKeyAttributes != nil && len(p.NonKeyAttributes) == 0 {
 		return nil, apierr.Validationf("1 validation error detected: Value '[]' at '%s.projection.nonKeyAttributes' failed to satisfy constraint: Member must have length greater than or equal to 1", field)
 	}
+	for _, n := range p.NonKeyAttributes {
+		if n == "" || len(n) > schema.MaxKeyNameBytes {
+			// NB: the wording of a constraint on a list's members,
+			// the list printed as Java prints it.
+			return nil, apierr.Validationf("1 validation error detected: Value '[%s]' at '%s.projection.nonKeyAttributes' failed to satisfy constraint: Member must satisfy constraint: [Member must have length less than or equal to 255, Member must have length greater than or equal to 1]", strings.Join(p.NonKeyAttributes, ", "), field)
+		}
+	}
 	seen := map[string]bool{}
 	for _, n := range p.NonKeyAttributes {
-		if n == "" || len(n) > 255 {
-			return nil, apierr.Validationf("One or more parameter values were invalid: NonKeyAttributes contains an invalid attribute name")
-		}
 		if seen[n] {
 			return nil, apierr.Validationf("One or more parameter values were invalid: Duplicate attribute name in NonKeyAttributes: %s", n)
 		}

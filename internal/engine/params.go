@@ -175,8 +175,12 @@ func itemCollectionMetrics(h *handle, ricm string, key attr.Item) *wire.ItemColl
 	}
 }
 
-// checkItemSize enforces the 400 KB item limit.
+// checkItemSize enforces the attribute name limits and the 400 KB item
+// limit.
 func checkItemSize(it attr.Item, update bool) error {
+	if err := schema.CheckItemNames(it); err != nil {
+		return err
+	}
 	if attr.ItemSize(it) <= schema.MaxItemBytes {
 		return nil
 	}

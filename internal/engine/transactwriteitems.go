@@ -18,6 +18,15 @@ import (
 // maxTransactItems is the limit of actions in one transaction.
 const maxTransactItems = 100
 
+// maxTransactBytes is DynamoDB's limit on the aggregate size of the items
+// of one transaction.
+//
+// NB: counted on what the request carries (each Put's item, each other
+// action's key), before any item is read; DynamoDB does not document
+// whether an Update's result counts, and an update's result is held to
+// the 400 KB item limit on its own.
+const maxTransactBytes = 4 << 20
+
 // txAction is one prepared action of a TransactWriteItems request.
 type txAction struct {
 	w        *itemWrite
@@ -62,10 +71,19 @@ func (e *Engine) TransactWriteItems(ctx context.Context, s tenancy.Scope, in *wi
 	acts := make([]*txAction, 0, n)
 	handles := map[string]*handle{}
 	seen := map[string]bool{}
+	total := 0
 	for _, ti := range in.TransactItems {
 		a, err := e.prepareTx(ctx, s, ti, handles)
 		if err != nil {
 			return nil, err
+		}
+		if a.item != nil {
+			total += attr.ItemSize(a.item)
+		} else {
+			total += attr.ItemSize(a.w.key)
+		}
+		if total > maxTransactBytes {
+			return nil, apierr.Validationf("Transaction request cannot be larger than 4 MB")
 		}
 		if seen[string(a.w.pk)] {
 			return nil, apierr.Validationf("Transaction request cannot include multiple operations on one item")

@@ -27,6 +27,7 @@ const (
 	catUnknownFunc                 // unknown function, or one from the other language
 	catMisusedFunc                 // function used as operand or condition where it cannot be
 	catReserved                    // reserved word as attribute name
+	catNesting                     // document path deeper than a document can be
 	catSection                     // update clause used twice
 	catUndefined                   // undefined #name or :value, whichever came first
 	catUndefName                   // undefined #name
@@ -42,9 +43,9 @@ const (
 
 // Error orders, per language.
 var (
-	conditionOrder  = []category{catParens, catUnknownFunc, catMisusedFunc, catReserved, catUndefined, catOperands, catDistinct, catFunction}
-	updateOrder     = []category{catParens, catReserved, catUnknownFunc, catMisusedFunc, catSection, catUndefName, catUndefValue, catOverlap, catConflict, catOperandType, catOperands, catFunction}
-	projectionOrder = []category{catReserved, catUndefName, catOverlap, catConflict}
+	conditionOrder  = []category{catParens, catUnknownFunc, catMisusedFunc, catReserved, catNesting, catUndefined, catOperands, catDistinct, catFunction}
+	updateOrder     = []category{catParens, catReserved, catNesting, catUnknownFunc, catMisusedFunc, catSection, catUndefName, catUndefValue, catOverlap, catConflict, catOperandType, catOperands, catFunction}
+	projectionOrder = []category{catReserved, catNesting, catUndefName, catOverlap, catConflict}
 )
 
 // compiler carries one expression's resolution state.
@@ -70,7 +71,15 @@ func (c *compiler) first(order []category) string {
 }
 
 // path resolves a path node. ok is false when a placeholder is undefined.
+//
+// NB: a path of n elements addresses a value at depth n-1 (see
+// attr.MaxDepth), so a path deeper than any stored value can be is
+// refused: its depth is reported as its nesting levels. Where DynamoDB
+// draws this line is not documented; ours follows from attr.MaxDepth.
 func (c *compiler) path(n *pathNode) (Path, bool) {
+	if d := len(n.elems) - 1; d > attr.MaxDepth {
+		c.errorf(catNesting, "The document path has too many nesting levels; nesting levels: %d", d)
+	}
 	p := make(Path, len(n.elems))
 	ok := true
 	for i, e := range n.elems {

@@ -13,6 +13,9 @@ import (
 // expression string, in bytes.
 const MaxExpressionLength = 4096
 
+// maxAttrNameBytes is DynamoDB's limit on an attribute name.
+const maxAttrNameBytes = 65535
+
 // The labels DynamoDB puts in front of an expression's errors, one per
 // request parameter.
 const (
@@ -72,6 +75,14 @@ func (p *Params) validate() error {
 	for _, k := range sortedKeys(p.Names) {
 		if !validPlaceholder(k, '#') {
 			return apierr.Validationf("ExpressionAttributeNames contains invalid key: Syntax error; key: \"%s\"", k)
+		}
+		// NB: the limits of any attribute name (schema.CheckAttrName);
+		// the wording is ours, DynamoDB does not document it.
+		switch n := p.Names[k]; {
+		case n == "":
+			return apierr.Validationf("ExpressionAttributeNames contains invalid value: An attribute name cannot be empty for key %s", k)
+		case len(n) > maxAttrNameBytes:
+			return apierr.Validationf("ExpressionAttributeNames contains invalid value: Attribute name has exceeded the maximum size limit of 65535 bytes for key %s", k)
 		}
 	}
 	if p.Values != nil && len(p.Values) == 0 {

@@ -104,3 +104,30 @@ func str(v types.AttributeValue) string {
 	}
 	return ""
 }
+
+// wantErr fails unless err is the API error code with exactly message msg.
+func wantErr(t *testing.T, err error, wantCode, msg string) {
+	t.Helper()
+	var ae smithy.APIError
+	if !errors.As(err, &ae) {
+		t.Fatalf("error %v, want %s: %s", err, wantCode, msg)
+	}
+	if ae.ErrorCode() != wantCode || ae.ErrorMessage() != msg {
+		t.Fatalf("got %s: %q\nwant %s: %q", ae.ErrorCode(), clipMsg(ae.ErrorMessage()), wantCode, clipMsg(msg))
+	}
+}
+
+func clipMsg(s string) string {
+	if len(s) > 300 {
+		return s[:300] + "..."
+	}
+	return s
+}
+
+// ok fails the test on a non-nil err.
+func ok(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("unexpected error: %v", err)
+	}
+}
