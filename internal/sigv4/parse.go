@@ -97,7 +97,8 @@ type Auth struct {
 // Errors: MissingAuthenticationToken if there is no Authorization header;
 // IncompleteSignature if it is malformed, lacks Credential, SignedHeaders or
 // Signature, names another algorithm, has a malformed credential scope, or
-// if neither X-Amz-Date nor Date gives a valid time.
+// if there is neither X-Amz-Date nor Date or the Date header is malformed;
+// InvalidSignature if X-Amz-Date is malformed.
 func Parse(r *Request) (*Auth, error) {
 	hv := r.Header[hdrAuthorization]
 	if len(hv) == 0 || (len(hv) == 1 && hv[0] == "") {
@@ -352,7 +353,10 @@ func parseTime(header, v string) (time.Time, error) {
 		return time.Time{}, apierr.New(apierr.IncompleteSignature,
 			"Date header must be an HTTP date or in the ISO8601 basic format \"yyyyMMdd'T'HHmmss'Z'\", got '%s'.", apierr.Clip(v))
 	}
-	return time.Time{}, apierr.New(apierr.IncompleteSignature,
+	// NB: DynamoDB answers a malformed X-Amz-Date as it answers an
+	// expired or future one, with InvalidSignatureException (issue 18);
+	// a malformed Date header stays an incomplete signature.
+	return time.Time{}, apierr.New(apierr.InvalidSignature,
 		"X-Amz-Date must be in the ISO8601 basic format \"yyyyMMdd'T'HHmmss'Z'\", got '%s'.", apierr.Clip(v))
 }
 

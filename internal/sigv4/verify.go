@@ -154,12 +154,9 @@ func (a *Auth) signs(name string) bool {
 // checkTime enforces the credential scope's date and the clock skew.
 func checkTime(a *Auth, now time.Time) error {
 	t := a.Time.UTC()
-	var d [16]byte
-	if string(appendAmzDate(d[:0], t)[:8]) != a.Date {
-		return apierr.New(apierr.InvalidSignature,
-			"Date in Credential scope does not match YYYYMMDD from ISO-8601 version of date from HTTP: '%s' != '%s', from '%s'.",
-			apierr.Clip(a.Date), t.Format("20060102"), t.Format(amzDateLayout))
-	}
+	// NB: the clock skew is checked before the scope's date, so a
+	// request time outside the window is "Signature expired" or "not yet
+	// current" whatever the scope says, as DynamoDB answers.
 	now = now.UTC()
 	if lo := now.Add(-MaxSkew); t.Before(lo) {
 		return apierr.New(apierr.InvalidSignature, "Signature expired: %s is now earlier than %s (%s - 15 min.)",
@@ -168,6 +165,12 @@ func checkTime(a *Auth, now time.Time) error {
 	if hi := now.Add(MaxSkew); t.After(hi) {
 		return apierr.New(apierr.InvalidSignature, "Signature not yet current: %s is still later than %s (%s + 15 min.)",
 			t.Format(amzDateLayout), hi.Format(amzDateLayout), now.Format(amzDateLayout))
+	}
+	var d [16]byte
+	if string(appendAmzDate(d[:0], t)[:8]) != a.Date {
+		return apierr.New(apierr.InvalidSignature,
+			"Date in Credential scope does not match YYYYMMDD from ISO-8601 version of date from HTTP: '%s' != '%s', from '%s'.",
+			apierr.Clip(a.Date), t.Format("20060102"), t.Format(amzDateLayout))
 	}
 	return nil
 }
