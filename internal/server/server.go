@@ -196,6 +196,9 @@ func New(o Options) (*Server, error) {
 // Serve accepts connections on l until Shutdown or Close, and then returns
 // nil; otherwise it returns the listener's error.
 func (s *Server) Serve(l net.Listener) error {
+	// NB: innermost, so that the gate's connection is the one net/http
+	// sees (gatedConnOf).
+	l = headLimitListener{l}
 	if s.gate != nil {
 		l = &gateListener{Listener: l, gate: s.gate}
 	}
