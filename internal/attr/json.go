@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/tenantdb/tenantdb/internal/apierr"
@@ -392,6 +393,43 @@ func (p *parser) str() (string, error) {
 	return s, nil
 }
 
+// skip consumes one JSON value of any kind. Containers count toward the
+// nesting limit as attribute values do.
+func (p *parser) skip(depth int) error {
+	if depth > MaxDepth {
+		return errDepth
+	}
+	if p.i >= len(p.b) {
+		return p.syntax()
+	}
+	switch c := p.b[p.i]; {
+	case c == '"':
+		_, err := p.str()
+		return err
+	case c == '{':
+		return p.object(func(string) error { return p.skip(depth + 1) })
+	case c == '[':
+		return p.array(func() error { return p.skip(depth + 1) })
+	case c == 't' || c == 'f':
+		_, err := p.boolean()
+		return err
+	case c == 'n':
+		if len(p.b)-p.i >= 4 && string(p.b[p.i:p.i+4]) == "null" {
+			p.i += 4
+			return nil
+		}
+		return p.syntax()
+	}
+	start := p.i
+	for p.i < len(p.b) && strings.IndexByte("+-0123456789.eE", p.b[p.i]) >= 0 {
+		p.i++
+	}
+	if !json.Valid(p.b[start:p.i]) {
+		return p.syntax()
+	}
+	return nil
+}
+
 func (p *parser) typeErr(want string) error {
 	got := "UNKNOWN"
 	if p.i < len(p.b) {
@@ -466,7 +504,11 @@ func (p *parser) value(depth int) (Value, error) {
 			return nil
 		}
 		if !ok {
-			return apierr.New(apierr.Serialization, "Unknown attribute value type %q", k)
+			// NB: DynamoDB's JSON protocol ignores members it does not
+			// know, here as in every structure: a value with only unknown
+			// members is empty (ValidationException), one with a known
+			// type besides is that type.
+			return p.skip(depth)
 		}
 		if v.Type != Invalid {
 			return errMultiType
