@@ -296,8 +296,8 @@ type readCommon struct {
 	consistent     *bool
 	limit          *int32
 	capacity       string
-	filterNames    []string // top-level attributes the filter reads
-	filterNamesOK  bool     // filterNames is known
+	filterNames    []string // top-level attributes the filter reads, if known
+	filterNamesOK  bool     // the projection rules apply: the legacy filters
 	hasFilter      bool
 	filterParam    string // "Filter Expression" or "QueryFilter", for messages
 	proj           expr.Projection
@@ -372,7 +372,7 @@ func (c *readCommon) resolve(h *handle, r *readSpec) error {
 	}
 	r.proj = c.proj
 
-	if c.queryKeyFilter && c.filterNamesOK {
+	if c.queryKeyFilter { // filterNames: those known, all of them if filterNamesOK
 		keys := []schema.KeyAttr{t.Hash, t.Range}
 		if ix != nil {
 			keys = []schema.KeyAttr{ix.Hash, ix.Range}

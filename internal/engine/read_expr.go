@@ -67,8 +67,14 @@ func (in *readExprInput) validate() (bool, error) {
 	if in.condOp != "" {
 		legacy = append(legacy, "ConditionalOperator")
 	}
-	if in.keyConds != nil {
+	// NB: KeyConditions combines with the other expression parameters
+	// (FilterExpression, ProjectionExpression), as DynamoDB allows; only
+	// with KeyConditionExpression is it a mix.
+	if in.keyConds != nil && in.keyCondExpr != nil {
 		legacy = append(legacy, "KeyConditions")
+	}
+	if in.attrsToGet != nil && len(in.attrsToGet) == 0 {
+		return false, apierr.Validationf("1 validation error detected: Value '[]' at 'attributesToGet' failed to satisfy constraint: Member must have length greater than or equal to 1")
 	}
 	if in.projExpr != nil {
 		exprs = append(exprs, "ProjectionExpression")
@@ -106,6 +112,10 @@ func (in *readExprInput) compileExprs(hashKey, rangeKey string) (*readExprs, err
 		if out.kc, err = p.KeyCondition(*in.keyCondExpr, hashKey, rangeKey); err != nil {
 			return nil, err
 		}
+	} else if in.keyConds != nil {
+		if out.kc, err = expr.LegacyKeyConditions(in.keyConds, hashKey, rangeKey); err != nil {
+			return nil, err
+		}
 	}
 	if in.filterExpr != nil {
 		if out.filter, err = p.Filter(*in.filterExpr); err != nil {
@@ -113,7 +123,12 @@ func (in *readExprInput) compileExprs(hashKey, rangeKey string) (*readExprs, err
 		}
 		out.filterParam = "Filter Expression"
 		if tn, ok := out.filter.(topNamer); ok {
-			out.filterNames, out.filterNamesOK = tn.TopNames(), true
+			// NB: the names serve the key check only. filterNamesOK stays
+			// false: DynamoDB evaluates a filter expression on a GSI
+			// against what the index projects (an attribute it does not
+			// project is absent, not an error), and an LSI reads the
+			// base item for it.
+			out.filterNames = tn.TopNames()
 		}
 	}
 	if in.projExpr != nil {

@@ -2,6 +2,7 @@ package expr
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/tenantdb/tenantdb/internal/attr"
@@ -52,6 +53,9 @@ var (
 type compiler struct {
 	params *Params
 	msgs   [numCategories]string
+
+	collectTop bool     // record top-level names in top
+	top        []string // distinct top-level names of resolved paths
 }
 
 func (c *compiler) errorf(cat category, format string, args ...any) {
@@ -101,6 +105,9 @@ func (c *compiler) path(n *pathNode) (Path, bool) {
 			}
 			p[i] = PathElem{Name: e.name, Index: -1}
 		}
+	}
+	if c.collectTop && ok && !slices.Contains(c.top, p[0].Name) {
+		c.top = append(c.top, p[0].Name)
 	}
 	return p, ok
 }

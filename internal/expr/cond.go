@@ -111,7 +111,18 @@ type cond interface {
 }
 
 // compiledCondition implements Condition.
-type compiledCondition struct{ root cond }
+type compiledCondition struct {
+	root cond
+	top  []string // top-level names read, when compiled to record them
+}
+
+// filterCondition is a compiled FilterExpression: it tells the names it
+// reads.
+type filterCondition struct{ *compiledCondition }
+
+// TopNames returns the distinct top-level attribute names the filter's
+// paths start with, in order of appearance.
+func (c *filterCondition) TopNames() []string { return c.top }
 
 var _ Condition = (*compiledCondition)(nil)
 

@@ -31,7 +31,7 @@ var flipped = map[KeyOp]KeyOp{KeyEQ: KeyEQ, KeyLT: KeyGT, KeyLE: KeyGE, KeyGT: K
 // "Query condition missed key schema element: pk" and "Query key condition
 // not supported". Value types are not checked against the schema.
 func (p *Params) KeyCondition(s string, hashKey, rangeKey string) (*KeyCondition, error) {
-	_, n, err := p.compileCondition(labelKey, s)
+	_, n, err := p.compileCondition(labelKey, s, false)
 	if err != nil {
 		return nil, err
 	}

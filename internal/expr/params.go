@@ -172,12 +172,20 @@ func (p *Params) Condition(s string) (Condition, error) {
 
 // Filter compiles a FilterExpression: the condition language, with errors
 // labelled "Invalid FilterExpression: ...".
+//
+// The Condition it returns also has a method TopNames() []string: the
+// top-level attributes the filter reads (a Query refuses a filter on key
+// attributes).
 func (p *Params) Filter(s string) (Condition, error) {
-	return p.condition(labelFilter, s)
+	c, _, err := p.compileCondition(labelFilter, s, true)
+	if err != nil {
+		return nil, err
+	}
+	return &filterCondition{compiledCondition: c}, nil
 }
 
 func (p *Params) condition(label, s string) (Condition, error) {
-	c, _, err := p.compileCondition(label, s)
+	c, _, err := p.compileCondition(label, s, false)
 	if err != nil {
 		return nil, err
 	}
@@ -185,8 +193,9 @@ func (p *Params) condition(label, s string) (Condition, error) {
 }
 
 // compileCondition parses and compiles a condition, returning the syntax
-// tree too (the key condition analysis works on it).
-func (p *Params) compileCondition(label, s string) (*compiledCondition, node, error) {
+// tree too (the key condition analysis works on it); with top, the
+// compiled condition records the top-level names its paths start with.
+func (p *Params) compileCondition(label, s string, top bool) (*compiledCondition, node, error) {
 	if err := p.precheck(label, s); err != nil {
 		return nil, nil, err
 	}
@@ -194,12 +203,12 @@ func (p *Params) compileCondition(label, s string) (*compiledCondition, node, er
 	if err != nil {
 		return nil, nil, invalid(label, err.Error())
 	}
-	c := &compiler{params: p}
+	c := &compiler{params: p, collectTop: top}
 	root := c.cond(n)
 	if msg := c.first(conditionOrder); msg != "" {
 		return nil, nil, invalid(label, msg)
 	}
-	return &compiledCondition{root: root}, n, nil
+	return &compiledCondition{root: root, top: c.top}, n, nil
 }
 
 // Update compiles an UpdateExpression. Errors are Validation errors
