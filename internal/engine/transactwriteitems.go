@@ -306,6 +306,9 @@ func (e *Engine) decideTx(acts []*txAction) error {
 				failed = true
 				continue
 			}
+			if a.w.old == nil && deletesOnly(a.upd) {
+				continue // creates nothing, as UpdateItem
+			}
 			a.w.put, a.w.new = true, nu
 		}
 	}

@@ -85,6 +85,11 @@ func (e *Engine) UpdateItem(ctx context.Context, s tenancy.Scope, in *wire.Updat
 		if nu, paths, err = applyUpdate(h, upd, w.old, w.key); err != nil {
 			return err
 		}
+		if w.old == nil && deletesOnly(upd) {
+			// NB: after applying, so that an invalid path is refused as
+			// on an existing item; then nothing is created or returned.
+			return nil
+		}
 		w.put, w.new = true, nu
 		ws := []*itemWrite{w}
 		return e.commit(ws, e.metered(s, "UpdateItem", ws, 1, &staged, nil))
@@ -117,6 +122,14 @@ func legacyDeleteOnly(upd map[string]wire.AttributeValueUpdate) bool {
 		}
 	}
 	return true
+}
+
+// deletesOnly reports whether upd only removes attributes or deletes from
+// sets (REMOVE and DELETE clauses), which on a missing item create
+// nothing, as DynamoDB does. An empty update still creates the item.
+func deletesOnly(upd expr.Update) bool {
+	d, ok := upd.(interface{ DeletesOnly() bool })
+	return ok && d.DeletesOnly()
 }
 
 // checkUpdateKeys rejects updates that would change a key attribute.

@@ -293,6 +293,17 @@ type compiledUpdate struct {
 
 var _ Update = (*compiledUpdate)(nil)
 
+// DeletesOnly reports whether every action removes an attribute or deletes
+// from a set: such an update of a missing item creates nothing in DynamoDB.
+func (u *compiledUpdate) DeletesOnly() bool {
+	for _, a := range u.actions {
+		if a.kind != actRemove && a.kind != actDelete {
+			return false
+		}
+	}
+	return len(u.actions) > 0
+}
+
 // Paths implements Update.
 func (u *compiledUpdate) Paths() []Path {
 	paths := make([]Path, len(u.actions))
