@@ -54,6 +54,9 @@ func (e *Engine) CreateTable(ctx context.Context, s tenancy.Scope, in *wire.Crea
 		return nil, err
 	}
 	t.Created = e.opts.Now()
+	if t.BillingMode == "PAY_PER_REQUEST" {
+		t.OnDemandSince = t.Created
+	}
 	for _, ix := range t.Indexes {
 		ix.Created = t.Created
 	}

@@ -61,7 +61,5 @@ func (e *Engine) DeleteTable(ctx context.Context, s tenancy.Scope, in *wire.Dele
 		// The record stays; the next start finishes the drop.
 		e.log.Error("engine: dropping table data", "table", t.Name, "err", err)
 	}
-	d := e.describe(t, st)
-	d.TableStatus = "DELETING"
-	return &wire.DeleteTableOutput{TableDescription: d}, nil
+	return &wire.DeleteTableOutput{TableDescription: e.describe(t, st).Deleting()}, nil
 }

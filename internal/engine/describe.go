@@ -81,7 +81,7 @@ func (e *Engine) describe(t *schema.Table, st tableStats) *wire.TableDescription
 		ItemCount:                 st[0][0],
 		TableArn:                  arn,
 		TableId:                   t.UUID,
-		BillingModeSummary:        &wire.BillingModeSummary{BillingMode: t.BillingMode},
+		BillingModeSummary:        t.BillingSummary(),
 		DeletionProtectionEnabled: t.DeletionProtection,
 	}
 	if t.TableClass != "" {

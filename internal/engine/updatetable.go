@@ -62,6 +62,7 @@ func (e *Engine) UpdateTable(ctx context.Context, s tenancy.Scope, in *wire.Upda
 	if billing != "" && billing != c.BillingMode {
 		c.BillingMode = billing
 		if billing == "PAY_PER_REQUEST" {
+			c.OnDemandSince = e.opts.Now()
 			c.ReadCapacity, c.WriteCapacity = 0, 0
 			for _, ix := range c.Indexes {
 				ix.ReadCapacity, ix.WriteCapacity = 0, 0

@@ -58,6 +58,9 @@ func (b *Backend) CreateTable(ctx context.Context, s tenancy.Scope, in *wire.Cre
 		return nil, err
 	}
 	t.Created = b.opts.Now()
+	if t.BillingMode == "PAY_PER_REQUEST" {
+		t.OnDemandSince = t.Created
+	}
 	for _, ix := range t.Indexes {
 		ix.Created = t.Created
 	}
@@ -248,9 +251,7 @@ func (b *Backend) DeleteTable(ctx context.Context, s tenancy.Scope, in *wire.Del
 	if !t.Shared() {
 		go b.purge(context.WithoutCancel(ctx), placeOf(tg))
 	}
-	d := b.describe(t)
-	d.TableStatus = "DELETING"
-	return &wire.DeleteTableOutput{TableDescription: d}, nil
+	return &wire.DeleteTableOutput{TableDescription: b.describe(t).Deleting()}, nil
 }
 
 // purge deletes the items of a dropped tenant table and then its drop
@@ -481,7 +482,7 @@ func (b *Backend) describe(t *schema.Table) *wire.TableDescription {
 		ProvisionedThroughput:     &wire.ProvisionedThroughputDescription{ReadCapacityUnits: t.ReadCapacity, WriteCapacityUnits: t.WriteCapacity},
 		TableArn:                  b.res.TableARN(t.Name),
 		TableId:                   t.UUID,
-		BillingModeSummary:        &wire.BillingModeSummary{BillingMode: t.BillingMode},
+		BillingModeSummary:        t.BillingSummary(),
 		DeletionProtectionEnabled: t.DeletionProtection,
 	}
 	if t.TableClass != "" {

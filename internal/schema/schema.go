@@ -46,7 +46,11 @@ type Table struct {
 	Isolation         tenancy.IsolationMode `json:"isolation"`
 	LeadingKeyPattern string                `json:"leading_key_pattern,omitempty"`
 
-	BillingMode        string                    `json:"billing_mode"`
+	BillingMode string `json:"billing_mode"`
+	// OnDemandSince is when the table last became PAY_PER_REQUEST (at
+	// creation or by UpdateTable); zero if it never was, or if it was
+	// created on demand before this was recorded (then Created stands).
+	OnDemandSince      time.Time                 `json:"on_demand_since,omitempty"`
 	ReadCapacity       int64                     `json:"rcu"`
 	WriteCapacity      int64                     `json:"wcu"`
 	Stream             *wire.StreamSpecification `json:"stream,omitempty"`
@@ -146,3 +150,21 @@ func (t *Table) KeyNames() []string {
 	}
 	return []string{t.Hash.Name, t.Range.Name}
 }
+
+// BillingSummary returns t's BillingModeSummary. DynamoDB reports when
+// the table last became PAY_PER_REQUEST, also after it went back to
+// provisioned; a table created on demand before OnDemandSince was
+// recorded reports its creation.
+func (t *Table) BillingSummary() *wire.BillingModeSummary {
+	b := &wire.BillingModeSummary{BillingMode: t.BillingMode}
+	switch {
+	case !t.OnDemandSince.IsZero():
+		b.LastUpdateToPayPerRequestDateTime = epoch(t.OnDemandSince)
+	case t.BillingMode == "PAY_PER_REQUEST":
+		b.LastUpdateToPayPerRequestDateTime = epoch(t.Created)
+	}
+	return b
+}
+
+// epoch is t in DynamoDB's seconds with millisecond precision.
+func epoch(t time.Time) float64 { return float64(t.UnixNano()/1e6) / 1e3 }

@@ -105,12 +105,15 @@ type LocalSecondaryIndexDescription struct {
 }
 
 // TableDescription describes a table.
+//
+// NB: the members a table always has are omitted when empty only for
+// DeleteTable's answer, which leaves them out.
 type TableDescription struct {
-	AttributeDefinitions      []AttributeDefinition
+	AttributeDefinitions      []AttributeDefinition `json:",omitempty"`
 	TableName                 string
-	KeySchema                 []KeySchemaElement
+	KeySchema                 []KeySchemaElement `json:",omitempty"`
 	TableStatus               string
-	CreationDateTime          float64
+	CreationDateTime          float64 `json:",omitempty"`
 	ProvisionedThroughput     *ProvisionedThroughputDescription
 	TableSizeBytes            int64
 	ItemCount                 int64
@@ -124,6 +127,30 @@ type TableDescription struct {
 	LatestStreamArn           string                            `json:",omitempty"`
 	DeletionProtectionEnabled bool
 	TableClassSummary         *TableClassSummary `json:",omitempty"`
+}
+
+// Deleting returns the part of d that DeleteTable answers, with status
+// DELETING: the table's name, ARN, id, statistics, throughput and billing,
+// and its stream, but not its key schema, attribute definitions, indexes
+// or creation time.
+//
+// NB: DynamoDB's API reference shows this shape without saying which
+// members it keeps; the list is our reading of DynamoDB's answers, pinned
+// by tests/conformance (TestDeleteTableDescription).
+func (d *TableDescription) Deleting() *TableDescription {
+	return &TableDescription{
+		TableName:             d.TableName,
+		TableStatus:           "DELETING",
+		ProvisionedThroughput: d.ProvisionedThroughput,
+		TableSizeBytes:        d.TableSizeBytes,
+		ItemCount:             d.ItemCount,
+		TableArn:              d.TableArn,
+		TableId:               d.TableId,
+		BillingModeSummary:    d.BillingModeSummary,
+		StreamSpecification:   d.StreamSpecification,
+		LatestStreamLabel:     d.LatestStreamLabel,
+		LatestStreamArn:       d.LatestStreamArn,
+	}
 }
 
 // TableClassSummary reports the table class.
