@@ -252,7 +252,7 @@ func (c *dynamoCaller) Call(ctx context.Context, op string, in, out any) error {
 		}
 		return &apiError{Op: op, Code: code, Message: firstNonEmpty(e.Message, e.Message2, strings.TrimSpace(string(data))), Status: resp.StatusCode}
 	}
-	if out == nil {
+	if out == nil || len(data) == 0 { // TagResource and UntagResource answer no body
 		return nil
 	}
 	if err := json.Unmarshal(data, out); err != nil {

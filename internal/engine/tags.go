@@ -17,7 +17,13 @@ import (
 // CreateTable (isolation) and cannot be added or removed later.
 
 // tableFromARN resolves a table ARN visible to s (resolve.LookupARN).
+// Only a table is a taggable resource: an index's or a stream's ARN is
+// refused as a malformed one (our wording; DynamoDB refuses tags on
+// indexes).
 func (e *Engine) tableFromARN(ctx context.Context, s tenancy.Scope, arn string) (*schema.Table, error) {
+	if i := strings.Index(arn, ":table/"); i >= 0 && strings.Contains(arn[i+len(":table/"):], "/") {
+		return nil, apierr.Validationf("Invalid TableArn: Invalid ResourceArn provided as input %s", arn)
+	}
 	tg, err := e.res.LookupARN(ctx, s, arn)
 	if err != nil {
 		return nil, err

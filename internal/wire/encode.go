@@ -38,6 +38,8 @@ func AppendOutput(dst []byte, out any) ([]byte, error) {
 		return appendTransactGet(dst, o)
 	case *ExecuteStatementOutput:
 		return appendExecuteStatement(dst, o)
+	case *EmptyOutput:
+		return dst, nil // DynamoDB answers TagResource and UntagResource with no body
 	case nil:
 		return append(dst, "{}"...), nil
 	}

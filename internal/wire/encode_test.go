@@ -103,7 +103,11 @@ func TestEncodeGolden(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		results[name] = fmt.Sprintf("%T\n%s", out, canonical(t, b))
+		body := "(no body)"
+		if len(b) > 0 {
+			body = canonical(t, b)
+		}
+		results[name] = fmt.Sprintf("%T\n%s", out, body)
 	}
 	checkGolden(t, "testdata/encode/outputs.txt", results)
 }
@@ -117,6 +121,8 @@ func TestFastEncodersMatchJSON(t *testing.T) {
 		case "get-item-projected-away", "query-empty", "query-count", "batch-get-empty",
 			"batch-write-done", "put-item-none", "delete-item-none", "get-item-not-found":
 			continue // nil-vs-empty semantics differ on purpose
+		case "empty":
+			continue // no body at all, as DynamoDB answers TagResource
 		}
 		fast, err := AppendOutput(nil, out)
 		if err != nil {

@@ -73,7 +73,36 @@ type StreamSpecification struct {
 type Tag struct {
 	Key   string
 	Value string
+
+	// keyNull and valueNull record a member absent from a decoded
+	// request (both are required); zero for a Tag built in Go.
+	keyNull, valueNull bool
 }
+
+// UnmarshalJSON decodes a Tag, noting absent members.
+func (t *Tag) UnmarshalJSON(b []byte) error {
+	var v struct{ Key, Value *string }
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*t = Tag{keyNull: v.Key == nil, valueNull: v.Value == nil}
+	if v.Key != nil {
+		t.Key = *v.Key
+	}
+	if v.Value != nil {
+		t.Value = *v.Value
+	}
+	return nil
+}
+
+// String formats t as {Key Value}.
+func (t Tag) String() string { return "{" + t.Key + " " + t.Value + "}" }
+
+// KeyNull reports whether a decoded Tag had no Key.
+func (t Tag) KeyNull() bool { return t.keyNull }
+
+// ValueNull reports whether a decoded Tag had no Value.
+func (t Tag) ValueNull() bool { return t.valueNull }
 
 // BillingModeSummary reports the billing mode.
 type BillingModeSummary struct {
