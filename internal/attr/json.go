@@ -463,6 +463,43 @@ func (p *parser) boolean() (bool, error) {
 	return false, p.typeErr("Boolean")
 }
 
+// TooDeep reports whether a value of it sits deeper than MaxDepth (its
+// top-level values at depth 0): an item built by an update, whose values
+// were each checked alone when parsed but may have been set at a nested
+// path.
+func TooDeep(it Item) bool {
+	for _, v := range it {
+		if tooDeep(v, 0) {
+			return true
+		}
+	}
+	return false
+}
+
+func tooDeep(v Value, depth int) bool {
+	if depth > MaxDepth {
+		return true
+	}
+	switch v.Type {
+	case M:
+		for _, e := range v.M {
+			if tooDeep(e, depth+1) {
+				return true
+			}
+		}
+	case L:
+		for _, e := range v.L {
+			if tooDeep(e, depth+1) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// ErrDepth is the error for a document nested deeper than MaxDepth.
+var ErrDepth error = errDepth
+
 // item parses a map whose members sit at depth.
 func (p *parser) item(depth int) (Item, error) {
 	it := Item{}

@@ -159,6 +159,11 @@ func applyUpdate(h *handle, upd expr.Update, old, key attr.Item) (attr.Item, []e
 		if nu, paths, err = upd.Apply(base); err != nil {
 			return nil, nil, err
 		}
+		// NB: a value may be set at a nested path, deeper than it was
+		// parsed; the walk does not allocate.
+		if attr.TooDeep(nu) {
+			return nil, nil, attr.ErrDepth
+		}
 	}
 	if err := h.Table.ValidateItemKeys(nu); err != nil {
 		return nil, nil, err

@@ -142,6 +142,15 @@ func TestNestingBoundary(t *testing.T) {
 		ok(t, err)
 	}
 	path := func(n int) string { return "d" + strings.Repeat(".a", n) }
+	// An update may not set a value deeper than a document can be.
+	setAt := func(v types.AttributeValue) error {
+		_, err := c.UpdateItem(ctxT(t), &dynamodb.UpdateItemInput{TableName: tbl, Key: item("pk", S("M")), UpdateExpression: aws.String("SET " + path(31) + " = :v"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{":v": v}})
+		return err
+	}
+	ok(t, setAt(nested("M", 1)))
+	wantErr(t, setAt(nested("M", 2)), validation, msg)
+	ok(t, setAt(nested("M", 1)))
 	got, err := c.GetItem(ctxT(t), &dynamodb.GetItemInput{TableName: tbl, Key: item("pk", S("M")), ProjectionExpression: aws.String(path(32))})
 	ok(t, err)
 	if len(got.Item) != 1 {
