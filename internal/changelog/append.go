@@ -48,8 +48,8 @@ func (a *Appender) Append(db *storage.DB, b *storage.Batch, ns []byte, s Stream,
 	if !s.Enabled() {
 		return ErrStreamDisabled
 	}
-	if c.Old == nil && c.New == nil {
-		return fmt.Errorf("changelog: a change needs an old or a new item")
+	if !c.Existed && c.Old == nil && c.New == nil {
+		return fmt.Errorf("changelog: a change of an absent item to nothing is no change")
 	}
 	st := a.l.store(db)
 	al, ms, err := st.ns(ns).allocate(s, a.l.now().UnixMilli())

@@ -152,7 +152,8 @@ func TestRecordRoundTrip(t *testing.T) {
 			t.Errorf("SizeBytes(%s) = %d, want %d", view, p.SizeBytes(), want)
 		}
 	}
-	if eventOf(Change{New: item("a", "1")}) != Insert || eventOf(Change{Old: item("a", "1")}) != Remove {
+	if eventOf(Change{New: item("a", "1")}) != Insert || eventOf(Change{Old: item("a", "1")}) != Remove ||
+		eventOf(Change{Existed: true}) != Remove || eventOf(Change{Existed: true, New: item("a", "1")}) != Modify {
 		t.Error("eventOf")
 	}
 	for v, n := range viewNames {

@@ -74,14 +74,17 @@ func ParseViewType(s string) (v ViewType, ok bool) {
 func (v ViewType) WantsOld() bool { return v == OldImage || v == NewAndOldImage }
 func (v ViewType) WantsNew() bool { return v == NewImage || v == NewAndOldImage }
 
-// Change is one committed item change, as the engine appends it. Old and
-// New are the item before and after (nil when absent); the event follows
-// from which are present. The log stores them only as far as the stream's
-// Capture needs (Stream.Capture).
+// Change is one committed item change, as the engine appends it: the
+// event is INSERT if the item did not exist, REMOVE if New is nil, else
+// MODIFY. The log stores the images only as far as the stream's Capture
+// needs (Stream.Capture), so Old may be left nil when Capture does not
+// want it.
 type Change struct {
 	Keys attr.Item // the item's key attributes
-	Old  attr.Item // the item before the change; nil for an INSERT
-	New  attr.Item // the item after the change; nil for a REMOVE
+	// Existed says the item existed before the change (implied by Old).
+	Existed bool
+	Old     attr.Item // the item before the change, if it existed
+	New     attr.Item // the item after the change; nil for a REMOVE
 	// Expired marks a deletion by TTL expiry: its record carries the
 	// service's userIdentity.
 	Expired bool
@@ -169,7 +172,7 @@ func encodeRecord(c Change, capture ViewType, ms int64) ([]byte, Event) {
 
 func eventOf(c Change) Event {
 	switch {
-	case c.Old == nil:
+	case !c.Existed && c.Old == nil:
 		return Insert
 	case c.New == nil:
 		return Remove
