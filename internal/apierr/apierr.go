@@ -48,7 +48,9 @@ const (
 	Conflict // admin API: resource already exists
 	Unauthorized
 	MethodNotAllowed
-	DuplicateItem // PartiQL INSERT of an existing key
+	DuplicateItem     // PartiQL INSERT of an existing key
+	ExpiredIterator   // DynamoDB Streams: a shard iterator older than 15 minutes
+	TrimmedDataAccess // DynamoDB Streams: a position past the retention period
 
 	kindCount // NB: keep last; wire's table test ranges up to it.
 )
@@ -137,6 +139,8 @@ var kindNames = [...]string{
 	Unauthorized:                    "Unauthorized",
 	MethodNotAllowed:                "MethodNotAllowed",
 	DuplicateItem:                   "DuplicateItemException",
+	ExpiredIterator:                 "ExpiredIteratorException",
+	TrimmedDataAccess:               "TrimmedDataAccessException",
 }
 
 // String returns the DynamoDB error type name of k.

@@ -45,10 +45,12 @@ var (
 	// ErrTrimmed is returned when a position lies before the oldest record
 	// kept (retention trimmed it).
 	ErrTrimmed = errors.New("changelog: position is trimmed")
-	// ErrBadIterator is returned for an iterator that is malformed,
-	// tampered with, or issued to another namespace: the three are not
-	// told apart.
+	// ErrBadIterator is returned for an iterator that is malformed or
+	// tampered with (the two are not told apart).
 	ErrBadIterator = errors.New("changelog: invalid shard iterator")
+	// ErrForeignIterator is returned for a genuine iterator presented by
+	// a namespace other than the one it was issued to.
+	ErrForeignIterator = errors.New("changelog: shard iterator of another namespace")
 	// ErrExpiredIterator is returned for a genuine iterator older than
 	// IteratorTTL.
 	ErrExpiredIterator = errors.New("changelog: shard iterator expired")

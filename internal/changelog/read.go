@@ -170,8 +170,8 @@ func (l *Log) Latest(db *storage.DB, ns []byte, s Stream, k uint32) (Position, e
 	return p, nil
 }
 
-// checkKept returns ErrTrimmed if p lies before what ns keeps of s.
-func (l *Log) checkKept(db *storage.DB, ns []byte, s Stream, p Position) error {
+// CheckKept returns ErrTrimmed if p lies before what ns keeps of s.
+func (l *Log) CheckKept(db *storage.DB, ns []byte, s Stream, p Position) error {
 	if s.shardStart(p.Shard+1) <= l.now().Add(-l.opts.Retention).UnixMilli() {
 		return ErrTrimmed // the whole shard is past retention
 	}
@@ -206,7 +206,7 @@ type Page struct {
 // stream in ns is still being committed: a reader that moves past a
 // position can never miss a record that appears behind it later.
 func (l *Log) Read(db *storage.DB, ns []byte, s Stream, from Position, limit, maxBytes int) (Page, error) {
-	if err := l.checkKept(db, ns, s, from); err != nil {
+	if err := l.CheckKept(db, ns, s, from); err != nil {
 		return Page{}, err
 	}
 	v, err := l.store(db).ns(ns).view(s)

@@ -105,6 +105,7 @@ func (l *Log) EventID(ns []byte, s Stream, seq uint64) string {
 // of one stream, as one namespace sees it, issued at a time.
 type Iterator struct {
 	NS     []byte
+	Name   string // the table's name when the iterator was issued
 	Table  uint64
 	Stream uint64
 	Pos    Position
@@ -113,11 +114,13 @@ type Iterator struct {
 
 // Iterator encoding, version 1, before sealing:
 //
-//	version:1 issued-ms:8 table:8 stream:8 shard:4 seq:8 ns
+//	version:1 issued-ms:8 table:8 stream:8 shard:4 seq:8 ns-len:uvarint ns name
 //
 // sealed with AES-256-GCM under a key derived from Options.Secret, with a
-// random nonce and the namespace as additional data, and written as
-// base64url(nonce || ciphertext).
+// random nonce, and written as base64url(nonce || ciphertext). The
+// namespace is inside the sealed payload (not only additional data) so
+// that a genuine iterator presented by another namespace is recognised
+// as such and can be audited as a cross-tenant attempt.
 const (
 	iterV1     = 1
 	iterHeader = 1 + 8 + 8 + 8 + 4 + 8
@@ -128,26 +131,29 @@ const (
 
 // SealIterator returns the shard iterator string of it.
 func (l *Log) SealIterator(it Iterator) string {
-	p := make([]byte, 0, iterHeader+len(it.NS))
+	p := make([]byte, 0, iterHeader+binary.MaxVarintLen64+len(it.NS)+len(it.Name))
 	p = append(p, iterV1)
 	p = binary.BigEndian.AppendUint64(p, uint64(it.Issued.UnixMilli()))
 	p = binary.BigEndian.AppendUint64(p, it.Table)
 	p = binary.BigEndian.AppendUint64(p, it.Stream)
 	p = binary.BigEndian.AppendUint32(p, it.Pos.Shard)
 	p = binary.BigEndian.AppendUint64(p, it.Pos.Seq)
+	p = binary.AppendUvarint(p, uint64(len(it.NS)))
 	p = append(p, it.NS...)
+	p = append(p, it.Name...)
 	nonce := make([]byte, l.iter.NonceSize(), l.iter.NonceSize()+len(p)+l.iter.Overhead())
 	if _, err := rand.Read(nonce); err != nil {
 		panic("changelog: no randomness: " + err.Error()) // crypto/rand never fails on supported systems
 	}
-	out := l.iter.Seal(nonce, nonce, p, []byte(iterAD+string(it.NS)))
+	out := l.iter.Seal(nonce, nonce, p, []byte(iterAD))
 	return base64.RawURLEncoding.EncodeToString(out)
 }
 
 // OpenIterator returns the iterator that tok stands for, if it was sealed
 // by this server for namespace ns. It returns ErrBadIterator if tok is
-// malformed, was altered, or was issued to any other namespace (which it
-// does not tell apart), and ErrExpiredIterator if it is genuine but older
+// malformed or was altered, ErrForeignIterator if it is genuine but was
+// issued to another namespace (another tenant, or another environment of
+// the same tenant), and ErrExpiredIterator if it is genuine but older
 // than IteratorTTL.
 func (l *Log) OpenIterator(tok string, ns []byte) (Iterator, error) {
 	var it Iterator
@@ -159,11 +165,21 @@ func (l *Log) OpenIterator(tok string, ns []byte) (Iterator, error) {
 	if err != nil || len(raw) < ns0+l.iter.Overhead()+iterHeader {
 		return it, ErrBadIterator
 	}
-	p, err := l.iter.Open(nil, raw[:ns0], raw[ns0:], []byte(iterAD+string(ns)))
-	if err != nil || len(p) < iterHeader || p[0] != iterV1 || !bytes.Equal(p[iterHeader:], ns) {
+	p, err := l.iter.Open(nil, raw[:ns0], raw[ns0:], []byte(iterAD))
+	if err != nil || len(p) < iterHeader || p[0] != iterV1 {
 		return it, ErrBadIterator
 	}
-	it.NS = p[iterHeader:]
+	n, k := binary.Uvarint(p[iterHeader:])
+	rest := p[iterHeader+max(k, 0):]
+	if k <= 0 || n > uint64(len(rest)) {
+		return it, ErrBadIterator
+	}
+	if !bytes.Equal(rest[:n], ns) {
+		// NB: genuine (it authenticated) but issued to another namespace:
+		// a cross-tenant attempt, which the caller audits.
+		return Iterator{}, ErrForeignIterator
+	}
+	it.NS, it.Name = rest[:n], string(rest[n:])
 	it.Issued = time.UnixMilli(int64(binary.BigEndian.Uint64(p[1:]))).UTC()
 	it.Table = binary.BigEndian.Uint64(p[9:])
 	it.Stream = binary.BigEndian.Uint64(p[17:])

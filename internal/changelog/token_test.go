@@ -11,13 +11,13 @@ func TestIterators(t *testing.T) {
 	c := &clock{t: time.Unix(1_800_000_000, 0)}
 	l := newLog(t, openDB(t, ""), c, nil)
 	a, b := tenantNS(1, "live"), tenantNS(2, "live")
-	it := Iterator{NS: a, Table: 3, Stream: 4, Pos: Position{Shard: 5, Seq: 6}, Issued: c.now()}
+	it := Iterator{NS: a, Name: "Orders", Table: 3, Stream: 4, Pos: Position{Shard: 5, Seq: 6}, Issued: c.now()}
 	tok := l.SealIterator(it)
 	got, err := l.OpenIterator(tok, a)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Table != 3 || got.Stream != 4 || got.Pos != it.Pos || !got.Issued.Equal(it.Issued) || string(got.NS) != string(a) {
+	if got.Table != 3 || got.Stream != 4 || got.Pos != it.Pos || !got.Issued.Equal(it.Issued) || string(got.NS) != string(a) || got.Name != "Orders" {
 		t.Errorf("round trip: got %+v, want %+v", got, it)
 	}
 	if l.SealIterator(it) == tok {
@@ -25,8 +25,8 @@ func TestIterators(t *testing.T) {
 	}
 	// Another namespace (tenant, or environment of the same tenant).
 	for _, ns := range [][]byte{b, tenantNS(1, "test"), nil} {
-		if _, err := l.OpenIterator(tok, ns); !errors.Is(err, ErrBadIterator) {
-			t.Errorf("iterator of %x opened for %x: %v", a, ns, err)
+		if got, err := l.OpenIterator(tok, ns); !errors.Is(err, ErrForeignIterator) || got.NS != nil {
+			t.Errorf("iterator of %x opened for %x: %+v %v", a, ns, got, err)
 		}
 	}
 	// Any altered character.

@@ -42,9 +42,11 @@ func openChangeLog(db *storage.DB, opts Options) (*changelog.Log, error) {
 }
 
 // checkStreamSpec validates a StreamSpecification as DynamoDB does; an
-// enabled stream is refused unless Options.Streams.
+// enabled stream is refused unless Options.Streams. NB: e may be nil
+// (BuildTable, for other backends): then an enabled stream is refused.
 func (e *Engine) checkStreamSpec(spec *wire.StreamSpecification) error {
-	if err := checkStream(spec); err != nil && !(err == errNoStreams && e.opts.Streams) {
+	streams := e != nil && e.opts.Streams
+	if err := checkStream(spec); err != nil && !(err == errNoStreams && streams) {
 		return err
 	}
 	return nil

@@ -241,3 +241,10 @@ func TestStreamsOffRefusesStreams(t *testing.T) {
 		t.Fatalf("stream settings %d %+v with streams off", tb.LatestStream, tb.Stream)
 	}
 }
+
+// TestBuildTableRefusesStreams: other backends build definitions without
+// an engine, and have no change log: an enabled stream is refused there.
+func TestBuildTableRefusesStreams(t *testing.T) {
+	_, err := BuildTable(streamTable("Other", "KEYS_ONLY"))
+	wtWantErr(t, err, apierr.Validation, "StreamEnabled is not supported")
+}
