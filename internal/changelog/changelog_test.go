@@ -29,7 +29,7 @@ func (c *clock) add(d time.Duration) {
 
 var secret = []byte("0123456789abcdef0123456789abcdef")
 
-func openDB(t *testing.T, dir string) *storage.DB {
+func openDB(t testing.TB, dir string) *storage.DB {
 	t.Helper()
 	opts := storage.Options{InMemory: dir == "", Logger: slog.New(slog.DiscardHandler)}
 	if dir == "" {
