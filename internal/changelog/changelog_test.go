@@ -170,7 +170,7 @@ func TestNamespacesSeeOnlyTheirRecords(t *testing.T) {
 	c := &clock{t: time.Unix(1_800_000_000, 0)}
 	db := openDB(t, "")
 	l := newLog(t, db, c, nil)
-	s, err := l.CreateStream(7, NewImage)
+	s, err := l.CreateStream(7, NewImage, "tbl", nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +216,7 @@ func TestUnappliedChangeLeavesNoRecord(t *testing.T) {
 	c := &clock{t: time.Unix(1_800_000_000, 0)}
 	db := openDB(t, "")
 	l := newLog(t, db, c, nil)
-	s, _ := l.CreateStream(1, KeysOnly)
+	s, _ := l.CreateStream(1, KeysOnly, "tbl", nil, nil)
 	ns := tenantNS(1, "live")
 	a := l.NewAppender()
 	b := db.NewBatch()
@@ -238,7 +238,7 @@ func TestReadersWaitForEarlierCommits(t *testing.T) {
 	c := &clock{t: time.Unix(1_800_000_000, 0)}
 	db := openDB(t, "")
 	l := newLog(t, db, c, nil)
-	s, _ := l.CreateStream(1, KeysOnly)
+	s, _ := l.CreateStream(1, KeysOnly, "tbl", nil, nil)
 	ns := tenantNS(1, "live")
 	slow := l.NewAppender()
 	sb := db.NewBatch()
@@ -281,7 +281,7 @@ func TestSequenceSurvivesRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	l := newLog(t, db, c, nil)
-	s, _ := l.CreateStream(1, NewAndOldImage)
+	s, _ := l.CreateStream(1, NewAndOldImage, "tbl", nil, nil)
 	for i := 0; i < 3; i++ {
 		commit(t, l, db, ns, s, Change{Keys: key("a"), New: item("a", fmt.Sprint(i))})
 	}
@@ -305,7 +305,7 @@ func TestConcurrentWritersKeepPerKeyOrder(t *testing.T) {
 	c := &clock{t: time.Unix(1_800_000_000, 0)}
 	db := openDB(t, "")
 	l := newLog(t, db, c, nil)
-	s, _ := l.CreateStream(1, NewImage)
+	s, _ := l.CreateStream(1, NewImage, "tbl", nil, nil)
 	const tenants, keys, writes = 3, 4, 20
 	var locks [tenants][keys]sync.Mutex
 	var counts [tenants][keys]int // guarded by locks
@@ -360,7 +360,7 @@ func TestShardsRollOver(t *testing.T) {
 	c := &clock{t: time.Unix(1_800_000_000, 0)}
 	db := openDB(t, "")
 	l := newLog(t, db, c, nil)
-	s, _ := l.CreateStream(1, KeysOnly)
+	s, _ := l.CreateStream(1, KeysOnly, "tbl", nil, nil)
 	ns, other := tenantNS(1, "live"), tenantNS(2, "live")
 	commit(t, l, db, ns, s, Change{Keys: key("a"), New: item("a", "1")})
 	c.add(90 * time.Minute) // into shard 1
@@ -409,7 +409,7 @@ func TestShardsRollOver(t *testing.T) {
 		t.Fatalf("read disabled shard 1 past its end: %+v %v", pg, err)
 	}
 	// A re-enabled stream is a new stream with a new label.
-	s2, err := l.CreateStream(1, KeysOnly)
+	s2, err := l.CreateStream(1, KeysOnly, "tbl", nil, nil)
 	if err != nil || s2.ID == s.ID || s2.Label() == s.Label() {
 		t.Fatalf("re-enabled stream %+v %v", s2, err)
 	}
@@ -425,7 +425,7 @@ func TestTrim(t *testing.T) {
 	c := &clock{t: time.Unix(1_800_000_000, 0)}
 	db := openDB(t, "")
 	l := newLog(t, db, c, func(o *Options) { o.Retention = 3 * time.Hour })
-	s, _ := l.CreateStream(1, NewAndOldImage)
+	s, _ := l.CreateStream(1, NewAndOldImage, "tbl", nil, nil)
 	ns := tenantNS(1, "live")
 	for i := 0; i < 6; i++ { // one record every 30 minutes: shards 0, 0, 1, 1, 2, 2
 		commit(t, l, db, ns, s, Change{Keys: key(fmt.Sprint(i)), New: item(fmt.Sprint(i), "x")})
@@ -497,7 +497,7 @@ func TestDropTenant(t *testing.T) {
 	c := &clock{t: time.Unix(1_800_000_000, 0)}
 	db := openDB(t, "")
 	l := newLog(t, db, c, nil)
-	s, _ := l.CreateStream(1, KeysOnly)
+	s, _ := l.CreateStream(1, KeysOnly, "tbl", nil, nil)
 	var gone, kept tenancy.TenantID
 	gone[0], kept[0] = 1, 2
 	for _, id := range []tenancy.TenantID{gone, kept} {
@@ -514,5 +514,41 @@ func TestDropTenant(t *testing.T) {
 	lo, hi := keyspace.ChangeLogEntries()
 	if n := countKeys(t, db, lo, hi); n != 1 {
 		t.Errorf("%d entries after dropping one of two tenants", n)
+	}
+}
+
+// TestFindStreams: a stream is found by table name for the namespaces
+// that may read it, and a tenant's streams go with the tenant.
+func TestFindStreams(t *testing.T) {
+	c := &clock{t: time.Unix(1_800_000_000, 0)}
+	db := openDB(t, "")
+	l := newLog(t, db, c, nil)
+	var ta, tb tenancy.TenantID
+	ta[0], tb[0] = 1, 2
+	a, b := keyspace.Namespace(ta, "live"), keyspace.Namespace(tb, "live")
+	shared, _ := l.CreateStream(1, KeysOnly, "orders", nil, []byte("meta"))
+	c.add(time.Millisecond)
+	own, _ := l.CreateStream(2, KeysOnly, "orders", a, nil)
+	for _, tc := range []struct {
+		ns   []byte
+		id   uint64
+		want int
+	}{{a, shared.ID, 1}, {b, shared.ID, 1}, {a, own.ID, 1}, {b, own.ID, 0}, {keyspace.Namespace(ta, "test"), own.ID, 0}} {
+		got, err := l.FindStreams("orders", tc.id, tc.ns)
+		if err != nil || len(got) != tc.want {
+			t.Errorf("FindStreams(orders, %d, %x) = %d streams (%v), want %d", tc.id, tc.ns, len(got), err, tc.want)
+		}
+		if len(got) == 1 && got[0].ID == shared.ID && string(got[0].Meta) != "meta" {
+			t.Errorf("meta %q", got[0].Meta)
+		}
+	}
+	if err := l.DropTenant(db, ta); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Stream(2, own.ID); !errors.Is(err, ErrStreamNotFound) {
+		t.Errorf("a dropped tenant's stream: %v", err)
+	}
+	if _, err := l.Stream(1, shared.ID); err != nil {
+		t.Errorf("a shared stream after dropping a tenant: %v", err)
 	}
 }

@@ -58,7 +58,7 @@ func TestFollowShardsUnderLoad(t *testing.T) {
 	c := &clock{t: time.Unix(1_800_000_000, 0)}
 	db := openDB(t, "")
 	l := newLog(t, db, c, func(o *Options) { o.Rollover = time.Second })
-	s0, _ := l.CreateStream(1, NewImage)
+	s0, _ := l.CreateStream(1, NewImage, "tbl", nil, nil)
 	var cur atomic.Pointer[Stream]
 	cur.Store(&s0)
 	const tenants, keys, writers, writes = 3, 5, 6, 60

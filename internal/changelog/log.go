@@ -14,6 +14,7 @@
 package changelog
 
 import (
+	"bytes"
 	"crypto/aes"
 	"crypto/cipher"
 	"crypto/hkdf"
@@ -162,9 +163,10 @@ func (l *Log) CloseStore(db *storage.DB) {
 }
 
 // CreateStream creates and persists a new, enabled stream of table with
-// view type view. Its ID is its creation time in ms, made larger than any
+// view type view; name, owner and meta are kept as Stream.TableName,
+// Owner and Meta. Its ID is its creation time in ms, made larger than any
 // earlier stream of the table.
-func (l *Log) CreateStream(table uint64, view ViewType) (Stream, error) {
+func (l *Log) CreateStream(table uint64, view ViewType, name string, owner, meta []byte) (Stream, error) {
 	if _, ok := viewNames[view]; !ok {
 		return Stream{}, fmt.Errorf("changelog: invalid view type %d", view)
 	}
@@ -178,7 +180,8 @@ func (l *Log) CreateStream(table uint64, view ViewType) (Stream, error) {
 	if n := len(prev); n > 0 && prev[n-1].ID >= id {
 		id = prev[n-1].ID + 1
 	}
-	s := Stream{Table: table, ID: id, View: view, Capture: widen(view, l.opts.Capture), Rollover: l.opts.Rollover}
+	s := Stream{Table: table, ID: id, View: view, Capture: widen(view, l.opts.Capture), Rollover: l.opts.Rollover,
+		TableName: name, Owner: bytes.Clone(owner), Meta: bytes.Clone(meta)}
 	if err := l.putStream(s); err != nil {
 		return Stream{}, err
 	}
@@ -251,6 +254,34 @@ func (l *Log) Stream(table, id uint64) (Stream, error) {
 		return Stream{}, fmt.Errorf("changelog: reading stream descriptor: %w", err)
 	}
 	return decodeStream(table, id, v)
+}
+
+// FindStreams returns the streams with id of tables named name that
+// namespace ns may read: those of shared tables and those ns owns. It
+// scans every descriptor: it is for reaching the streams of deleted
+// tables, which no table definition names any more.
+func (l *Log) FindStreams(name string, id uint64, ns []byte) ([]Stream, error) {
+	lo, hi := keyspace.AllStreamDescriptors()
+	it := l.main.NewIter(lo, hi)
+	defer it.Close()
+	var out []Stream
+	for ok := it.First(); ok; ok = it.Next() {
+		k := it.Key()
+		if beUint64(k[len(k)-8:]) != id {
+			continue
+		}
+		s, err := decodeStream(beUint64(k[len(k)-16:]), id, it.Value())
+		if err != nil {
+			return nil, err
+		}
+		if s.TableName == name && (s.Owner == nil || bytes.Equal(s.Owner, ns)) {
+			out = append(out, s)
+		}
+	}
+	if err := it.Error(); err != nil {
+		return nil, fmt.Errorf("changelog: listing streams: %w", err)
+	}
+	return out, nil
 }
 
 // Streams returns the streams of a table that still exist, oldest first.

@@ -16,7 +16,7 @@ func BenchmarkRead(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	s, _ := l.CreateStream(1, NewAndOldImage)
+	s, _ := l.CreateStream(1, NewAndOldImage, "tbl", nil, nil)
 	ns := tenantNS(1, "live")
 	const n = 10_000
 	for i := 0; i < n; i += 100 {

@@ -23,6 +23,14 @@ type Stream struct {
 	// Disabled is when the stream was disabled (zero while enabled). After
 	// it, the stream takes no more records.
 	Disabled time.Time
+
+	// TableName, Owner and Meta outlive the table, so that the stream of a
+	// deleted table stays readable until retention removes it: the
+	// table's name, the namespace of the tenant environment owning it (nil
+	// for a shared table) and whatever else the caller needs (opaque).
+	TableName string
+	Owner     []byte
+	Meta      []byte
 }
 
 // Created returns the stream's creation time.
@@ -82,10 +90,14 @@ type descriptor struct {
 	Capture  string `json:"capture"`
 	Rollover int64  `json:"rolloverMs"`
 	Disabled int64  `json:"disabledMs,omitempty"`
+	Name     string `json:"name,omitempty"`
+	Owner    []byte `json:"owner,omitempty"`
+	Meta     []byte `json:"meta,omitempty"`
 }
 
 func (s Stream) encode() []byte {
-	d := descriptor{View: s.View.String(), Capture: s.Capture.String(), Rollover: s.Rollover.Milliseconds()}
+	d := descriptor{View: s.View.String(), Capture: s.Capture.String(), Rollover: s.Rollover.Milliseconds(),
+		Name: s.TableName, Owner: s.Owner, Meta: s.Meta}
 	if !s.Disabled.IsZero() {
 		d.Disabled = s.Disabled.UnixMilli()
 	}
@@ -98,7 +110,8 @@ func decodeStream(table, id uint64, v []byte) (Stream, error) {
 	if err := json.Unmarshal(v, &d); err != nil {
 		return Stream{}, fmt.Errorf("changelog: stream descriptor: %w", err)
 	}
-	s := Stream{Table: table, ID: id, Rollover: time.Duration(d.Rollover) * time.Millisecond}
+	s := Stream{Table: table, ID: id, Rollover: time.Duration(d.Rollover) * time.Millisecond,
+		TableName: d.Name, Owner: d.Owner, Meta: d.Meta}
 	var ok1, ok2 bool
 	s.View, ok1 = ParseViewType(d.View)
 	s.Capture, ok2 = ParseViewType(d.Capture)

@@ -56,8 +56,8 @@ func TestIterators(t *testing.T) {
 func TestShardIDs(t *testing.T) {
 	c := &clock{t: time.Unix(1_800_000_000, 0)}
 	l := newLog(t, openDB(t, ""), c, nil)
-	s, _ := l.CreateStream(1, KeysOnly)
-	s2, _ := l.CreateStream(2, KeysOnly)
+	s, _ := l.CreateStream(1, KeysOnly, "tbl", nil, nil)
+	s2, _ := l.CreateStream(2, KeysOnly, "tbl", nil, nil)
 	for _, k := range []uint32{0, 1, 77} {
 		id := l.ShardID(s, k)
 		if len(id) < 28 || len(id) > 65 || !strings.HasPrefix(id, "shardId-") {

@@ -1,6 +1,7 @@
 package changelog
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 
@@ -186,5 +187,41 @@ func (l *Log) DropTenant(db *storage.DB, t tenancy.TenantID) error {
 		return fmt.Errorf("changelog: dropping tenant: %w", err)
 	}
 	l.store(db).dropTenant(t)
+	if db == l.main {
+		return l.dropOwnedStreams(t)
+	}
+	return nil
+}
+
+// dropOwnedStreams deletes the descriptors of streams of tables that
+// tenant t owned (their records went with the tenant's range).
+func (l *Log) dropOwnedStreams(t tenancy.TenantID) error {
+	l.ddl.Lock()
+	defer l.ddl.Unlock()
+	prefix := keyspace.Tenant(t)
+	lo, hi := keyspace.AllStreamDescriptors()
+	it := l.main.NewIter(lo, hi)
+	defer it.Close()
+	b := l.main.NewBatch()
+	defer b.Close()
+	for ok := it.First(); ok; ok = it.Next() {
+		k := it.Key()
+		s, err := decodeStream(beUint64(k[len(k)-16:]), beUint64(k[len(k)-8:]), it.Value())
+		if err != nil {
+			return err
+		}
+		if bytes.HasPrefix(s.Owner, prefix) {
+			b.Delete(k)
+		}
+	}
+	if err := it.Error(); err != nil {
+		return fmt.Errorf("changelog: listing streams: %w", err)
+	}
+	if b.Len() == 0 {
+		return nil
+	}
+	if err := l.main.Apply(b); err != nil {
+		return fmt.Errorf("changelog: dropping tenant streams: %w", err)
+	}
 	return nil
 }

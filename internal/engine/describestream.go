@@ -45,7 +45,7 @@ func (e *Engine) DescribeStream(ctx context.Context, s tenancy.Scope, in *wire.D
 		StreamViewType:          st.View.String(),
 		CreationRequestDateTime: epoch(st.Created()),
 		TableName:               h.Table.Name,
-		KeySchema:               keySchema(h.Table.Hash, h.Table.Range),
+		KeySchema:               streamKeys(st, h),
 		Shards:                  []wire.Shard{},
 	}
 	for _, sh := range shards {

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 
 	"github.com/tenantdb/tenantdb/internal/apierr"
@@ -41,15 +42,17 @@ func (e *Engine) GetRecords(ctx context.Context, s tenancy.Scope, in *wire.GetRe
 		return nil, logError(err)
 	}
 	h, err := e.open(ctx, s, it.Name)
-	if err != nil {
-		return nil, err
+	if err != nil && !apierr.Is(err, apierr.ResourceNotFound) {
+		return nil, err // e.g. a narrowed credential's policy
 	}
-	if h.Table.ID != it.Table {
+	st, serr := e.clog.Stream(it.Table, it.Stream)
+	if serr != nil || st.TableName != it.Name || st.Owner != nil && !bytes.Equal(st.Owner, resolve.Namespace(s)) {
 		return nil, apierr.New(apierr.ResourceNotFound, "Requested resource not found: Stream of table %s not found", it.Name)
 	}
-	st, err := e.clog.Stream(it.Table, it.Stream)
-	if err != nil {
-		return nil, apierr.New(apierr.ResourceNotFound, "Requested resource not found: Stream of table %s not found", it.Name)
+	if err != nil || h.Table.ID != it.Table {
+		// The table was deleted (or replaced) since: its stream stays
+		// readable until retention removes it.
+		h = e.goneTableHandle(s, st)
 	}
 	page, err := e.clog.Read(h.db, h.Namespace, st, it.Pos, limit, maxRecordBytes)
 	if err != nil {

@@ -2,11 +2,13 @@ package engine
 
 import (
 	"crypto/rand"
+	"encoding/json"
 	"errors"
 	"time"
 
 	"github.com/tenantdb/tenantdb/internal/apierr"
 	"github.com/tenantdb/tenantdb/internal/changelog"
+	"github.com/tenantdb/tenantdb/internal/keyspace"
 	"github.com/tenantdb/tenantdb/internal/schema"
 	"github.com/tenantdb/tenantdb/internal/storage"
 	"github.com/tenantdb/tenantdb/internal/wire"
@@ -116,7 +118,15 @@ func (e *Engine) newStream(t *schema.Table, spec *wire.StreamSpecification) erro
 	if !ok {
 		return apierr.Validationf("One or more parameter values were invalid: invalid StreamViewType %s", apierr.Clip(spec.StreamViewType))
 	}
-	s, err := e.clog.CreateStream(t.ID, view)
+	var owner []byte
+	if !t.Shared() {
+		owner = keyspace.Namespace(t.Owner, t.OwnerEnv)
+	}
+	meta, err := json.Marshal(keySchema(t.Hash, t.Range))
+	if err != nil {
+		return apierr.Wrap(apierr.Internal, err, "encoding key schema")
+	}
+	s, err := e.clog.CreateStream(t.ID, view, t.Name, owner, meta)
 	if err != nil {
 		return apierr.Wrap(apierr.Internal, err, "creating stream")
 	}

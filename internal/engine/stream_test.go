@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tenantdb/tenantdb/internal/apierr"
 	"github.com/tenantdb/tenantdb/internal/attr"
@@ -247,4 +248,79 @@ func TestStreamsOffRefusesStreams(t *testing.T) {
 func TestBuildTableRefusesStreams(t *testing.T) {
 	_, err := BuildTable(streamTable("Other", "KEYS_ONLY"))
 	wtWantErr(t, err, apierr.Validation, "StreamEnabled is not supported")
+}
+
+// streamAPIRecords reads every record of the stream at arn through the
+// Streams operations, as actor a.
+func (a wtActor) streamAPIRecords(arn string) ([]string, error) {
+	e := a.env.e
+	d, err := e.DescribeStream(wtCtx, a.scope("DescribeStream"), &wire.DescribeStreamInput{StreamArn: arn})
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, sh := range d.StreamDescription.Shards {
+		it, err := e.GetShardIterator(wtCtx, a.scope("GetShardIterator"), &wire.GetShardIteratorInput{StreamArn: arn, ShardId: sh.ShardId, ShardIteratorType: "TRIM_HORIZON"})
+		if err != nil {
+			return nil, err
+		}
+		iter := &it.ShardIterator
+		for iter != nil {
+			r, err := e.GetRecords(wtCtx, a.scope("GetRecords"), &wire.GetRecordsInput{ShardIterator: *iter})
+			if err != nil {
+				return nil, err
+			}
+			for _, rec := range r.Records {
+				out = append(out, rec.EventName+" "+rec.Dynamodb.Keys["pk"].S)
+			}
+			if len(r.Records) == 0 {
+				break
+			}
+			iter = r.NextShardIterator
+		}
+	}
+	return out, nil
+}
+
+// TestStreamOfDeletedTable: a deleted table's stream stays readable (by
+// whoever could read it) until retention, also after a table of the same
+// name is created again; then it is gone.
+func TestStreamOfDeletedTable(t *testing.T) {
+	env := streamsOpen(t)
+	op := env.operator()
+	a, b := env.tenant(tenancy.RoleAdmin), env.tenant(tenancy.RoleAdmin)
+	shared := op.create(streamTable("Gone", "KEYS_ONLY")).LatestStreamArn
+	own := a.create(streamTable("Mine", "KEYS_ONLY")).LatestStreamArn
+	a.put("Gone", wtJ(t, `{"pk":{"S":"a1"}}`))
+	b.put("Gone", wtJ(t, `{"pk":{"S":"b1"}}`))
+	a.put("Mine", wtJ(t, `{"pk":{"S":"m1"}}`))
+	_, err := env.e.DeleteTable(wtCtx, op.scope("DeleteTable"), &wire.DeleteTableInput{TableName: "Gone"})
+	wtNoErr(t, err)
+	_, err = env.e.DeleteTable(wtCtx, a.scope("DeleteTable"), &wire.DeleteTableInput{TableName: "Mine"})
+	wtNoErr(t, err)
+	env.clock.Set(env.clock.Now().Add(time.Second))
+	op.create(streamTable("Gone", "KEYS_ONLY"))
+	a.put("Gone", wtJ(t, `{"pk":{"S":"a2"}}`))
+
+	got, err := a.streamAPIRecords(shared)
+	if err != nil || strings.Join(got, ",") != "INSERT a1" {
+		t.Errorf("A reads the deleted shared table's stream: %v %v", got, err)
+	}
+	got, err = b.streamAPIRecords(shared)
+	if err != nil || strings.Join(got, ",") != "INSERT b1" {
+		t.Errorf("B reads the deleted shared table's stream: %v %v", got, err)
+	}
+	got, err = a.streamAPIRecords(own)
+	if err != nil || strings.Join(got, ",") != "INSERT m1" {
+		t.Errorf("A reads its deleted table's stream: %v %v", got, err)
+	}
+	if _, err := b.streamAPIRecords(own); !apierr.Is(err, apierr.ResourceNotFound) {
+		t.Errorf("B reads A's deleted table's stream: %v", err)
+	}
+	// After retention the stream is gone.
+	env.clock.Set(env.clock.Now().Add(25 * time.Hour))
+	env.e.trimChangeLog()
+	if _, err := a.streamAPIRecords(shared); !apierr.Is(err, apierr.ResourceNotFound) {
+		t.Errorf("a deleted table's stream after retention: %v", err)
+	}
 }

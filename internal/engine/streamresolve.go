@@ -2,11 +2,15 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 
 	"github.com/tenantdb/tenantdb/internal/apierr"
 	"github.com/tenantdb/tenantdb/internal/changelog"
+	"github.com/tenantdb/tenantdb/internal/resolve"
+	"github.com/tenantdb/tenantdb/internal/schema"
 	"github.com/tenantdb/tenantdb/internal/tenancy"
+	"github.com/tenantdb/tenantdb/internal/wire"
 )
 
 // Resolution of what a DynamoDB Streams request names (a stream ARN, a
@@ -37,21 +41,52 @@ func (e *Engine) openStream(ctx context.Context, s tenancy.Scope, arn string) (*
 	if a.Region != e.opts.Region || a.Account != e.opts.Account {
 		return nil, changelog.Stream{}, streamNotFound(arn)
 	}
+	var live uint64 // the id of the live table of that name, if any
 	h, err := e.open(ctx, s, a.Table)
-	if apierr.Is(err, apierr.ResourceNotFound) {
-		return nil, changelog.Stream{}, streamNotFound(arn)
-	}
-	if err != nil {
+	switch {
+	case err == nil:
+		live = h.Table.ID
+		st, err := e.clog.Stream(h.Table.ID, a.Stream)
+		if err == nil {
+			return h, st, nil
+		}
+		if !errors.Is(err, changelog.ErrStreamNotFound) {
+			return nil, changelog.Stream{}, apierr.Wrap(apierr.Internal, err, "reading stream")
+		}
+	case !apierr.Is(err, apierr.ResourceNotFound):
 		return nil, changelog.Stream{}, err
 	}
-	st, err := e.clog.Stream(h.Table.ID, a.Stream)
-	if errors.Is(err, changelog.ErrStreamNotFound) {
-		return nil, changelog.Stream{}, streamNotFound(arn)
-	}
+	// The stream of a deleted table (or of an earlier table of that name)
+	// stays readable until retention removes it, as in DynamoDB: the
+	// stream's descriptor says which namespaces may read it.
+	found, err := e.clog.FindStreams(a.Table, a.Stream, resolve.Namespace(s))
 	if err != nil {
 		return nil, changelog.Stream{}, apierr.Wrap(apierr.Internal, err, "reading stream")
 	}
-	return h, st, nil
+	for _, st := range found {
+		if st.Table != live {
+			return e.goneTableHandle(s, st), st, nil
+		}
+	}
+	return nil, changelog.Stream{}, streamNotFound(arn)
+}
+
+// goneTableHandle is the handle through which scope s reads its records
+// of stream st of a deleted table: the records are in the main store (a
+// silo table's went with its store).
+func (e *Engine) goneTableHandle(s tenancy.Scope, st changelog.Stream) *handle {
+	t := &schema.Table{ID: st.Table, Name: st.TableName, Status: "DELETED"}
+	return &handle{Target: resolve.Target{Table: t, Namespace: resolve.Namespace(s), Scope: s}, db: e.db}
+}
+
+// streamKeys returns the key schema of stream st's table, as recorded
+// when the stream was created.
+func streamKeys(st changelog.Stream, h *handle) []wire.KeySchemaElement {
+	var ks []wire.KeySchemaElement
+	if json.Unmarshal(st.Meta, &ks) == nil && len(ks) > 0 {
+		return ks
+	}
+	return keySchema(h.Table.Hash, h.Table.Range)
 }
 
 // streamARN returns the ARN of stream st of the table named name.
