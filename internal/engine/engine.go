@@ -60,9 +60,10 @@ type Options struct {
 
 	// Streams makes StreamSpecification real: enabling a table's stream
 	// creates a change log stream that records every committed change of
-	// the table (package changelog), and DescribeTable reports it.
-	// NB: off until the DynamoDB Streams operations serve the log; a
-	// client must not be able to enable a stream it cannot read.
+	// the table (package changelog), DescribeTable reports it and the
+	// DynamoDB Streams operations read it. Off, an enabled stream is
+	// refused (a backend without the Streams operations must not let a
+	// client enable a stream it cannot read). The server sets it.
 	Streams bool
 	// StreamSecret is the key material (32 bytes or more) of the change
 	// log's shard iterators and ids; nil means a random key per process.
