@@ -64,6 +64,11 @@ type Error struct {
 	Message string
 	// Cause is for the server log only; it never reaches the client.
 	Cause error
+	// Denial marks an error of another kind (ResourceNotFound, say) that
+	// answers a cross-tenant attempt: the client sees only the kind and
+	// message, and the server audits it as a denial, as it does every
+	// AccessDenied.
+	Denial bool
 	// Detail carries kind-specific payload that the wire layer encodes, such
 	// as an item for ConditionalCheckFailed with
 	// ReturnValuesOnConditionCheckFailure, or cancellation reasons. Its type

@@ -261,6 +261,18 @@ func (l *Log) Stream(table, id uint64) (Stream, error) {
 // scans every descriptor: it is for reaching the streams of deleted
 // tables, which no table definition names any more.
 func (l *Log) FindStreams(name string, id uint64, ns []byte) ([]Stream, error) {
+	return l.findStreams(name, id, func(owner []byte) bool { return owner == nil || bytes.Equal(owner, ns) })
+}
+
+// OwnedElsewhere reports whether a stream with id of a table named name
+// exists that another namespace than ns owns: a stream ARN that does not
+// resolve for ns but names such a stream is a cross-tenant attempt.
+func (l *Log) OwnedElsewhere(name string, id uint64, ns []byte) (bool, error) {
+	found, err := l.findStreams(name, id, func(owner []byte) bool { return owner != nil && !bytes.Equal(owner, ns) })
+	return len(found) > 0, err
+}
+
+func (l *Log) findStreams(name string, id uint64, match func(owner []byte) bool) ([]Stream, error) {
 	lo, hi := keyspace.AllStreamDescriptors()
 	it := l.main.NewIter(lo, hi)
 	defer it.Close()
@@ -274,7 +286,7 @@ func (l *Log) FindStreams(name string, id uint64, ns []byte) ([]Stream, error) {
 		if err != nil {
 			return nil, err
 		}
-		if s.TableName == name && (s.Owner == nil || bytes.Equal(s.Owner, ns)) {
+		if s.TableName == name && match(s.Owner) {
 			out = append(out, s)
 		}
 	}

@@ -270,6 +270,9 @@ func (a wtActor) streamAPIRecords(arn string) ([]string, error) {
 			if err != nil {
 				return nil, err
 			}
+			if r.U.ReadUnits != 1 {
+				a.env.t.Errorf("GetRecords consumed %v read units, want 1 (a streams read request unit)", r.U.ReadUnits)
+			}
 			for _, rec := range r.Records {
 				out = append(out, rec.EventName+" "+rec.Dynamodb.Keys["pk"].S)
 			}

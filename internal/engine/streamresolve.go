@@ -21,7 +21,7 @@ import (
 // "not found", the same whether or not it exists for someone else.
 
 // streamNotFound is the error for a stream ARN that does not resolve.
-func streamNotFound(arn string) error {
+func streamNotFound(arn string) *apierr.Error {
 	return apierr.New(apierr.ResourceNotFound, "Requested resource not found: Stream: %s not found", apierr.Clip(arn))
 }
 
@@ -68,7 +68,13 @@ func (e *Engine) openStream(ctx context.Context, s tenancy.Scope, arn string) (*
 			return e.goneTableHandle(s, st), st, nil
 		}
 	}
-	return nil, changelog.Stream{}, streamNotFound(arn)
+	nf := streamNotFound(arn)
+	if other, err := e.clog.OwnedElsewhere(a.Table, a.Stream, resolve.Namespace(s)); err == nil && other {
+		// NB: the stream exists, owned by another tenant or environment:
+		// the caller is told only "not found", and the server audits it.
+		nf.Denial = true
+	}
+	return nil, changelog.Stream{}, nf
 }
 
 // goneTableHandle is the handle through which scope s reads its records
