@@ -76,6 +76,8 @@ type Config struct {
 	// (TENANTDB_BACKEND_TABLE_PREFIX). The engine's credentials come from
 	// the standard AWS chain.
 	Backend, BackendEndpoint, BackendRegion, BackendTablePrefix string
+	// StreamRetention is how long DynamoDB Streams records are kept.
+	StreamRetention time.Duration
 }
 
 // DefaultConfig returns the defaults.
@@ -89,6 +91,7 @@ func DefaultConfig() Config {
 		DefaultTenant:   true,
 		Fairness:        true,
 		ShutdownTimeout: 10 * time.Second,
+		StreamRetention: 24 * time.Hour,
 	}
 }
 
@@ -147,6 +150,9 @@ func (c Config) Validate() error {
 	if c.Backend == "" && (c.BackendEndpoint != "" || c.BackendRegion != "" || c.BackendTablePrefix != "") {
 		return errors.New("--backend-endpoint, --backend-region and --backend-table-prefix need --backend " + node.BackendDynamoDB)
 	}
+	if c.StreamRetention < time.Hour {
+		return errors.New("--stream-retention must be at least 1h")
+	}
 	return nil
 }
 
@@ -191,6 +197,7 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	fs.StringVar(&cfg.BackendRegion, "backend-region", cfg.BackendRegion, "region of the remote engine; empty means the AWS configuration's, else --region (env TENANTDB_BACKEND_REGION)")
 	fs.StringVar(&cfg.BackendTablePrefix, "backend-table-prefix", cfg.BackendTablePrefix, "prefix of the remote engine's table name, <prefix>tenantdb (env TENANTDB_BACKEND_TABLE_PREFIX)")
 	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", cfg.ShutdownTimeout, "how long to wait for in-flight requests on shutdown")
+	fs.DurationVar(&cfg.StreamRetention, "stream-retention", cfg.StreamRetention, "how long DynamoDB Streams records are kept")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
 	}
@@ -284,6 +291,8 @@ func (c Config) nodeOptions(endpoint, serverKey string, log *slog.Logger) node.O
 		Logger:        log,
 		Backend:       c.Backend,
 		Remote:        node.Remote{Endpoint: c.BackendEndpoint, Region: c.BackendRegion, TablePrefix: c.BackendTablePrefix},
+
+		StreamRetention: c.StreamRetention,
 	}
 	c.benchConfig.apply(&o)
 	return o

@@ -181,8 +181,8 @@ func TestTableApplyErrors(t *testing.T) {
 }
 
 // TestTableApplyRefusesMissingFeatures: a template that enables what
-// tenantdb does not have yet (point-in-time recovery, a stream, encryption
-// at rest) is refused with a message saying so, and creates no table;
+// tenantdb does not have yet (point-in-time recovery, encryption at rest)
+// is refused with a message saying so, and creates no table;
 // the same properties disabled are accepted.
 func TestTableApplyRefusesMissingFeatures(t *testing.T) {
 	srv, flags := tableServer(t)
@@ -190,7 +190,6 @@ func TestTableApplyRefusesMissingFeatures(t *testing.T) {
 	op := srv.Client(srv.Operator)
 	for name, c := range map[string]struct{ prop, want string }{
 		"pitr":   {"      PointInTimeRecoverySpecification: {PointInTimeRecoveryEnabled: true}\n", "tenantdb has no point-in-time recovery"},
-		"stream": {"      StreamSpecification: {StreamViewType: NEW_IMAGE}\n", "tenantdb has no change streams yet"},
 		"sse":    {"      SSESpecification: {SSEEnabled: true}\n", "tenantdb does not encrypt table data at rest yet"},
 	} {
 		p := writeTemplate(t, ticketsTemplate+c.prop)
@@ -209,5 +208,19 @@ func TestTableApplyRefusesMissingFeatures(t *testing.T) {
 	d, err := op.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String("tickets")})
 	if err != nil || d.Table.SSEDescription != nil || d.Table.StreamSpecification != nil {
 		t.Fatalf("tickets: %v; SSE %v, stream %v", err, d.Table.SSEDescription, d.Table.StreamSpecification)
+	}
+}
+
+// TestTableApplyStream: a template's StreamSpecification creates the
+// table with a stream.
+func TestTableApplyStream(t *testing.T) {
+	srv, flags := tableServer(t)
+	p := writeTemplate(t, ticketsTemplate+"      StreamSpecification: {StreamViewType: NEW_IMAGE}\n")
+	if out, errOut, code := cli(t, append([]string{"table", "apply", "-f", p}, flags...)...); code != 0 || !strings.HasPrefix(out, "created") {
+		t.Fatalf("code %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	d, err := srv.Client(srv.Operator).DescribeTable(context.Background(), &dynamodb.DescribeTableInput{TableName: aws.String("tickets")})
+	if err != nil || d.Table.StreamSpecification == nil || d.Table.StreamSpecification.StreamViewType != "NEW_IMAGE" || aws.ToString(d.Table.LatestStreamArn) == "" {
+		t.Fatalf("tickets: %v; stream %+v, arn %q", err, d.Table.StreamSpecification, aws.ToString(d.Table.LatestStreamArn))
 	}
 }

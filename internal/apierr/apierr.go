@@ -48,7 +48,9 @@ const (
 	Conflict // admin API: resource already exists
 	Unauthorized
 	MethodNotAllowed
-	DuplicateItem // PartiQL INSERT of an existing key
+	DuplicateItem     // PartiQL INSERT of an existing key
+	ExpiredIterator   // DynamoDB Streams: a shard iterator older than 15 minutes
+	TrimmedDataAccess // DynamoDB Streams: a position past the retention period
 
 	kindCount // NB: keep last; wire's table test ranges up to it.
 )
@@ -62,6 +64,11 @@ type Error struct {
 	Message string
 	// Cause is for the server log only; it never reaches the client.
 	Cause error
+	// Denial marks an error of another kind (ResourceNotFound, say) that
+	// answers a cross-tenant attempt: the client sees only the kind and
+	// message, and the server audits it as a denial, as it does every
+	// AccessDenied.
+	Denial bool
 	// Detail carries kind-specific payload that the wire layer encodes, such
 	// as an item for ConditionalCheckFailed with
 	// ReturnValuesOnConditionCheckFailure, or cancellation reasons. Its type
@@ -137,6 +144,8 @@ var kindNames = [...]string{
 	Unauthorized:                    "Unauthorized",
 	MethodNotAllowed:                "MethodNotAllowed",
 	DuplicateItem:                   "DuplicateItemException",
+	ExpiredIterator:                 "ExpiredIteratorException",
+	TrimmedDataAccess:               "TrimmedDataAccessException",
 }
 
 // String returns the DynamoDB error type name of k.

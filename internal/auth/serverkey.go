@@ -28,9 +28,10 @@ const ServerKeyEnv = "TENANTDB_SERVER_KEY"
 // session tokens. Purpose-specific keys are derived from it with HKDF, so
 // a sealed secret can never be replayed as a session token or vice versa.
 type ServerKey struct {
-	seal  cipher.AEAD // credential secrets
-	token cipher.AEAD // session tokens
-	check []byte      // identifies the key without revealing it
+	seal   cipher.AEAD // credential secrets
+	token  cipher.AEAD // session tokens
+	check  []byte      // identifies the key without revealing it
+	master []byte      // for Derive
 }
 
 // NewServerKey returns the ServerKey for 32 bytes of key material.
@@ -38,7 +39,7 @@ func NewServerKey(master []byte) (*ServerKey, error) {
 	if len(master) != 32 {
 		return nil, fmt.Errorf("auth: server key must be 32 bytes, got %d", len(master))
 	}
-	sk := &ServerKey{}
+	sk := &ServerKey{master: append([]byte(nil), master...)}
 	var err error
 	if sk.seal, err = deriveAEAD(master, "tenantdb credential seal v1"); err != nil {
 		return nil, err
@@ -62,6 +63,17 @@ func deriveAEAD(master []byte, info string) (cipher.AEAD, error) {
 		return nil, fmt.Errorf("auth: %w", err)
 	}
 	return cipher.NewGCM(block)
+}
+
+// Derive returns 32 bytes of key material for the purpose named by info
+// (HKDF of the server key), for another package's own keys: the change
+// log's shard iterators, for one. Distinct infos give independent keys.
+func (sk *ServerKey) Derive(info string) []byte {
+	k, err := hkdf.Key(sha256.New, sk.master, nil, info, 32)
+	if err != nil {
+		panic("auth: HKDF of 32 bytes failed: " + err.Error()) // only for lengths past 255*32
+	}
+	return k
 }
 
 // Check returns a value that identifies the key (an HMAC under it), to

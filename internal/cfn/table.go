@@ -19,8 +19,8 @@ var resourceAttributes = []string{"Type", "Properties", "Condition", "DependsOn"
 
 // noEffect are table properties tenantdb reads but has no use for.
 // Properties that would promise a protection tenantdb does not give
-// (point-in-time recovery, encryption at rest, streams) are not here:
-// enabled, they are refused (see table).
+// (point-in-time recovery, encryption at rest) are not here: enabled,
+// they are refused (see table).
 var noEffect = map[string]string{
 	"ContributorInsightsSpecification": "tenantdb has no CloudWatch Contributor Insights",
 	"KinesisStreamSpecification":       "tenantdb has no Kinesis streaming destination",
@@ -357,9 +357,8 @@ func streamSpec(n *yaml.Node, path string, warns []string) (*wire.StreamSpecific
 		warns = append(warns, path+".ResourcePolicy: ignored (stream resource policies are IAM's; tenantdb scopes streams by tenant)")
 	}
 	// NB: in CloudFormation a StreamSpecification enables the stream.
-	// Until tenantdb has change streams, it must not create a table that
-	// looks as if it had one.
-	return nil, nil, errAt(m.node, path, "tenantdb has no change streams yet: a table cannot have a stream (StreamViewType %s); remove StreamSpecification", vt)
+	enabled := true
+	return &wire.StreamSpecification{StreamEnabled: &enabled, StreamViewType: vt}, warns, nil
 }
 
 // pitrSpec reads PointInTimeRecoverySpecification: disabled is what every

@@ -129,7 +129,7 @@ func TestGuardClassifiesEveryOperation(t *testing.T) {
 			t.Errorf("%s: admin refused: %v", op.Name, err)
 		}
 	}
-	for _, name := range []string{"CreateBackup", "GetRecords", "", "getitem"} {
+	for _, name := range []string{"CreateBackup", "ListShards", "", "getitem"} {
 		if _, err := g.Admit(admin, ActionOf(name)); !apierr.Is(err, apierr.UnknownOperation) {
 			t.Errorf("%q: %v, want UnknownOperationException", name, err)
 		}
@@ -196,6 +196,8 @@ func TestTables(t *testing.T) {
 		"ExecuteTransaction":    {`{"TransactStatements":[{"Statement":"INSERT INTO a VALUE {'pk': 'x'}"},{"Statement":"EXISTS(SELECT * FROM b WHERE pk = 'x')"}]}`, []string{"a", "b"}},
 		"TransactWriteItems": {`{"TransactItems":[{"Put":{"TableName":"a","Item":{"pk":{"S":"x"}}}},{"Update":{"TableName":"b","Key":{"pk":{"S":"x"}},"UpdateExpression":"SET v = :v","ExpressionAttributeValues":{":v":{"N":"1"}}}},{"Delete":{"TableName":"c","Key":{"pk":{"S":"x"}}}},{"ConditionCheck":{"TableName":"d","Key":{"pk":{"S":"x"}},"ConditionExpression":"attribute_exists(pk)"}}]}`,
 			[]string{"a", "b", "c", "d"}},
+		"GetShardIterator": {`{"StreamArn":"arn:aws:dynamodb:r:1:table/a/stream/2026-01-01T00:00:00.000","ShardId":"s","ShardIteratorType":"LATEST"}`, []string{"a"}},
+		"GetRecords":       {`{"ShardIterator":"x"}`, nil}, // the table is inside the sealed iterator
 	}
 	for _, op := range table {
 		c, ok := cases[op.Name]
@@ -231,7 +233,8 @@ func TestFromTarget(t *testing.T) {
 		{"DynamoDB_20120810.ExecuteStatement", "ExecuteStatement", true},
 		{"DynamoDB_20120810.CreateBackup", "", false},
 		{"DynamoDB_20120810.", "", false},
-		{"DynamoDBStreams_20120810.GetRecords", "", false},
+		{"DynamoDBStreams_20120810.GetRecords", "GetRecords", true},
+		{"DynamoDB_20120810.GetRecords", "", false},
 		{"DynamoDBStreams_20120810.PutItem", "", false},
 		{"", "", false},
 		{"PutItem", "", false},

@@ -2,6 +2,7 @@ package dynamo
 
 import (
 	"context"
+	"strings"
 
 	"github.com/tenantdb/tenantdb/internal/partiql"
 	"github.com/tenantdb/tenantdb/internal/tenancy"
@@ -38,13 +39,18 @@ type Backend interface {
 	ExecuteStatement(context.Context, tenancy.Scope, *wire.ExecuteStatementInput) (*wire.ExecuteStatementOutput, error)
 	BatchExecuteStatement(context.Context, tenancy.Scope, *wire.BatchExecuteStatementInput) (*wire.BatchExecuteStatementOutput, error)
 	ExecuteTransaction(context.Context, tenancy.Scope, *wire.ExecuteTransactionInput) (*wire.ExecuteTransactionOutput, error)
+
+	ListStreams(context.Context, tenancy.Scope, *wire.ListStreamsInput) (*wire.ListStreamsOutput, error)
+	DescribeStream(context.Context, tenancy.Scope, *wire.DescribeStreamInput) (*wire.DescribeStreamOutput, error)
+	GetShardIterator(context.Context, tenancy.Scope, *wire.GetShardIteratorInput) (*wire.GetShardIteratorOutput, error)
+	GetRecords(context.Context, tenancy.Scope, *wire.GetRecordsInput) (*wire.GetRecordsOutput, error)
 }
 
 // The services whose X-Amz-Target prefixes tenantdb answers, all on the
-// same endpoint. DynamoDB Streams' operations (ListStreams, GetRecords,
-// ...) will be entries under "DynamoDBStreams_20120810".
+// same endpoint.
 const (
-	dynamoDB = "DynamoDB_20120810"
+	dynamoDB        = "DynamoDB_20120810"
+	dynamoDBStreams = "DynamoDBStreams_20120810"
 )
 
 // table lists every operation tenantdb serves: its service, name, class,
@@ -94,6 +100,28 @@ var table = []*Op{
 			}
 			return statementsClass(stmts...)
 		}),
+
+	define(dynamoDBStreams, "ListStreams", tenancy.ClassMeta, Backend.ListStreams, nil),
+	define(dynamoDBStreams, "DescribeStream", tenancy.ClassMeta, Backend.DescribeStream, nil),
+	define(dynamoDBStreams, "GetShardIterator", tenancy.ClassRead, Backend.GetShardIterator, func(in *wire.GetShardIteratorInput) []string { return streamTable(in.StreamArn) }),
+	// NB: GetRecords names its table only inside the sealed iterator, so no
+	// per-table quota applies to it; its unit is charged to the tenant's
+	// reads and metered against the table (wire.Usage.Table).
+	define(dynamoDBStreams, "GetRecords", tenancy.ClassRead, Backend.GetRecords, func(*wire.GetRecordsInput) []string { return nil }),
+}
+
+// streamTable returns the table named in a stream ARN
+// (arn:...:table/<name>/stream/<label>), or nil if there is none.
+func streamTable(arn string) []string {
+	_, rest, ok := strings.Cut(arn, ":table/")
+	if !ok {
+		return nil
+	}
+	name, _, ok := strings.Cut(rest, "/stream/")
+	if !ok || name == "" {
+		return nil
+	}
+	return []string{name}
 }
 
 // The tables of the multi-table operations.

@@ -16,6 +16,20 @@ func (e *Engine) startBackground() {
 	for _, t := range e.res.Shared() {
 		e.resumeBackfills(t)
 	}
+	e.wg.Add(1)
+	go func() {
+		defer e.wg.Done()
+		tick := time.NewTicker(trimInterval)
+		defer tick.Stop()
+		for {
+			select {
+			case <-e.closed:
+				return
+			case <-tick.C:
+				e.trimChangeLog()
+			}
+		}
+	}()
 	if e.opts.TTLInterval < 0 {
 		return
 	}

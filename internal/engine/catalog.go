@@ -201,6 +201,9 @@ func (e *Engine) closeSilo(tenant tenancy.TenantID, id uint64) {
 	delete(e.silos, key)
 	e.mu.Unlock()
 	if db != nil {
+		// NB: a silo table's change records are in its store, so they go
+		// with the table at once (not after retention, as DynamoDB's).
+		e.clog.CloseStore(db)
 		if err := db.Close(); err != nil {
 			e.log.Warn("engine: closing dropped silo store", "err", err)
 		}

@@ -62,6 +62,11 @@ func (e *Engine) CreateTable(ctx context.Context, s tenancy.Scope, in *wire.Crea
 	for _, ix := range t.Indexes {
 		ix.Created = t.Created
 	}
+	if e.opts.Streams && specEnabled(t.Stream) {
+		if err := e.newStream(t, t.Stream); err != nil {
+			return nil, err
+		}
+	}
 	if err := e.persist(t); err != nil {
 		return nil, err
 	}
@@ -181,8 +186,12 @@ func (e *Engine) buildTable(in *wire.CreateTableInput) (*schema.Table, error) {
 	}
 	if in.StreamSpecification != nil {
 		// A disabled stream is accepted and not stored: the table has none.
-		if err := checkStream(in.StreamSpecification); err != nil {
+		if err := e.checkStreamSpec(in.StreamSpecification); err != nil {
 			return nil, err
+		}
+		if specEnabled(in.StreamSpecification) {
+			spec := *in.StreamSpecification // only with Options.Streams
+			t.Stream = &spec
 		}
 	}
 	if err := checkSSE(in.SSESpecification); err != nil {

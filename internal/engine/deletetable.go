@@ -57,6 +57,11 @@ func (e *Engine) DeleteTable(ctx context.Context, s tenancy.Scope, in *wire.Dele
 	// NB: after the barrier no write of t can commit: writers re-read the
 	// definition with their stripes held and now find it gone.
 	e.locks.barrier()
+	if streamEnabled(t) {
+		// NB: the stream's records are not in the table's ranges: they stay
+		// readable until retention trims them, as in DynamoDB.
+		e.endStream(t.ID, t.LatestStream)
+	}
 	if err := e.drop(rec); err != nil {
 		// The record stays; the next start finishes the drop.
 		e.log.Error("engine: dropping table data", "table", t.Name, "err", err)

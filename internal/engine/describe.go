@@ -88,8 +88,11 @@ func (e *Engine) describe(t *schema.Table, st tableStats) *wire.TableDescription
 		d.TableClassSummary = &wire.TableClassSummary{TableClass: t.TableClass}
 	}
 	// NB: no StreamSpecification or LatestStreamArn, even for a table an
-	// earlier version stored with a stream: tenantdb has no change
-	// streams yet, so there is no stream to name.
+	// earlier version stored with a stream, unless Options.Streams: only
+	// then are there change log streams to name.
+	if e.opts.Streams {
+		e.describeStream(t, d)
+	}
 	for _, ix := range t.Indexes {
 		c := st[ix.No]
 		if ix.Local {

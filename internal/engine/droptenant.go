@@ -50,6 +50,11 @@ func (e *Engine) DropTenant(ctx context.Context, s tenancy.Scope) error {
 			return apierr.Wrap(apierr.Internal, err, "dropping tenant registry entries")
 		}
 	}
+	// The tenant's change records are in its range, which the caller
+	// deletes; the log forgets the entries that list them for trimming.
+	if err := e.clog.DropTenant(e.db, t); err != nil {
+		return apierr.Wrap(apierr.Internal, err, "dropping tenant change log entries")
+	}
 
 	// Stores of the tenant being opened when it was marked are closed
 	// below with the rest; none can start opening after the mark.
@@ -65,6 +70,7 @@ func (e *Engine) DropTenant(ctx context.Context, s tenancy.Scope) error {
 	closing := make(map[string]func() error, len(silos))
 	for _, key := range silos {
 		closing[key] = e.silos[key].Close
+		e.clog.CloseStore(e.silos[key])
 		delete(e.silos, key)
 	}
 	e.mu.Unlock()

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/tenantdb/tenantdb/internal/apierr"
+	"github.com/tenantdb/tenantdb/internal/changelog"
 	"github.com/tenantdb/tenantdb/internal/resolve"
 	"github.com/tenantdb/tenantdb/internal/schema"
 	"github.com/tenantdb/tenantdb/internal/storage"
@@ -56,6 +57,22 @@ type Options struct {
 	// batch that commits its items; the output's Usage is then marked
 	// Committed. Nil: usage is only reported in the output.
 	Meter Meter
+
+	// Streams makes StreamSpecification real: enabling a table's stream
+	// creates a change log stream that records every committed change of
+	// the table (package changelog), DescribeTable reports it and the
+	// DynamoDB Streams operations read it. Off, an enabled stream is
+	// refused (a backend without the Streams operations must not let a
+	// client enable a stream it cannot read). The server sets it.
+	Streams bool
+	// StreamSecret is the key material (32 bytes or more) of the change
+	// log's shard iterators and ids; nil means a random key per process.
+	StreamSecret []byte
+	// StreamRetention is how long change records are kept; 0 means 24h.
+	StreamRetention time.Duration
+	// StreamRollover is how long each shard of a new stream is open; 0
+	// means 4h.
+	StreamRollover time.Duration
 }
 
 // Meter adds a write request's usage to the storage batch that commits
@@ -111,6 +128,11 @@ type Engine struct {
 	// tenant's deletion can write into its range after DropTenant.
 	dropped    sync.Map // tenancy.TenantID -> struct{}
 	anyDropped atomic.Bool
+
+	// clog is the change log; streams caches the descriptors of streams
+	// receiving changes ([table, stream] -> changelog.Stream).
+	clog    *changelog.Log
+	streams sync.Map
 }
 
 // isDropped reports whether DropTenant was called for tenant t.
@@ -154,6 +176,10 @@ func Open(db *storage.DB, opts Options) (*Engine, error) {
 		openStore: storage.Open,
 	}
 	e.locks.init()
+	var err error
+	if e.clog, err = openChangeLog(db, opts); err != nil {
+		return nil, err
+	}
 	res, err := resolve.New(context.Background(), defStore{db}, resolve.Options{
 		Region:          opts.Region,
 		Account:         opts.Account,

@@ -205,6 +205,7 @@ func (e *Engine) expire(t *schema.Table, ns []byte, now time.Time, from []byte, 
 					// NB: re-checked under the lock: the item may have been
 					// rewritten since it was scanned.
 					w.del = w.old != nil && w.h.Table.TTLEnabled && expired(w.old, w.h.Table.TTLAttribute, nowN, horizonN)
+					w.expired = w.del
 				}
 				return e.commit(ws, nil)
 			})

@@ -204,17 +204,29 @@ func (e *Engine) UpdateTable(ctx context.Context, s tenancy.Scope, in *wire.Upda
 	c.AttrDefs = usedDefs(c, defs)
 
 	// Other settings.
+	var endedStream uint64 // a stream to disable once writers see c
 	if in.StreamSpecification != nil {
-		if err := checkStream(in.StreamSpecification); err != nil {
+		if err := e.checkStreamSpec(in.StreamSpecification); err != nil {
 			return nil, err
 		}
-		// Only StreamEnabled=false gets here. A stream stored by an
-		// earlier version (which accepted them and delivered nothing) is
-		// removed by it.
-		if c.Stream == nil || c.Stream.StreamEnabled == nil || !*c.Stream.StreamEnabled {
+		// Without Options.Streams only StreamEnabled=false gets here. A
+		// stream stored by an earlier version (which accepted them and
+		// delivered nothing) is removed by it.
+		enabled := specEnabled(c.Stream)
+		switch want := *in.StreamSpecification.StreamEnabled; {
+		case want && enabled:
+			return nil, apierr.Validationf("Table already has an enabled stream: %s", e.tableARN(c.Name))
+		case !want && !enabled:
 			return nil, apierr.Validationf("Table already has no enabled stream")
+		case want:
+			spec := *in.StreamSpecification
+			c.Stream = &spec
+		default:
+			c.Stream = nil
+			if e.opts.Streams {
+				endedStream = c.LatestStream
+			}
 		}
-		c.Stream = nil
 	}
 	if err := checkSSE(in.SSESpecification); err != nil {
 		return nil, err
@@ -227,6 +239,14 @@ func (e *Engine) UpdateTable(ctx context.Context, s tenancy.Scope, in *wire.Upda
 			return nil, enumErr(in.TableClass, "tableClass", "STANDARD, STANDARD_INFREQUENT_ACCESS")
 		}
 		c.TableClass = in.TableClass
+	}
+
+	if e.opts.Streams && in.StreamSpecification != nil && specEnabled(c.Stream) {
+		// NB: the descriptor is written before the definition naming it;
+		// if saving fails, only an unused descriptor is left.
+		if err := e.newStream(c, c.Stream); err != nil {
+			return nil, err
+		}
 	}
 
 	// Persist the definition with drop records for deleted indexes.
@@ -249,10 +269,13 @@ func (e *Engine) UpdateTable(ctx context.Context, s tenancy.Scope, in *wire.Upda
 		return nil, apierr.Wrap(apierr.Internal, err, "saving table definition")
 	}
 	e.res.Publish(c)
-	if len(created)+len(dropped) > 0 {
+	if len(created)+len(dropped) > 0 || in.StreamSpecification != nil && e.opts.Streams {
 		// NB: every write committed from now on maintains the new index
 		// set; the backfill and the drop cover everything before.
 		e.locks.barrier()
+	}
+	if endedStream != 0 {
+		e.endStream(c.ID, endedStream)
 	}
 	for _, rec := range drops {
 		if err := e.drop(rec); err != nil {

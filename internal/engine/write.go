@@ -6,6 +6,7 @@ import (
 
 	"github.com/tenantdb/tenantdb/internal/apierr"
 	"github.com/tenantdb/tenantdb/internal/attr"
+	"github.com/tenantdb/tenantdb/internal/changelog"
 	"github.com/tenantdb/tenantdb/internal/keyspace"
 	"github.com/tenantdb/tenantdb/internal/resolve"
 	"github.com/tenantdb/tenantdb/internal/schema"
@@ -52,6 +53,9 @@ type itemWrite struct {
 	put bool
 	del bool
 	new attr.Item
+	// expired marks a deletion by TTL expiry (its change record names the
+	// service as the user).
+	expired bool
 
 	cost writeCost // filled by commit
 }
@@ -100,7 +104,11 @@ func (e *Engine) locked(ws []*itemWrite, extra [][]byte, fn func() error) error 
 			return err
 		}
 		w.h.Table = t
-		if w.sizeOnly && len(t.Indexes) == 0 {
+		wantsOld, err := e.streamWantsOld(t)
+		if err != nil {
+			return err
+		}
+		if w.sizeOnly && len(t.Indexes) == 0 && !wantsOld {
 			w.old = nil
 			if w.found, w.oldSize, err = readItemSize(w.h.db, w.pk); err != nil {
 				return err
@@ -187,12 +195,25 @@ func (e *Engine) commit(ws []*itemWrite, extra func(b *storage.Batch) error) err
 			p.b.Close()
 		}
 	}()
+	// NB: the change records go into the items' batches; the appender is
+	// done only after the batches are applied (or abandoned), so no reader
+	// of the log passes a record still being committed.
+	var app *changelog.Appender
+	applied := false
+	defer func() {
+		if app != nil {
+			app.Done(applied)
+		}
+	}()
 	for _, w := range ws {
 		if !w.put && !w.del {
 			continue
 		}
 		p := get(w.h.db)
 		if err := e.stage(p.b, w); err != nil {
+			return err
+		}
+		if err := e.record(&app, p.b, w); err != nil {
 			return err
 		}
 		if w.put || w.found {
@@ -222,6 +243,7 @@ func (e *Engine) commit(ws []*itemWrite, extra func(b *storage.Batch) error) err
 			e.registered.Store(r, struct{}{})
 		}
 	}
+	applied = true
 	for _, w := range ws {
 		checkIndexEntries(w)
 	}

@@ -14,6 +14,7 @@
 //	t <tenant:16> n <env> 0x00 d <table:8> <hash:4> <pk> <sk>                  items
 //	t <tenant:16> n <env> 0x00 x <table:8> <index:2> <hash:4> <ipk> <isk> <pk> <sk>   index entries
 //	t <tenant:16> n <env> 0x00 m <table:8> <index:2> <counter>             statistics counters
+//	t <tenant:16> n <env> 0x00 c <table:8> <stream:8> <shard:4> <seq:8>    change log records (change.go)
 //
 // NB: everything of one tenant starts with t<tenant>, so a tenant is one
 // contiguous range (backup, restore, export, delete, move are range

@@ -44,6 +44,14 @@ const (
 	nsItem    = 'd' // items
 	nsIndex   = 'x' // index entries
 	nsCounter = 'm' // statistics counters
+	nsChange  = 'c' // change log records: <table:8> <stream:8> <shard:4> <seq:8>
+	nsChgMeta = 'C' // change log state of the namespace (see chg*)
+)
+
+// Change log state level: the byte after Namespace(tenant, env) nsChgMeta.
+const (
+	chgCeiling = 's' // the leased ceiling of the namespace's sequence numbers
+	chgHorizon = 'h' // <table:8> <stream:8>: the first position not trimmed
 )
 
 // Separators.
@@ -58,4 +66,6 @@ const (
 	SysTableSeq      = "seq/table" // next table id
 	SysTableRegistry = "tns/"      // <table:8><namespace>: namespace holds data of table
 	SysPendingDrops  = "drop/"     // <table:8><index:2>: pending removal of data
+	SysStreams       = "chs/"      // <table:8><stream:8>: stream descriptors
+	SysChangeLogs    = "chl/"      // <namespace><table:8><stream:8>: namespace holds records of stream
 )

@@ -87,6 +87,9 @@ type Options struct {
 	// TTLInterval overrides engine.Options.TTLInterval (0: the engine's
 	// default; negative disables the sweeper).
 	TTLInterval time.Duration
+	// StreamRetention is how long change records (DynamoDB Streams) are
+	// kept; 0 means 24h.
+	StreamRetention time.Duration
 
 	// Backend chooses where items live: "" for the embedded engine, or
 	// BackendDynamoDB for a remote engine speaking the DynamoDB API
@@ -196,6 +199,10 @@ func Open(ctx context.Context, o Options) (_ *Node, err error) {
 		InMemory:    o.InMemory,
 		TTLInterval: o.TTLInterval,
 		Meter:       n.quotas,
+
+		Streams:         true,
+		StreamSecret:    key.Derive("tenantdb change log v1"),
+		StreamRetention: o.StreamRetention,
 	}
 	if !o.InMemory {
 		eo.SiloDir = filepath.Join(o.DataDir, "silos")

@@ -60,6 +60,11 @@ type Table struct {
 	DeletionProtection bool                      `json:"deletion_protection,omitempty"`
 	TableClass         string                    `json:"table_class,omitempty"`
 	NextIndexNo        uint16                    `json:"next_index_no"`
+
+	// LatestStream is the id of the table's newest change log stream (see
+	// package changelog), 0 if it never had one. The stream receives the
+	// table's changes while Stream is enabled.
+	LatestStream uint64 `json:"latest_stream,omitempty"`
 }
 
 // Index is a GSI or LSI definition. Index number 0 is the base table, so

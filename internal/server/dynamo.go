@@ -182,10 +182,11 @@ type partlyDenied interface {
 	Denials() []string
 }
 
-// reportDenied tells the Denied hook about an AccessDenied error.
+// reportDenied tells the Denied hook about an AccessDenied error, or an
+// error marked as the answer to a cross-tenant attempt (apierr.Error.Denial).
 func (s *Server) reportDenied(ctx context.Context, p tenancy.Principal, op string, err error) {
 	var e *apierr.Error
-	if s.denied == nil || !errors.As(err, &e) || e.Kind != apierr.AccessDenied {
+	if s.denied == nil || !errors.As(err, &e) || e.Kind != apierr.AccessDenied && !e.Denial {
 		return
 	}
 	s.denied(ctx, p, "dynamodb:"+op, e.Message)

@@ -61,6 +61,8 @@ var errorTable = [apierr.KindCount]ErrorShape{
 	apierr.Unauthorized:                    {nsTenantDB + "Unauthorized", 401},
 	apierr.MethodNotAllowed:                {nsTenantDB + "MethodNotAllowed", 405},
 	apierr.DuplicateItem:                   {nsDynamo + "DuplicateItemException", 400},
+	apierr.ExpiredIterator:                 {nsDynamo + "ExpiredIteratorException", 400},
+	apierr.TrimmedDataAccess:               {nsDynamo + "TrimmedDataAccessException", 400},
 }
 
 // internalMessage is what an untyped error tells the client.

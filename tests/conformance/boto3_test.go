@@ -24,3 +24,19 @@ func TestBoto3(t *testing.T) {
 		t.Fatalf("boto3_smoke.py: %v\n%s", err, out)
 	}
 }
+
+// TestBoto3Streams runs testdata/boto3_streams.py: a stream enabled and
+// read back with boto3's dynamodbstreams client.
+func TestBoto3Streams(t *testing.T) {
+	if err := exec.Command("python3", "-c", "import boto3").Run(); err != nil {
+		t.Skip("python3 with boto3 is not installed")
+	}
+	t.Parallel()
+	srv := harness.Start(t)
+	cmd := exec.Command("python3", "testdata/boto3_streams.py")
+	cmd.Env = srv.Env(srv.Default)
+	out, err := cmd.CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != "OK" {
+		t.Fatalf("boto3_streams.py: %v\n%s", err, out)
+	}
+}

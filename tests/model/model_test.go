@@ -120,6 +120,7 @@ func TestModel(t *testing.T) {
 	createTable(t, ctx, op, tblLK, map[string]string{"tenantdb:isolation": "leading-keys", "tenantdb:leading-key-pattern": "TENANT#{tenant}|*"})
 
 	actors := make([]*actor, len(creds))
+	actorCred := map[*actor]harness.Credential{}
 	for i, c := range creds {
 		actors[i] = &actor{
 			name: c.name, tenant: c.cred.TenantID, c: srv.Client(c.cred),
@@ -129,6 +130,7 @@ func TestModel(t *testing.T) {
 		for _, tb := range tables {
 			actors[i].model[tb] = map[string]item{}
 		}
+		actorCred[actors[i]] = c.cred
 	}
 
 	// Run all actors concurrently; each runs its own operations serially.
@@ -169,7 +171,11 @@ func TestModel(t *testing.T) {
 			if err := a.verifyAll(ctx, tb); err != nil {
 				t.Error(err)
 			}
+			if err := a.verifyStream(ctx, srv, actorCred[a], tb); err != nil {
+				t.Error(err)
+			}
 		}
+		t.Logf("%s: %d stream records replayed", a.name, a.stats["stream records"])
 	}
 	// The operator learns nothing.
 	for _, tb := range tables {
@@ -196,7 +202,8 @@ func createTable(t *testing.T, ctx context.Context, c *dynamodb.Client, name str
 		AttributeDefinitions: []types.AttributeDefinition{s("pk"), s("sk"), s("gk"), s("v")},
 		KeySchema: []types.KeySchemaElement{
 			{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash}, {AttributeName: aws.String("sk"), KeyType: types.KeyTypeRange}},
-		BillingMode: types.BillingModePayPerRequest,
+		BillingMode:         types.BillingModePayPerRequest,
+		StreamSpecification: &types.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: types.StreamViewTypeNewAndOldImages},
 		GlobalSecondaryIndexes: []types.GlobalSecondaryIndex{{IndexName: aws.String("gsi"),
 			KeySchema: []types.KeySchemaElement{
 				{AttributeName: aws.String("gk"), KeyType: types.KeyTypeHash}, {AttributeName: aws.String("sk"), KeyType: types.KeyTypeRange}},

@@ -1,0 +1,181 @@
+package engine
+
+import (
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/tenantdb/tenantdb/internal/apierr"
+	"github.com/tenantdb/tenantdb/internal/changelog"
+	"github.com/tenantdb/tenantdb/internal/keyspace"
+	"github.com/tenantdb/tenantdb/internal/schema"
+	"github.com/tenantdb/tenantdb/internal/storage"
+	"github.com/tenantdb/tenantdb/internal/wire"
+)
+
+// The engine's side of the change log (package changelog): every
+// committed change of a table whose stream is enabled appends its record
+// in the same batch as the item (commit), TTL deletions marked as the
+// service's; DDL creates and disables the streams; the background loop
+// trims records past retention. Index backfills do not go through commit
+// and so write no records, as in DynamoDB.
+
+// openChangeLog creates the engine's change log over its main store.
+func openChangeLog(db *storage.DB, opts Options) (*changelog.Log, error) {
+	secret := opts.StreamSecret
+	if len(secret) == 0 {
+		// NB: iterators then do not survive a restart; the server passes a
+		// key derived from the server key.
+		secret = make([]byte, 32)
+		_, _ = rand.Read(secret)
+	}
+	l, err := changelog.New(db, changelog.Options{
+		Secret:    secret,
+		Retention: opts.StreamRetention,
+		Rollover:  opts.StreamRollover,
+		Now:       opts.Now,
+		Logger:    opts.Logger,
+	})
+	if err != nil {
+		return nil, apierr.Wrap(apierr.Internal, err, "opening the change log")
+	}
+	return l, nil
+}
+
+// checkStreamSpec validates a StreamSpecification as DynamoDB does; an
+// enabled stream is refused unless Options.Streams. NB: e may be nil
+// (BuildTable, for other backends): then an enabled stream is refused.
+func (e *Engine) checkStreamSpec(spec *wire.StreamSpecification) error {
+	streams := e != nil && e.opts.Streams
+	if err := checkStream(spec); err != nil && !(err == errNoStreams && streams) {
+		return err
+	}
+	return nil
+}
+
+// specEnabled reports whether spec enables a stream.
+func specEnabled(spec *wire.StreamSpecification) bool {
+	return spec != nil && spec.StreamEnabled != nil && *spec.StreamEnabled
+}
+
+// streamEnabled reports whether t's stream receives its changes.
+func streamEnabled(t *schema.Table) bool { return t.LatestStream != 0 && specEnabled(t.Stream) }
+
+// streamOf returns the change log stream receiving t's changes; ok is
+// false if t has none. Descriptors are cached: a stream's settings never
+// change while it receives changes.
+func (e *Engine) streamOf(t *schema.Table) (s changelog.Stream, ok bool, err error) {
+	if !streamEnabled(t) {
+		return s, false, nil
+	}
+	k := [2]uint64{t.ID, t.LatestStream}
+	if v, hit := e.streams.Load(k); hit {
+		return v.(changelog.Stream), true, nil
+	}
+	if s, err = e.clog.Stream(t.ID, t.LatestStream); err != nil {
+		return s, false, apierr.Wrap(apierr.Internal, err, "reading stream")
+	}
+	e.streams.Store(k, s)
+	return s, true, nil
+}
+
+// streamWantsOld reports whether t's stream stores old images, so that a
+// write must decode the current item even when it needs only its size.
+func (e *Engine) streamWantsOld(t *schema.Table) (bool, error) {
+	s, ok, err := e.streamOf(t)
+	return ok && s.Capture.WantsOld(), err
+}
+
+// record appends the change record of the decided write w to b (a batch
+// of w's store), creating *app on first use. REQUIRES: w staged, its
+// stripe held.
+func (e *Engine) record(app **changelog.Appender, b *storage.Batch, w *itemWrite) error {
+	if !w.found && !w.put {
+		return nil // deleting an absent item changes nothing: no record
+	}
+	s, ok, err := e.streamOf(w.h.Table)
+	if err != nil || !ok {
+		return err
+	}
+	if *app == nil {
+		*app = e.clog.NewAppender()
+	}
+	c := changelog.Change{Keys: w.key, Existed: w.found, Old: w.old, Expired: w.expired}
+	if w.put {
+		c.New = w.new
+	}
+	if err := (*app).Append(w.h.db, b, w.h.Namespace, s, c); err != nil {
+		return apierr.Wrap(apierr.Internal, err, "appending to the change log")
+	}
+	return nil
+}
+
+// newStream creates a change log stream for table t (whose ID is set) as
+// spec asks, and records it in t. Only with Options.Streams.
+func (e *Engine) newStream(t *schema.Table, spec *wire.StreamSpecification) error {
+	view, ok := changelog.ParseViewType(spec.StreamViewType)
+	if !ok {
+		return apierr.Validationf("One or more parameter values were invalid: invalid StreamViewType %s", apierr.Clip(spec.StreamViewType))
+	}
+	var owner []byte
+	if !t.Shared() {
+		owner = keyspace.Namespace(t.Owner, t.OwnerEnv)
+	}
+	meta, err := json.Marshal(keySchema(t.Hash, t.Range))
+	if err != nil {
+		return apierr.Wrap(apierr.Internal, err, "encoding key schema")
+	}
+	s, err := e.clog.CreateStream(t.ID, view, t.Name, owner, meta)
+	if err != nil {
+		return apierr.Wrap(apierr.Internal, err, "creating stream")
+	}
+	t.LatestStream = s.ID
+	return nil
+}
+
+// endStream disables stream id of table, whose definition without the
+// stream is published and whose writers have passed the lock barrier.
+func (e *Engine) endStream(table, id uint64) {
+	if _, err := e.clog.DisableStream(table, id); err != nil && !errors.Is(err, changelog.ErrStreamNotFound) {
+		// The stream stays enabled in its descriptor: it lists shards up to
+		// now and is never trimmed whole; a later DisableStream fixes it.
+		e.log.Error("engine: disabling stream", "table", table, "stream", id, "err", err)
+	}
+	e.streams.Delete([2]uint64{table, id})
+}
+
+// trimInterval is how often the change log is trimmed.
+const trimInterval = time.Minute
+
+// trimChangeLog trims the change log of the main store and of every open
+// silo store.
+func (e *Engine) trimChangeLog() {
+	dbs := []*storage.DB{e.db}
+	e.mu.RLock()
+	for _, db := range e.silos {
+		dbs = append(dbs, db)
+	}
+	e.mu.RUnlock()
+	for _, db := range dbs {
+		if _, err := e.clog.Trim(db); err != nil && !errors.Is(err, storage.ErrClosed) {
+			e.log.Error("engine: trimming the change log", "err", err)
+		}
+	}
+}
+
+// describeStream sets d's stream fields from t's change log streams: the
+// latest stream's ARN and label (kept after the stream is disabled, as
+// DynamoDB does) and the specification while it is enabled.
+func (e *Engine) describeStream(t *schema.Table, d *wire.TableDescription) {
+	d.StreamSpecification, d.LatestStreamArn, d.LatestStreamLabel = nil, "", ""
+	if streamEnabled(t) {
+		spec := *t.Stream
+		d.StreamSpecification = &spec
+	}
+	if t.LatestStream != 0 {
+		s := changelog.Stream{Table: t.ID, ID: t.LatestStream}
+		d.LatestStreamLabel = s.Label()
+		d.LatestStreamArn = changelog.FormatStreamARN(e.opts.Region, e.opts.Account, t.Name, s)
+	}
+}
