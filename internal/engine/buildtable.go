@@ -15,10 +15,6 @@ func BuildTable(in *wire.CreateTableInput) (*schema.Table, error) {
 	return e.buildTable(in)
 }
 
-// CheckTags validates TagResource's tags as DynamoDB does (tenantdb:
-// keys are reserved to CreateTable), for the same backends.
-func CheckTags(tags []wire.Tag) error { return checkTags(tags, false) }
-
 // CheckKeyCondition validates a compiled key condition against the key
 // schema queried as DynamoDB does (isExpr: it came from a
 // KeyConditionExpression, not KeyConditions), for the same backends.

@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/tenantdb/tenantdb/internal/apierr"
 	"github.com/tenantdb/tenantdb/internal/attr"
@@ -23,7 +21,6 @@ const (
 	maxLSIs           = 5
 	maxGSIs           = 20
 	maxProjectedAttrs = 100
-	maxTags           = 50
 )
 
 // CreateTable creates a table. The operator creates shared tables, which
@@ -200,7 +197,7 @@ func (e *Engine) buildTable(in *wire.CreateTableInput) (*schema.Table, error) {
 	if in.DeletionProtectionEnabled != nil {
 		t.DeletionProtection = *in.DeletionProtectionEnabled
 	}
-	if err := checkTags(in.Tags, true); err != nil {
+	if err := schema.CheckTags(in.Tags, true); err != nil {
 		return nil, err
 	}
 	t.Tags = append([]wire.Tag(nil), in.Tags...)
@@ -476,63 +473,6 @@ func checkSSE(raw json.RawMessage) error {
 		return apierr.Validationf("One or more parameter values were invalid: SSESpecification is not supported: tenantdb does not encrypt table data at rest yet")
 	}
 	return nil
-}
-
-// checkTags validates tags. atCreate allows the reserved tenantdb:* keys,
-// which choose isolation and are fixed for the table's life.
-func checkTags(tags []wire.Tag, atCreate bool) error {
-	if len(tags) > maxTags {
-		return apierr.New(apierr.LimitExceeded, "The number of tags exceeds the limit of %d", maxTags)
-	}
-	seen := map[string]bool{}
-	for i, tg := range tags {
-		field := fmt.Sprintf("tags.%d.member", i+1)
-		// NB: lengths count Unicode characters, not bytes.
-		switch n := utf8.RuneCountInString(tg.Key); {
-		case tg.KeyNull():
-			return apierr.Validationf("1 validation error detected: Value null at '%s.key' failed to satisfy constraint: Member must not be null", field)
-		case n < 1 || n > 128:
-			return apierr.Validationf("1 validation error detected: Value '%s' at '%s.key' failed to satisfy constraint: Member must have length between 1 and 128", tg.Key, field)
-		case !tagChars(tg.Key) && !strings.HasPrefix(tg.Key, "tenantdb:"):
-			return apierr.Validationf("1 validation error detected: Value '%s' at '%s.key' failed to satisfy constraint: Member must satisfy regular expression pattern: %s", tg.Key, field, tagPattern)
-		}
-		switch {
-		case tg.ValueNull():
-			return apierr.Validationf("1 validation error detected: Value null at '%s.value' failed to satisfy constraint: Member must not be null", field)
-		case utf8.RuneCountInString(tg.Value) > 256:
-			return apierr.Validationf("1 validation error detected: Value '%s' at '%s.value' failed to satisfy constraint: Member must have length less than or equal to 256", tg.Value, field)
-		case !tagChars(tg.Value) && !strings.HasPrefix(tg.Key, "tenantdb:"):
-			return apierr.Validationf("1 validation error detected: Value '%s' at '%s.value' failed to satisfy constraint: Member must satisfy regular expression pattern: %s", tg.Value, field, tagPattern)
-		}
-		if strings.HasPrefix(tg.Key, "aws:") {
-			return apierr.Validationf("One or more parameter values were invalid: Tag keys starting with aws: are reserved")
-		}
-		if !atCreate && strings.HasPrefix(tg.Key, "tenantdb:") {
-			return apierr.Validationf("One or more parameter values were invalid: Tag key %s is reserved: tenantdb: tags are set only at CreateTable", tg.Key)
-		}
-		if seen[tg.Key] {
-			return apierr.Validationf("One or more parameter values were invalid: Duplicate tag key: %s", tg.Key)
-		}
-		seen[tg.Key] = true
-	}
-	return nil
-}
-
-// tagPattern is the characters AWS allows in tag keys and values: letters,
-// white space, digits and _ . : / = + - @. Our reserved tenantdb: tags
-// (a leading-key pattern, for one) are exempt.
-//
-// NB: DynamoDB documents the characters but not the wording of its
-// refusal; the constraint message is ours.
-const tagPattern = `^([\p{L}\p{Z}\p{N}_.:/=+\-@]*)$`
-
-func tagChars(s string) bool {
-	for _, r := range s {
-		if !(unicode.IsLetter(r) || unicode.In(r, unicode.Z) || unicode.IsNumber(r) || strings.ContainsRune("_.:/=+-@", r)) {
-			return false
-		}
-	}
-	return true
 }
 
 func enumErr(v, field, set string) error {

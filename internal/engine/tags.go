@@ -2,9 +2,7 @@ package engine
 
 import (
 	"context"
-	"strings"
 
-	"github.com/tenantdb/tenantdb/internal/apierr"
 	"github.com/tenantdb/tenantdb/internal/schema"
 	"github.com/tenantdb/tenantdb/internal/tenancy"
 	"github.com/tenantdb/tenantdb/internal/wire"
@@ -21,8 +19,8 @@ import (
 // refused as a malformed one (our wording; DynamoDB refuses tags on
 // indexes).
 func (e *Engine) tableFromARN(ctx context.Context, s tenancy.Scope, arn string) (*schema.Table, error) {
-	if i := strings.Index(arn, ":table/"); i >= 0 && strings.Contains(arn[i+len(":table/"):], "/") {
-		return nil, apierr.Validationf("Invalid TableArn: Invalid ResourceArn provided as input %s", arn)
+	if err := schema.CheckTaggableARN(arn); err != nil {
+		return nil, err
 	}
 	tg, err := e.res.LookupARN(ctx, s, arn)
 	if err != nil {
@@ -38,10 +36,7 @@ func (e *Engine) TagResource(ctx context.Context, s tenancy.Scope, in *wire.TagR
 	if err := check(ctx, s); err != nil {
 		return nil, err
 	}
-	if len(in.Tags) == 0 {
-		return nil, apierr.Validationf("1 validation error detected: Value '[]' at 'tags' failed to satisfy constraint: Member must have length greater than or equal to 1")
-	}
-	if err := checkTags(in.Tags, false); err != nil {
+	if err := schema.CheckTagResource(in); err != nil {
 		return nil, err
 	}
 	e.ddl.Lock()
@@ -54,20 +49,8 @@ func (e *Engine) TagResource(ctx context.Context, s tenancy.Scope, in *wire.TagR
 		return nil, err
 	}
 	c := t.Clone()
-	for _, tg := range in.Tags {
-		replaced := false
-		for i := range c.Tags {
-			if c.Tags[i].Key == tg.Key {
-				c.Tags[i].Value = tg.Value
-				replaced = true
-			}
-		}
-		if !replaced {
-			c.Tags = append(c.Tags, tg)
-		}
-	}
-	if len(c.Tags) > maxTags {
-		return nil, apierr.New(apierr.LimitExceeded, "The number of tags exceeds the limit of %d", maxTags)
+	if err := c.SetTags(in.Tags); err != nil {
+		return nil, err
 	}
 	if err := e.persist(c); err != nil {
 		return nil, err
@@ -82,15 +65,8 @@ func (e *Engine) UntagResource(ctx context.Context, s tenancy.Scope, in *wire.Un
 	if err := check(ctx, s); err != nil {
 		return nil, err
 	}
-	if len(in.TagKeys) == 0 {
-		return nil, apierr.Validationf("1 validation error detected: Value '[]' at 'tagKeys' failed to satisfy constraint: Member must have length greater than or equal to 1")
-	}
-	drop := map[string]bool{}
-	for _, k := range in.TagKeys {
-		if strings.HasPrefix(k, "tenantdb:") {
-			return nil, apierr.Validationf("One or more parameter values were invalid: Tag key %s is reserved: tenantdb: tags are set only at CreateTable", k)
-		}
-		drop[k] = true
+	if err := schema.CheckUntagResource(in); err != nil {
+		return nil, err
 	}
 	e.ddl.Lock()
 	defer e.ddl.Unlock()
@@ -102,13 +78,7 @@ func (e *Engine) UntagResource(ctx context.Context, s tenancy.Scope, in *wire.Un
 		return nil, err
 	}
 	c := t.Clone()
-	kept := c.Tags[:0]
-	for _, tg := range c.Tags {
-		if !drop[tg.Key] {
-			kept = append(kept, tg)
-		}
-	}
-	c.Tags = kept
+	c.RemoveTags(in.TagKeys)
 	if err := e.persist(c); err != nil {
 		return nil, err
 	}

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sort"
-	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -158,38 +156,12 @@ func (b *Backend) DescribeTable(ctx context.Context, s tenancy.Scope, in *wire.D
 	return &wire.DescribeTableOutput{Table: d}, nil
 }
 
-// ListTables lists the tables s sees, as the embedded engine does.
+// ListTables lists the tables s sees; see resolve.Resolver.ListTables.
 func (b *Backend) ListTables(ctx context.Context, s tenancy.Scope, in *wire.ListTablesInput) (*wire.ListTablesOutput, error) {
 	if err := check(ctx, s); err != nil {
 		return nil, err
 	}
-	limit := 100
-	if in.Limit != nil {
-		limit = *in.Limit
-		if limit < 1 || limit > 100 {
-			return nil, apierr.Validationf("1 validation error detected: Value '%d' at 'limit' failed to satisfy constraint: Member must have value between 1 and 100", limit)
-		}
-	}
-	if in.ExclusiveStartTableName != "" {
-		if err := schema.ValidateTableName(in.ExclusiveStartTableName); err != nil {
-			return nil, err
-		}
-	}
-	visible, err := b.res.Visible(ctx, s)
-	if err != nil {
-		return nil, err
-	}
-	names := visible[sort.SearchStrings(visible, in.ExclusiveStartTableName):]
-	if len(names) > 0 && names[0] == in.ExclusiveStartTableName {
-		names = names[1:]
-	}
-	out := &wire.ListTablesOutput{TableNames: []string{}}
-	if len(names) > limit {
-		names = names[:limit]
-		out.LastEvaluatedTableName = names[limit-1]
-	}
-	out.TableNames = append(out.TableNames, names...)
-	return out, nil
+	return b.res.ListTables(ctx, s, in)
 }
 
 // DeleteTable removes the definition (conditionally, so that one of two
@@ -357,30 +329,10 @@ func (b *Backend) TagResource(ctx context.Context, s tenancy.Scope, in *wire.Tag
 	if err := check(ctx, s); err != nil {
 		return nil, err
 	}
-	if len(in.Tags) == 0 {
-		return nil, apierr.Validationf("1 validation error detected: Value '[]' at 'tags' failed to satisfy constraint: Member must have length greater than or equal to 1")
-	}
-	if err := engine.CheckTags(in.Tags); err != nil {
+	if err := schema.CheckTagResource(in); err != nil {
 		return nil, err
 	}
-	return b.retag(ctx, s, in.ResourceArn, func(c *schema.Table) error {
-		for _, tg := range in.Tags {
-			replaced := false
-			for i := range c.Tags {
-				if c.Tags[i].Key == tg.Key {
-					c.Tags[i].Value = tg.Value
-					replaced = true
-				}
-			}
-			if !replaced {
-				c.Tags = append(c.Tags, tg)
-			}
-		}
-		if len(c.Tags) > 50 {
-			return apierr.New(apierr.LimitExceeded, "The number of tags exceeds the limit of %d", 50)
-		}
-		return nil
-	})
+	return b.retag(ctx, s, in.ResourceArn, func(c *schema.Table) error { return c.SetTags(in.Tags) })
 }
 
 // UntagResource removes tags from the definition.
@@ -388,24 +340,20 @@ func (b *Backend) UntagResource(ctx context.Context, s tenancy.Scope, in *wire.U
 	if err := check(ctx, s); err != nil {
 		return nil, err
 	}
-	if len(in.TagKeys) == 0 {
-		return nil, apierr.Validationf("1 validation error detected: Value '[]' at 'tagKeys' failed to satisfy constraint: Member must have length greater than or equal to 1")
-	}
-	drop := map[string]bool{}
-	for _, k := range in.TagKeys {
-		if strings.HasPrefix(k, "tenantdb:") {
-			return nil, apierr.Validationf("One or more parameter values were invalid: Tag key %s is reserved: tenantdb: tags are set only at CreateTable", k)
-		}
-		drop[k] = true
+	if err := schema.CheckUntagResource(in); err != nil {
+		return nil, err
 	}
 	return b.retag(ctx, s, in.ResourceArn, func(c *schema.Table) error {
-		c.Tags = slices.DeleteFunc(c.Tags, func(tg wire.Tag) bool { return drop[tg.Key] })
+		c.RemoveTags(in.TagKeys)
 		return nil
 	})
 }
 
 // retag changes the tags of the table arn names with change.
 func (b *Backend) retag(ctx context.Context, s tenancy.Scope, arn string, change func(*schema.Table) error) (*wire.EmptyOutput, error) {
+	if err := schema.CheckTaggableARN(arn); err != nil {
+		return nil, err
+	}
 	b.ddl.Lock()
 	defer b.ddl.Unlock()
 	tg, err := b.res.LookupARN(ctx, s, arn)
@@ -428,6 +376,9 @@ func (b *Backend) retag(ctx context.Context, s tenancy.Scope, arn string, change
 // ListTagsOfResource lists the tags of the definition.
 func (b *Backend) ListTagsOfResource(ctx context.Context, s tenancy.Scope, in *wire.ListTagsOfResourceInput) (*wire.ListTagsOfResourceOutput, error) {
 	if err := check(ctx, s); err != nil {
+		return nil, err
+	}
+	if err := schema.CheckTaggableARN(in.ResourceArn); err != nil {
 		return nil, err
 	}
 	tg, err := b.res.LookupARN(ctx, s, in.ResourceArn)

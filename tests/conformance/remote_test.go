@@ -23,7 +23,8 @@ func TestRemote(t *testing.T) {
 		{"ConcurrentCounter", TestConcurrentCounter}, {"Golden", TestGolden}, {"ItemRoundTripAllTypes", TestItemRoundTripAllTypes},
 		{"UpdateDeleteConditional", TestUpdateDeleteConditional}, {"ValidationErrors", TestValidationErrors}, {"Query", TestQuery},
 		{"ScanSegments", TestScanSegments}, {"TableLifecycle", TestTableLifecycle}, {"ListTablesPaged", TestListTablesPaged},
-		{"DescribeEndpointsAndLimits", TestDescribeEndpointsAndLimits},
+		{"DescribeEndpointsAndLimits", TestDescribeEndpointsAndLimits}, {"TagRules", TestTagRules},
+		{"PartiQLStatements", TestPartiQLStatements}, {"PartiQLTransaction", TestPartiQLTransaction},
 	} {
 		t.Run(c.name, c.fn)
 	}
