@@ -189,8 +189,8 @@ func TestTableApplyRefusesMissingFeatures(t *testing.T) {
 	ctx := context.Background()
 	op := srv.Client(srv.Operator)
 	for name, c := range map[string]struct{ prop, want string }{
-		"pitr":   {"      PointInTimeRecoverySpecification: {PointInTimeRecoveryEnabled: true}\n", "tenantdb has no point-in-time recovery"},
-		"sse":    {"      SSESpecification: {SSEEnabled: true}\n", "tenantdb does not encrypt table data at rest yet"},
+		"pitr": {"      PointInTimeRecoverySpecification: {PointInTimeRecoveryEnabled: true}\n", "tenantdb has no point-in-time recovery"},
+		"sse":  {"      SSESpecification: {SSEEnabled: true}\n", "tenantdb does not encrypt table data at rest yet"},
 	} {
 		p := writeTemplate(t, ticketsTemplate+c.prop)
 		out, errOut, code := cli(t, append([]string{"table", "apply", "-f", p}, flags...)...)
