@@ -13,8 +13,8 @@ import (
 )
 
 func TestConcurrentAddCounter(t *testing.T) {
-	env := wtOpen(t)
-	env.operator().create(wtTable("Counters", false))
+	env := openEnv(t)
+	env.operator().create(tableInput("Counters", false))
 	a := env.tenant(tenancy.RoleApp)
 	const workers, each = 50, 20
 	var wg sync.WaitGroup
@@ -25,10 +25,10 @@ func TestConcurrentAddCounter(t *testing.T) {
 			defer wg.Done()
 			s := a.scope("UpdateItem")
 			for i := 0; i < each; i++ {
-				_, err := env.e.UpdateItem(wtCtx, s, &wire.UpdateItemInput{
+				_, err := env.e.UpdateItem(testCtx, s, &wire.UpdateItemInput{
 					TableName:                 "Counters",
 					Key:                       attr.Item{"pk": attr.Str("c")},
-					UpdateExpression:          wtStr("ADD n :one"),
+					UpdateExpression:          strPtr("ADD n :one"),
 					ExpressionAttributeValues: map[string]attr.Value{":one": attr.Num(attr.MustNumber("1"))},
 				})
 				if err != nil {
@@ -56,8 +56,8 @@ func TestConcurrentAddCounter(t *testing.T) {
 // while readers take transactional snapshots: the total never changes and
 // no balance goes negative.
 func TestConcurrentTransfers(t *testing.T) {
-	env := wtOpen(t)
-	env.operator().create(wtTable("Accounts", false))
+	env := openEnv(t)
+	env.operator().create(tableInput("Accounts", false))
 	a := env.tenant(tenancy.RoleApp)
 	const accounts, start = 8, 100
 	for i := 0; i < accounts; i++ {
@@ -65,9 +65,9 @@ func TestConcurrentTransfers(t *testing.T) {
 	}
 	num := func(n int) attr.Value { return attr.Num(attr.MustNumber(fmt.Sprint(n))) }
 	transfer := func(s tenancy.Scope, from, to, amt int) error {
-		_, err := env.e.TransactWriteItems(wtCtx, s, &wire.TransactWriteItemsInput{TransactItems: []wire.TransactWriteItem{
+		_, err := env.e.TransactWriteItems(testCtx, s, &wire.TransactWriteItemsInput{TransactItems: []wire.TransactWriteItem{
 			{Update: &wire.TransactUpdate{TableName: "Accounts", Key: attr.Item{"pk": attr.Str(fmt.Sprint("acct", from))},
-				UpdateExpression: "SET bal = bal - :a", ConditionExpression: wtStr("bal >= :a"), ExpressionAttributeValues: map[string]attr.Value{":a": num(amt)}}},
+				UpdateExpression: "SET bal = bal - :a", ConditionExpression: strPtr("bal >= :a"), ExpressionAttributeValues: map[string]attr.Value{":a": num(amt)}}},
 			{Update: &wire.TransactUpdate{TableName: "Accounts", Key: attr.Item{"pk": attr.Str(fmt.Sprint("acct", to))},
 				UpdateExpression: "SET bal = bal + :a", ExpressionAttributeValues: map[string]attr.Value{":a": num(amt)}}},
 		}})
@@ -81,7 +81,7 @@ func TestConcurrentTransfers(t *testing.T) {
 		for i := 0; i < accounts; i++ {
 			in.TransactItems = append(in.TransactItems, wire.TransactGetItem{Get: &wire.Get{TableName: "Accounts", Key: attr.Item{"pk": attr.Str(fmt.Sprint("acct", i))}}})
 		}
-		out, err := env.e.TransactGetItems(wtCtx, s, in)
+		out, err := env.e.TransactGetItems(testCtx, s, in)
 		if err != nil {
 			return 0, err
 		}
@@ -138,7 +138,7 @@ func TestConcurrentTransfers(t *testing.T) {
 		t.Fatal(err)
 	}
 	sum, err := snapshot(a.scope("TransactGetItems"))
-	wtNoErr(t, err)
+	noErr(t, err)
 	if sum != accounts*start {
 		t.Fatalf("final sum %d", sum)
 	}

@@ -18,7 +18,7 @@ import (
 )
 
 func TestCreateTableValidation(t *testing.T) {
-	env := wtOpen(t)
+	env := openEnv(t)
 	op := env.operator()
 	gsi := func(name, hash string) wire.GlobalSecondaryIndex {
 		return wire.GlobalSecondaryIndex{IndexName: name, KeySchema: []wire.KeySchemaElement{{AttributeName: hash, KeyType: "HASH"}}, Projection: &wire.Projection{ProjectionType: "ALL"}}
@@ -52,11 +52,11 @@ func TestCreateTableValidation(t *testing.T) {
 		{"same key twice", func(in *wire.CreateTableInput) { in.KeySchema[1].AttributeName = "pk" }, apierr.Validation, "have the same name"},
 		{"provisioned without throughput", func(in *wire.CreateTableInput) { in.BillingMode = "" }, apierr.Validation, "ReadCapacityUnits and WriteCapacityUnits must both be specified when BillingMode is PROVISIONED"},
 		{"on demand with throughput", func(in *wire.CreateTableInput) {
-			in.ProvisionedThroughput = &wire.ProvisionedThroughput{ReadCapacityUnits: wtI64(1), WriteCapacityUnits: wtI64(1)}
+			in.ProvisionedThroughput = &wire.ProvisionedThroughput{ReadCapacityUnits: i64Ptr(1), WriteCapacityUnits: i64Ptr(1)}
 		}, apierr.Validation, "Neither ReadCapacityUnits nor WriteCapacityUnits can be specified"},
 		{"zero throughput", func(in *wire.CreateTableInput) {
 			in.BillingMode = "PROVISIONED"
-			in.ProvisionedThroughput = &wire.ProvisionedThroughput{ReadCapacityUnits: wtI64(0), WriteCapacityUnits: wtI64(1)}
+			in.ProvisionedThroughput = &wire.ProvisionedThroughput{ReadCapacityUnits: i64Ptr(0), WriteCapacityUnits: i64Ptr(1)}
 		}, apierr.Validation, "greater than or equal to 1"},
 		{"lsi without table range", func(in *wire.CreateTableInput) {
 			in.KeySchema = in.KeySchema[:1]
@@ -100,12 +100,12 @@ func TestCreateTableValidation(t *testing.T) {
 		}, apierr.Validation, "ProjectionType is ALL, but NonKeyAttributes is specified"},
 		{"gsi throughput on demand", func(in *wire.CreateTableInput) {
 			g := gsi("gsi1", "sk")
-			g.ProvisionedThroughput = &wire.ProvisionedThroughput{ReadCapacityUnits: wtI64(1), WriteCapacityUnits: wtI64(1)}
+			g.ProvisionedThroughput = &wire.ProvisionedThroughput{ReadCapacityUnits: i64Ptr(1), WriteCapacityUnits: i64Ptr(1)}
 			in.GlobalSecondaryIndexes = []wire.GlobalSecondaryIndex{g}
 		}, apierr.Validation, "ProvisionedThroughput should not be specified for index: gsi1"},
 		{"gsi provisioned without throughput", func(in *wire.CreateTableInput) {
 			in.BillingMode = "PROVISIONED"
-			in.ProvisionedThroughput = &wire.ProvisionedThroughput{ReadCapacityUnits: wtI64(1), WriteCapacityUnits: wtI64(1)}
+			in.ProvisionedThroughput = &wire.ProvisionedThroughput{ReadCapacityUnits: i64Ptr(1), WriteCapacityUnits: i64Ptr(1)}
 			in.GlobalSecondaryIndexes = []wire.GlobalSecondaryIndex{gsi("gsi1", "sk")}
 		}, apierr.Validation, "ProvisionedThroughput must be specified for index: gsi1"},
 		{"bad isolation", func(in *wire.CreateTableInput) {
@@ -121,10 +121,10 @@ func TestCreateTableValidation(t *testing.T) {
 			in.Tags = []wire.Tag{{Key: tenancy.TagLeadingKeyPattern, Value: "T#{tenant}*"}}
 		}, apierr.Validation, "requires tenantdb:isolation=leading-keys"},
 		{"stream without view type", func(in *wire.CreateTableInput) {
-			in.StreamSpecification = &wire.StreamSpecification{StreamEnabled: wtBool(true)}
+			in.StreamSpecification = &wire.StreamSpecification{StreamEnabled: boolPtr(true)}
 		}, apierr.Validation, "StreamViewType"},
 		{"stream enabled", func(in *wire.CreateTableInput) {
-			in.StreamSpecification = &wire.StreamSpecification{StreamEnabled: wtBool(true), StreamViewType: "KEYS_ONLY"}
+			in.StreamSpecification = &wire.StreamSpecification{StreamEnabled: boolPtr(true), StreamViewType: "KEYS_ONLY"}
 		}, apierr.Validation, "tenantdb has no change streams yet"},
 		{"encryption at rest", func(in *wire.CreateTableInput) {
 			in.SSESpecification = json.RawMessage(`{"Enabled":true,"SSEType":"KMS"}`)
@@ -135,26 +135,26 @@ func TestCreateTableValidation(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			in := wtTable("Valid", true)
+			in := tableInput("Valid", true)
 			c.edit(in)
-			_, err := env.e.CreateTable(wtCtx, op.scope("CreateTable"), in)
-			wtWantErr(t, err, c.kind, c.msg)
+			_, err := env.e.CreateTable(testCtx, op.scope("CreateTable"), in)
+			wantErr(t, err, c.kind, c.msg)
 		})
 	}
 
 	// A leading-keys table with a number GSI partition key is refused.
-	in := wtTable("LKTable", true)
+	in := tableInput("LKTable", true)
 	in.Tags = []wire.Tag{{Key: tenancy.TagIsolation, Value: "leading-keys"}, {Key: tenancy.TagLeadingKeyPattern, Value: "T#{tenant}#*"}}
 	in.AttributeDefinitions = append(in.AttributeDefinitions, wire.AttributeDefinition{AttributeName: "n", AttributeType: "N"})
 	in.GlobalSecondaryIndexes = []wire.GlobalSecondaryIndex{gsi("byN", "n")}
-	_, err := env.e.CreateTable(wtCtx, op.scope("CreateTable"), in)
-	wtWantErr(t, err, apierr.Validation, "must be of type S")
+	_, err := env.e.CreateTable(testCtx, op.scope("CreateTable"), in)
+	wantErr(t, err, apierr.Validation, "must be of type S")
 }
 
 func TestCreateDescribeDelete(t *testing.T) {
-	env := wtOpen(t)
+	env := openEnv(t)
 	op := env.operator()
-	in := wtTable("Orders", true)
+	in := tableInput("Orders", true)
 	in.AttributeDefinitions = append(in.AttributeDefinitions,
 		wire.AttributeDefinition{AttributeName: "status", AttributeType: "S"},
 		wire.AttributeDefinition{AttributeName: "date", AttributeType: "N"})
@@ -178,8 +178,8 @@ func TestCreateDescribeDelete(t *testing.T) {
 		t.Fatalf("LSIs = %+v, billing %+v", d.LocalSecondaryIndexes, d.BillingModeSummary)
 	}
 
-	_, err := env.e.CreateTable(wtCtx, op.scope("CreateTable"), in)
-	wtWantErr(t, err, apierr.ResourceInUse, "Table already exists: Orders")
+	_, err := env.e.CreateTable(testCtx, op.scope("CreateTable"), in)
+	wantErr(t, err, apierr.ResourceInUse, "Table already exists: Orders")
 
 	// Definitions survive a restart, ids keep growing.
 	env.reopen()
@@ -188,23 +188,23 @@ func TestCreateDescribeDelete(t *testing.T) {
 		t.Fatalf("after reopen: %+v", d2)
 	}
 	ten := env.tenant(tenancy.RoleApp)
-	ten.put("Orders", wtJ(t, `{"pk":{"S":"a"},"sk":{"S":"1"},"status":{"S":"open"},"date":{"N":"5"},"total":{"N":"10"}}`))
+	ten.put("Orders", itemOf(t, `{"pk":{"S":"a"},"sk":{"S":"1"},"status":{"S":"open"},"date":{"N":"5"},"total":{"N":"10"}}`))
 
-	_, err = env.e.DeleteTable(wtCtx, ten.as(tenancy.RoleAdmin).scope("DeleteTable"), &wire.DeleteTableInput{TableName: "Orders"})
-	wtWantErr(t, err, apierr.AccessDenied, "not authorized")
+	_, err = env.e.DeleteTable(testCtx, ten.as(tenancy.RoleAdmin).scope("DeleteTable"), &wire.DeleteTableInput{TableName: "Orders"})
+	wantErr(t, err, apierr.AccessDenied, "not authorized")
 
-	out, err := env.e.DeleteTable(wtCtx, op.scope("DeleteTable"), &wire.DeleteTableInput{TableName: "Orders"})
-	wtNoErr(t, err)
+	out, err := env.e.DeleteTable(testCtx, op.scope("DeleteTable"), &wire.DeleteTableInput{TableName: "Orders"})
+	noErr(t, err)
 	if out.TableDescription.TableStatus != "DELETING" {
 		t.Fatalf("status = %s", out.TableDescription.TableStatus)
 	}
-	_, err = env.e.DescribeTable(wtCtx, op.scope("DescribeTable"), &wire.DescribeTableInput{TableName: "Orders"})
-	wtWantErr(t, err, apierr.ResourceNotFound, "Orders not found")
+	_, err = env.e.DescribeTable(testCtx, op.scope("DescribeTable"), &wire.DescribeTableInput{TableName: "Orders"})
+	wantErr(t, err, apierr.ResourceNotFound, "Orders not found")
 
 	// A recreated table never sees the old items, and the old data is gone.
-	op.create(wtTable("Orders", true))
-	if got := ten.get("Orders", wtJ(t, `{"pk":{"S":"a"},"sk":{"S":"1"}}`)); got != nil {
-		t.Fatalf("recreated table shows old item %s", wtJSON(got))
+	op.create(tableInput("Orders", true))
+	if got := ten.get("Orders", itemOf(t, `{"pk":{"S":"a"},"sk":{"S":"1"}}`)); got != nil {
+		t.Fatalf("recreated table shows old item %s", showItem(got))
 	}
 	lo, hi := keyspace.NamespaceRange(ten.p.Tenant, ten.p.Env)
 	it := env.db.NewIter(lo, hi)
@@ -219,47 +219,47 @@ func TestCreateDescribeDelete(t *testing.T) {
 }
 
 func TestDeletionProtection(t *testing.T) {
-	env := wtOpen(t)
+	env := openEnv(t)
 	admin := env.tenant(tenancy.RoleAdmin)
-	in := wtTable("Keep", false)
-	in.DeletionProtectionEnabled = wtBool(true)
+	in := tableInput("Keep", false)
+	in.DeletionProtectionEnabled = boolPtr(true)
 	admin.create(in)
-	_, err := env.e.DeleteTable(wtCtx, admin.scope("DeleteTable"), &wire.DeleteTableInput{TableName: "Keep"})
-	wtWantErr(t, err, apierr.Validation, "protected against deletion")
-	_, err = env.e.UpdateTable(wtCtx, admin.scope("UpdateTable"), &wire.UpdateTableInput{TableName: "Keep", DeletionProtectionEnabled: wtBool(false)})
-	wtNoErr(t, err)
-	_, err = env.e.DeleteTable(wtCtx, admin.scope("DeleteTable"), &wire.DeleteTableInput{TableName: "Keep"})
-	wtNoErr(t, err)
+	_, err := env.e.DeleteTable(testCtx, admin.scope("DeleteTable"), &wire.DeleteTableInput{TableName: "Keep"})
+	wantErr(t, err, apierr.Validation, "protected against deletion")
+	_, err = env.e.UpdateTable(testCtx, admin.scope("UpdateTable"), &wire.UpdateTableInput{TableName: "Keep", DeletionProtectionEnabled: boolPtr(false)})
+	noErr(t, err)
+	_, err = env.e.DeleteTable(testCtx, admin.scope("DeleteTable"), &wire.DeleteTableInput{TableName: "Keep"})
+	noErr(t, err)
 }
 
 func TestTenantTablesAndListTables(t *testing.T) {
-	env := wtOpen(t)
+	env := openEnv(t)
 	op := env.operator()
 	a := env.tenant(tenancy.RoleAdmin)
 	b := env.tenant(tenancy.RoleAdmin)
-	op.create(wtTable("Shared1", false))
-	op.create(wtTable("Shared2", false))
-	a.create(wtTable("AOwn", false))
-	b.create(wtTable("BOwn", false))
+	op.create(tableInput("Shared1", false))
+	op.create(tableInput("Shared2", false))
+	a.create(tableInput("AOwn", false))
+	b.create(tableInput("BOwn", false))
 
 	// A tenant table may not clash with a shared one; another tenant's
 	// names are free.
-	_, err := env.e.CreateTable(wtCtx, a.scope("CreateTable"), wtTable("Shared1", false))
-	wtWantErr(t, err, apierr.ResourceInUse, "Table already exists: Shared1")
-	a.create(wtTable("BOwn", false))
+	_, err := env.e.CreateTable(testCtx, a.scope("CreateTable"), tableInput("Shared1", false))
+	wantErr(t, err, apierr.ResourceInUse, "Table already exists: Shared1")
+	a.create(tableInput("BOwn", false))
 
 	// An app key may not create tables.
-	_, err = env.e.CreateTable(wtCtx, a.as(tenancy.RoleApp).scope("PutItem"), wtTable("Nope", false))
-	wtWantErr(t, err, apierr.AccessDenied, "not authorized")
+	_, err = env.e.CreateTable(testCtx, a.as(tenancy.RoleApp).scope("PutItem"), tableInput("Nope", false))
+	wantErr(t, err, apierr.AccessDenied, "not authorized")
 
-	list := func(act wtActor, start string, limit int) *wire.ListTablesOutput {
+	list := func(act testActor, start string, limit int) *wire.ListTablesOutput {
 		t.Helper()
 		in := &wire.ListTablesInput{ExclusiveStartTableName: start}
 		if limit > 0 {
 			in.Limit = &limit
 		}
-		out, err := env.e.ListTables(wtCtx, act.scope("ListTables"), in)
-		wtNoErr(t, err)
+		out, err := env.e.ListTables(testCtx, act.scope("ListTables"), in)
+		noErr(t, err)
 		return out
 	}
 	if got := strings.Join(list(op, "", 0).TableNames, ","); got != "Shared1,Shared2" {
@@ -280,16 +280,16 @@ func TestTenantTablesAndListTables(t *testing.T) {
 		t.Fatalf("page 2 = %+v", p2)
 	}
 	limit := 101
-	_, err = env.e.ListTables(wtCtx, a.scope("ListTables"), &wire.ListTablesInput{Limit: &limit})
-	wtWantErr(t, err, apierr.Validation, "less than or equal to 100")
+	_, err = env.e.ListTables(testCtx, a.scope("ListTables"), &wire.ListTablesInput{Limit: &limit})
+	wantErr(t, err, apierr.Validation, "less than or equal to 100")
 
 	// Another tenant's table is not found, whatever the caller.
-	_, err = env.e.DescribeTable(wtCtx, b.scope("DescribeTable"), &wire.DescribeTableInput{TableName: "AOwn"})
-	wtWantErr(t, err, apierr.ResourceNotFound, "AOwn not found")
-	_, err = env.e.DescribeTable(wtCtx, op.scope("DescribeTable"), &wire.DescribeTableInput{TableName: "AOwn"})
-	wtWantErr(t, err, apierr.ResourceNotFound, "AOwn not found")
-	_, err = env.e.DeleteTable(wtCtx, b.scope("DeleteTable"), &wire.DeleteTableInput{TableName: "AOwn"})
-	wtWantErr(t, err, apierr.ResourceNotFound, "AOwn not found")
+	_, err = env.e.DescribeTable(testCtx, b.scope("DescribeTable"), &wire.DescribeTableInput{TableName: "AOwn"})
+	wantErr(t, err, apierr.ResourceNotFound, "AOwn not found")
+	_, err = env.e.DescribeTable(testCtx, op.scope("DescribeTable"), &wire.DescribeTableInput{TableName: "AOwn"})
+	wantErr(t, err, apierr.ResourceNotFound, "AOwn not found")
+	_, err = env.e.DeleteTable(testCtx, b.scope("DeleteTable"), &wire.DeleteTableInput{TableName: "AOwn"})
+	wantErr(t, err, apierr.ResourceNotFound, "AOwn not found")
 
 	// Tenant tables survive a restart.
 	env.reopen()
@@ -297,25 +297,25 @@ func TestTenantTablesAndListTables(t *testing.T) {
 		t.Fatalf("after reopen tenant a sees %s", got)
 	}
 	// Data in a's own BOwn is a's.
-	a.as(tenancy.RoleApp).put("BOwn", wtJ(t, `{"pk":{"S":"x"}}`))
-	if got := b.as(tenancy.RoleApp).get("BOwn", wtJ(t, `{"pk":{"S":"x"}}`)); got != nil {
-		t.Fatalf("tenant b reads tenant a's item %s", wtJSON(got))
+	a.as(tenancy.RoleApp).put("BOwn", itemOf(t, `{"pk":{"S":"x"}}`))
+	if got := b.as(tenancy.RoleApp).get("BOwn", itemOf(t, `{"pk":{"S":"x"}}`)); got != nil {
+		t.Fatalf("tenant b reads tenant a's item %s", showItem(got))
 	}
 }
 
 func TestDescribeTableCountsPerTenant(t *testing.T) {
-	env := wtOpen(t)
+	env := openEnv(t)
 	op := env.operator()
-	in := wtTable("Pool", false)
+	in := tableInput("Pool", false)
 	in.AttributeDefinitions = append(in.AttributeDefinitions, wire.AttributeDefinition{AttributeName: "g", AttributeType: "S"})
 	in.GlobalSecondaryIndexes = []wire.GlobalSecondaryIndex{{IndexName: "byG", KeySchema: []wire.KeySchemaElement{{AttributeName: "g", KeyType: "HASH"}}, Projection: &wire.Projection{ProjectionType: "KEYS_ONLY"}}}
 	op.create(in)
 	a := env.tenant(tenancy.RoleApp)
 	b := env.tenant(tenancy.RoleApp)
 	for i := 0; i < 3; i++ {
-		a.put("Pool", wtJ(t, fmt.Sprintf(`{"pk":{"S":"a%d"},"g":{"S":"x"},"pad":{"S":"0123456789"}}`, i)))
+		a.put("Pool", itemOf(t, fmt.Sprintf(`{"pk":{"S":"a%d"},"g":{"S":"x"},"pad":{"S":"0123456789"}}`, i)))
 	}
-	b.put("Pool", wtJ(t, `{"pk":{"S":"b0"}}`))
+	b.put("Pool", itemOf(t, `{"pk":{"S":"b0"}}`))
 
 	da := a.describe("Pool")
 	if da.ItemCount != 3 || da.TableSizeBytes != 3*(2+2+1+1+3+10) {
@@ -332,17 +332,17 @@ func TestDescribeTableCountsPerTenant(t *testing.T) {
 	if do.ItemCount != 0 || do.TableSizeBytes != 0 {
 		t.Fatalf("operator sees count %d size %d", do.ItemCount, do.TableSizeBytes)
 	}
-	_, err := env.e.DeleteItem(wtCtx, a.scope("DeleteItem"), &wire.DeleteItemInput{TableName: "Pool", Key: wtJ(t, `{"pk":{"S":"a0"}}`)})
-	wtNoErr(t, err)
+	_, err := env.e.DeleteItem(testCtx, a.scope("DeleteItem"), &wire.DeleteItemInput{TableName: "Pool", Key: itemOf(t, `{"pk":{"S":"a0"}}`)})
+	noErr(t, err)
 	if n := a.describe("Pool").ItemCount; n != 2 {
 		t.Fatalf("after delete count %d", n)
 	}
 }
 
 func TestUpdateTableGSIBackfill(t *testing.T) {
-	env := wtOpen(t)
+	env := openEnv(t)
 	op := env.operator()
-	op.create(wtTable("Tbl", true))
+	op.create(tableInput("Tbl", true))
 	a := env.tenant(tenancy.RoleApp)
 	b := env.tenant(tenancy.RoleApp)
 	for i := 0; i < 300; i++ { // more than one backfill chunk
@@ -350,24 +350,24 @@ func TestUpdateTableGSIBackfill(t *testing.T) {
 		if i%3 != 0 { // every third item has no g: sparse
 			g = fmt.Sprintf(`,"g":{"S":"v%d"}`, i%7)
 		}
-		a.put("Tbl", wtJ(t, fmt.Sprintf(`{"pk":{"S":"p%d"},"sk":{"S":"s"}%s}`, i, g)))
+		a.put("Tbl", itemOf(t, fmt.Sprintf(`{"pk":{"S":"p%d"},"sk":{"S":"s"}%s}`, i, g)))
 	}
-	b.put("Tbl", wtJ(t, `{"pk":{"S":"b"},"sk":{"S":"s"},"g":{"S":"v1"}}`))
-	b.put("Tbl", wtJ(t, `{"pk":{"S":"c"},"sk":{"S":"s"},"g":{"N":"1"}}`)) // wrong type: no entry
+	b.put("Tbl", itemOf(t, `{"pk":{"S":"b"},"sk":{"S":"s"},"g":{"S":"v1"}}`))
+	b.put("Tbl", itemOf(t, `{"pk":{"S":"c"},"sk":{"S":"s"},"g":{"N":"1"}}`)) // wrong type: no entry
 
-	out, err := env.e.UpdateTable(wtCtx, op.scope("UpdateTable"), &wire.UpdateTableInput{
+	out, err := env.e.UpdateTable(testCtx, op.scope("UpdateTable"), &wire.UpdateTableInput{
 		TableName:            "Tbl",
 		AttributeDefinitions: []wire.AttributeDefinition{{AttributeName: "g", AttributeType: "S"}},
 		GlobalSecondaryIndexUpdates: []wire.GlobalSecondaryIndexUpdate{{Create: &wire.CreateGlobalSecondaryIndexAction{
 			IndexName: "byG", KeySchema: []wire.KeySchemaElement{{AttributeName: "g", KeyType: "HASH"}}, Projection: &wire.Projection{ProjectionType: "ALL"},
 		}}},
 	})
-	wtNoErr(t, err)
+	noErr(t, err)
 	if out.TableDescription.TableStatus != "UPDATING" || len(out.TableDescription.GlobalSecondaryIndexes) != 1 {
 		t.Fatalf("UpdateTable = %+v", out.TableDescription)
 	}
 	// A write during the backfill maintains the index itself.
-	a.put("Tbl", wtJ(t, `{"pk":{"S":"p1"},"sk":{"S":"s"},"g":{"S":"changed"}}`))
+	a.put("Tbl", itemOf(t, `{"pk":{"S":"p1"},"sk":{"S":"s"},"g":{"S":"changed"}}`))
 
 	deadline := time.Now().Add(20 * time.Second)
 	for {
@@ -394,15 +394,15 @@ func TestUpdateTableGSIBackfill(t *testing.T) {
 	if d := op.describe("Tbl"); len(d.AttributeDefinitions) != 3 {
 		t.Fatalf("attribute definitions %+v", d.AttributeDefinitions)
 	}
-	_, err = env.e.PutItem(wtCtx, a.scope("PutItem"), &wire.PutItemInput{TableName: "Tbl", Item: wtJ(t, `{"pk":{"S":"z"},"sk":{"S":"s"},"g":{"N":"1"}}`)})
-	wtWantErr(t, err, apierr.Validation, "Type mismatch for Index Key g")
+	_, err = env.e.PutItem(testCtx, a.scope("PutItem"), &wire.PutItemInput{TableName: "Tbl", Item: itemOf(t, `{"pk":{"S":"z"},"sk":{"S":"s"},"g":{"N":"1"}}`)})
+	wantErr(t, err, apierr.Validation, "Type mismatch for Index Key g")
 
 	// Delete the index: entries and counters go, the definition drops g.
-	_, err = env.e.UpdateTable(wtCtx, op.scope("UpdateTable"), &wire.UpdateTableInput{
+	_, err = env.e.UpdateTable(testCtx, op.scope("UpdateTable"), &wire.UpdateTableInput{
 		TableName:                   "Tbl",
 		GlobalSecondaryIndexUpdates: []wire.GlobalSecondaryIndexUpdate{{Delete: &wire.DeleteGlobalSecondaryIndexAction{IndexName: "byG"}}},
 	})
-	wtNoErr(t, err)
+	noErr(t, err)
 	if got := len(a.indexEntries("Tbl", 1)); got != 0 {
 		t.Fatalf("%d entries remain after index deletion", got)
 	}
@@ -415,44 +415,44 @@ func TestUpdateTableGSIBackfill(t *testing.T) {
 }
 
 func TestUpdateTableValidation(t *testing.T) {
-	env := wtOpen(t)
+	env := openEnv(t)
 	op := env.operator()
-	op.create(wtTable("Tbl", false))
-	_, err := env.e.UpdateTable(wtCtx, op.scope("UpdateTable"), &wire.UpdateTableInput{TableName: "Tbl"})
-	wtWantErr(t, err, apierr.Validation, "At least one of")
-	_, err = env.e.UpdateTable(wtCtx, op.scope("UpdateTable"), &wire.UpdateTableInput{TableName: "Tbl",
-		ProvisionedThroughput: &wire.ProvisionedThroughput{ReadCapacityUnits: wtI64(5), WriteCapacityUnits: wtI64(5)}})
-	wtWantErr(t, err, apierr.Validation, "PAY_PER_REQUEST")
-	out, err := env.e.UpdateTable(wtCtx, op.scope("UpdateTable"), &wire.UpdateTableInput{TableName: "Tbl", BillingMode: "PROVISIONED",
-		ProvisionedThroughput: &wire.ProvisionedThroughput{ReadCapacityUnits: wtI64(5), WriteCapacityUnits: wtI64(7)}})
-	wtNoErr(t, err)
+	op.create(tableInput("Tbl", false))
+	_, err := env.e.UpdateTable(testCtx, op.scope("UpdateTable"), &wire.UpdateTableInput{TableName: "Tbl"})
+	wantErr(t, err, apierr.Validation, "At least one of")
+	_, err = env.e.UpdateTable(testCtx, op.scope("UpdateTable"), &wire.UpdateTableInput{TableName: "Tbl",
+		ProvisionedThroughput: &wire.ProvisionedThroughput{ReadCapacityUnits: i64Ptr(5), WriteCapacityUnits: i64Ptr(5)}})
+	wantErr(t, err, apierr.Validation, "PAY_PER_REQUEST")
+	out, err := env.e.UpdateTable(testCtx, op.scope("UpdateTable"), &wire.UpdateTableInput{TableName: "Tbl", BillingMode: "PROVISIONED",
+		ProvisionedThroughput: &wire.ProvisionedThroughput{ReadCapacityUnits: i64Ptr(5), WriteCapacityUnits: i64Ptr(7)}})
+	noErr(t, err)
 	if pt := out.TableDescription.ProvisionedThroughput; pt.ReadCapacityUnits != 5 || pt.WriteCapacityUnits != 7 || out.TableDescription.BillingModeSummary.BillingMode != "PROVISIONED" {
 		t.Fatalf("throughput %+v", pt)
 	}
-	_, err = env.e.UpdateTable(wtCtx, op.scope("UpdateTable"), &wire.UpdateTableInput{TableName: "Tbl",
+	_, err = env.e.UpdateTable(testCtx, op.scope("UpdateTable"), &wire.UpdateTableInput{TableName: "Tbl",
 		GlobalSecondaryIndexUpdates: []wire.GlobalSecondaryIndexUpdate{{Delete: &wire.DeleteGlobalSecondaryIndexAction{IndexName: "nope"}}}})
-	wtWantErr(t, err, apierr.ResourceNotFound, "Index: nope not found")
-	_, err = env.e.UpdateTable(wtCtx, op.scope("UpdateTable"), &wire.UpdateTableInput{TableName: "Tbl",
+	wantErr(t, err, apierr.ResourceNotFound, "Index: nope not found")
+	_, err = env.e.UpdateTable(testCtx, op.scope("UpdateTable"), &wire.UpdateTableInput{TableName: "Tbl",
 		GlobalSecondaryIndexUpdates: []wire.GlobalSecondaryIndexUpdate{{Create: &wire.CreateGlobalSecondaryIndexAction{
 			IndexName: "byX", KeySchema: []wire.KeySchemaElement{{AttributeName: "x", KeyType: "HASH"}}, Projection: &wire.Projection{ProjectionType: "ALL"},
-			ProvisionedThroughput: &wire.ProvisionedThroughput{ReadCapacityUnits: wtI64(1), WriteCapacityUnits: wtI64(1)}}}}})
-	wtWantErr(t, err, apierr.Validation, "Some index key attributes are not defined")
+			ProvisionedThroughput: &wire.ProvisionedThroughput{ReadCapacityUnits: i64Ptr(1), WriteCapacityUnits: i64Ptr(1)}}}}})
+	wantErr(t, err, apierr.Validation, "Some index key attributes are not defined")
 	ten := env.tenant(tenancy.RoleAdmin)
-	_, err = env.e.UpdateTable(wtCtx, ten.scope("UpdateTable"), &wire.UpdateTableInput{TableName: "Tbl", DeletionProtectionEnabled: wtBool(true)})
-	wtWantErr(t, err, apierr.AccessDenied, "not authorized")
+	_, err = env.e.UpdateTable(testCtx, ten.scope("UpdateTable"), &wire.UpdateTableInput{TableName: "Tbl", DeletionProtectionEnabled: boolPtr(true)})
+	wantErr(t, err, apierr.AccessDenied, "not authorized")
 }
 
 // TestBackfillUnderConcurrentWrites checks the invariant "index entries and
 // counters match the items" after a GSI is backfilled while writers change
 // the items it covers.
 func TestBackfillUnderConcurrentWrites(t *testing.T) {
-	env := wtOpen(t)
+	env := openEnv(t)
 	op := env.operator()
-	op.create(wtTable("Busy", false))
+	op.create(tableInput("Busy", false))
 	a := env.tenant(tenancy.RoleApp)
 	const keys = 400
 	for i := 0; i < keys; i++ {
-		a.put("Busy", wtJ(t, fmt.Sprintf(`{"pk":{"S":"k%d"},"g":{"S":"v%d"}}`, i, i%5)))
+		a.put("Busy", itemOf(t, fmt.Sprintf(`{"pk":{"S":"k%d"},"g":{"S":"v%d"}}`, i, i%5)))
 	}
 	var wg sync.WaitGroup
 	for w := 0; w < 4; w++ {
@@ -465,11 +465,11 @@ func TestBackfillUnderConcurrentWrites(t *testing.T) {
 				var err error
 				switch r.Intn(3) {
 				case 0:
-					_, err = env.e.PutItem(wtCtx, a.scope("PutItem"), &wire.PutItemInput{TableName: "Busy", Item: wtJ(t, fmt.Sprintf(`{"pk":{"S":"%s"},"g":{"S":"w%d"}}`, k, r.Intn(5)))})
+					_, err = env.e.PutItem(testCtx, a.scope("PutItem"), &wire.PutItemInput{TableName: "Busy", Item: itemOf(t, fmt.Sprintf(`{"pk":{"S":"%s"},"g":{"S":"w%d"}}`, k, r.Intn(5)))})
 				case 1:
-					_, err = env.e.PutItem(wtCtx, a.scope("PutItem"), &wire.PutItemInput{TableName: "Busy", Item: wtJ(t, fmt.Sprintf(`{"pk":{"S":"%s"}}`, k))})
+					_, err = env.e.PutItem(testCtx, a.scope("PutItem"), &wire.PutItemInput{TableName: "Busy", Item: itemOf(t, fmt.Sprintf(`{"pk":{"S":"%s"}}`, k))})
 				case 2:
-					_, err = env.e.DeleteItem(wtCtx, a.scope("DeleteItem"), &wire.DeleteItemInput{TableName: "Busy", Key: wtJ(t, fmt.Sprintf(`{"pk":{"S":"%s"}}`, k))})
+					_, err = env.e.DeleteItem(testCtx, a.scope("DeleteItem"), &wire.DeleteItemInput{TableName: "Busy", Key: itemOf(t, fmt.Sprintf(`{"pk":{"S":"%s"}}`, k))})
 				}
 				if err != nil {
 					t.Error(err)
@@ -479,14 +479,14 @@ func TestBackfillUnderConcurrentWrites(t *testing.T) {
 		}(w)
 	}
 	// Create the index while the writers run.
-	_, err := env.e.UpdateTable(wtCtx, op.scope("UpdateTable"), &wire.UpdateTableInput{
+	_, err := env.e.UpdateTable(testCtx, op.scope("UpdateTable"), &wire.UpdateTableInput{
 		TableName:            "Busy",
 		AttributeDefinitions: []wire.AttributeDefinition{{AttributeName: "g", AttributeType: "S"}},
 		GlobalSecondaryIndexUpdates: []wire.GlobalSecondaryIndexUpdate{{Create: &wire.CreateGlobalSecondaryIndexAction{
 			IndexName: "byG", KeySchema: []wire.KeySchemaElement{{AttributeName: "g", KeyType: "HASH"}}, Projection: &wire.Projection{ProjectionType: "KEYS_ONLY"},
 		}}},
 	})
-	wtNoErr(t, err)
+	noErr(t, err)
 	wg.Wait()
 	deadline := time.Now().Add(20 * time.Second)
 	for op.describe("Busy").GlobalSecondaryIndexes[0].IndexStatus != "ACTIVE" {
@@ -497,13 +497,13 @@ func TestBackfillUnderConcurrentWrites(t *testing.T) {
 	}
 	// Count the items that carry g, straight from storage.
 	h, err := env.e.open(context.Background(), a.scope("GetItem"), "Busy")
-	wtNoErr(t, err)
+	noErr(t, err)
 	p := keyspace.Items(h.Namespace, h.Table.ID)
 	it := env.db.NewIter(p, keyspace.PrefixEnd(p))
 	withG := map[string]string{}
 	for ok := it.First(); ok; ok = it.Next() {
 		item, err := attr.DecodeItem(it.Value())
-		wtNoErr(t, err)
+		noErr(t, err)
 		if g, ok := item["g"]; ok {
 			withG[item["pk"].S] = g.S
 		}
@@ -515,7 +515,7 @@ func TestBackfillUnderConcurrentWrites(t *testing.T) {
 	}
 	for _, e := range entries {
 		if withG[e["pk"].S] != e["g"].S {
-			t.Fatalf("entry %s does not match item g=%q", wtJSON(e), withG[e["pk"].S])
+			t.Fatalf("entry %s does not match item g=%q", showItem(e), withG[e["pk"].S])
 		}
 	}
 	if n, _ := a.counters("Busy", 1); n != int64(len(withG)) {

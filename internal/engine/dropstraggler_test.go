@@ -22,12 +22,12 @@ func TestDropTenantRefusesStragglers(t *testing.T) {
 	db := e.db
 	ctx := context.Background()
 
-	qtCreate(t, e, "silo_t", "pk:S", "", nil, wire.Tag{Key: tenancy.TagIsolation, Value: "silo"})
-	qtCreate(t, e, "pool_t", "pk:S", "", nil)
-	a, b := qtTenant(t), qtTenant(t)
-	put := qtScope(t, a, "PutItem")
+	createShared(t, e, "silo_t", "pk:S", "", nil, wire.Tag{Key: tenancy.TagIsolation, Value: "silo"})
+	createShared(t, e, "pool_t", "pk:S", "", nil)
+	a, b := tenancy.NewTenantID(), tenancy.NewTenantID()
+	put := tenantScope(t, a, "PutItem")
 	for _, tbl := range []string{"silo_t", "pool_t"} {
-		qtPut(t, e, put, tbl, attr.Item{"pk": qtS("before")})
+		putItems(t, e, put, tbl, attr.Item{"pk": sval("before")})
 	}
 	if err := e.DropTenant(ctx, tenancy.SystemScope(a, "test")); err != nil {
 		t.Fatal(err)
@@ -42,12 +42,12 @@ func TestDropTenantRefusesStragglers(t *testing.T) {
 	bt.Close()
 
 	for _, tbl := range []string{"pool_t", "silo_t"} {
-		_, err := e.PutItem(ctx, put, &wire.PutItemInput{TableName: tbl, Item: attr.Item{"pk": qtS("after")}})
+		_, err := e.PutItem(ctx, put, &wire.PutItemInput{TableName: tbl, Item: attr.Item{"pk": sval("after")}})
 		if !apierr.Is(err, apierr.ResourceNotFound) {
 			t.Errorf("PutItem into %s by a dropped tenant's request: %v, want ResourceNotFound", tbl, err)
 		}
-		_, err = e.TransactWriteItems(ctx, qtScope(t, a, "TransactWriteItems"), &wire.TransactWriteItemsInput{TransactItems: []wire.TransactWriteItem{
-			{Put: &wire.TransactPut{TableName: tbl, Item: attr.Item{"pk": qtS("tx")}}}}})
+		_, err = e.TransactWriteItems(ctx, tenantScope(t, a, "TransactWriteItems"), &wire.TransactWriteItemsInput{TransactItems: []wire.TransactWriteItem{
+			{Put: &wire.TransactPut{TableName: tbl, Item: attr.Item{"pk": sval("tx")}}}}})
 		if err == nil {
 			t.Errorf("TransactWriteItems into %s by a dropped tenant's request succeeded", tbl)
 		}
@@ -61,23 +61,23 @@ func TestDropTenantRefusesStragglers(t *testing.T) {
 		t.Errorf("silo dir of the dropped tenant re-created (stat err %v)", err)
 	}
 	// Other tenants write as before.
-	qtPut(t, e, qtScope(t, b, "PutItem"), "pool_t", attr.Item{"pk": qtS("b")})
-	qtPut(t, e, qtScope(t, b, "PutItem"), "silo_t", attr.Item{"pk": qtS("b")})
+	putItems(t, e, tenantScope(t, b, "PutItem"), "pool_t", attr.Item{"pk": sval("b")})
+	putItems(t, e, tenantScope(t, b, "PutItem"), "silo_t", attr.Item{"pk": sval("b")})
 }
 
 // A tenant created again with a dropped tenant's id (ReviveTenant) writes
 // normally.
 func TestReviveTenant(t *testing.T) {
-	e := qtOpen(t)
-	qtCreate(t, e, "pool_t", "pk:S", "", nil)
-	a := qtTenant(t)
+	e := openEnv(t).e
+	createShared(t, e, "pool_t", "pk:S", "", nil)
+	a := tenancy.NewTenantID()
 	if err := e.DropTenant(context.Background(), tenancy.SystemScope(a, "test")); err != nil {
 		t.Fatal(err)
 	}
-	_, err := e.PutItem(context.Background(), qtScope(t, a, "PutItem"), &wire.PutItemInput{TableName: "pool_t", Item: attr.Item{"pk": qtS("x")}})
+	_, err := e.PutItem(context.Background(), tenantScope(t, a, "PutItem"), &wire.PutItemInput{TableName: "pool_t", Item: attr.Item{"pk": sval("x")}})
 	if !apierr.Is(err, apierr.ResourceNotFound) {
 		t.Fatalf("PutItem of a dropped tenant: %v, want ResourceNotFound", err)
 	}
 	e.ReviveTenant(tenancy.SystemScope(a, "test"))
-	qtPut(t, e, qtScope(t, a, "PutItem"), "pool_t", attr.Item{"pk": qtS("x")})
+	putItems(t, e, tenantScope(t, a, "PutItem"), "pool_t", attr.Item{"pk": sval("x")})
 }

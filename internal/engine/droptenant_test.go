@@ -16,12 +16,12 @@ import (
 func TestDropTenantRemovesSilosAndRegistry(t *testing.T) {
 	e, siloDir := siloTestEngine(t)
 
-	qtCreate(t, e, "silo_t", "pk:S", "", nil, wire.Tag{Key: tenancy.TagIsolation, Value: "silo"})
-	qtCreate(t, e, "pool_t", "pk:S", "", nil)
-	a, b := qtTenant(t), qtTenant(t)
+	createShared(t, e, "silo_t", "pk:S", "", nil, wire.Tag{Key: tenancy.TagIsolation, Value: "silo"})
+	createShared(t, e, "pool_t", "pk:S", "", nil)
+	a, b := tenancy.NewTenantID(), tenancy.NewTenantID()
 	for _, tn := range []tenancy.TenantID{a, b} {
 		for _, tbl := range []string{"silo_t", "pool_t"} {
-			qtPut(t, e, qtScope(t, tn, "PutItem"), tbl, attr.Item{"pk": qtS("k1"), "v": qtS(tn.String())})
+			putItems(t, e, tenantScope(t, tn, "PutItem"), tbl, attr.Item{"pk": sval("k1"), "v": sval(tn.String())})
 		}
 	}
 	for _, tn := range []tenancy.TenantID{a, b} {
@@ -54,7 +54,7 @@ func TestDropTenantRemovesSilosAndRegistry(t *testing.T) {
 	}
 	// The other tenant is untouched.
 	for _, tbl := range []string{"silo_t", "pool_t"} {
-		out, err := e.GetItem(context.Background(), qtScope(t, b, "GetItem"), &wire.GetItemInput{TableName: tbl, Key: attr.Item{"pk": qtS("k1")}})
+		out, err := e.GetItem(context.Background(), tenantScope(t, b, "GetItem"), &wire.GetItemInput{TableName: tbl, Key: attr.Item{"pk": sval("k1")}})
 		if err != nil {
 			t.Fatalf("GetItem %s as other tenant: %v", tbl, err)
 		}

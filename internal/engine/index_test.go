@@ -11,16 +11,16 @@ import (
 	"github.com/tenantdb/tenantdb/internal/wire"
 )
 
-// wtIndexedTable creates table Idx (pk, sk) with
+// indexedTable creates table Idx (pk, sk) with
 //
 //	1 lsi   (pk, lsk)  KEYS_ONLY
 //	2 gAll  (g, gs)    ALL
 //	3 gKeys (g)        KEYS_ONLY
 //	4 gInc  (h)        INCLUDE [inc]
-func wtIndexedTable(t *testing.T) (*wtEnv, wtActor) {
+func indexedTable(t *testing.T) (*testEnv, testActor) {
 	t.Helper()
-	env := wtOpen(t)
-	in := wtTable("Idx", true)
+	env := openEnv(t)
+	in := tableInput("Idx", true)
 	for _, n := range []string{"lsk", "g", "gs", "h"} {
 		in.AttributeDefinitions = append(in.AttributeDefinitions, wire.AttributeDefinition{AttributeName: n, AttributeType: "S"})
 	}
@@ -41,7 +41,7 @@ func wtIndexedTable(t *testing.T) (*wtEnv, wtActor) {
 	return env, env.tenant(tenancy.RoleApp)
 }
 
-func wtEntryNames(items []attr.Item) string {
+func entryNames(items []attr.Item) string {
 	var out []string
 	for _, it := range items {
 		out = append(out, strings.Join(attr.SortedNames(it), "+"))
@@ -51,11 +51,11 @@ func wtEntryNames(items []attr.Item) string {
 }
 
 func TestIndexMaintenance(t *testing.T) {
-	env, a := wtIndexedTable(t)
+	env, a := indexedTable(t)
 	e := env.e
-	full := wtJ(t, `{"pk":{"S":"p"},"sk":{"S":"1"},"lsk":{"S":"l"},"g":{"S":"G"},"gs":{"S":"S"},"h":{"S":"H"},"inc":{"S":"i"},"oth":{"S":"o"}}`)
-	out, err := e.PutItem(wtCtx, a.scope("PutItem"), &wire.PutItemInput{TableName: "Idx", Item: full, ReturnConsumedCapacity: "INDEXES"})
-	wtNoErr(t, err)
+	full := itemOf(t, `{"pk":{"S":"p"},"sk":{"S":"1"},"lsk":{"S":"l"},"g":{"S":"G"},"gs":{"S":"S"},"h":{"S":"H"},"inc":{"S":"i"},"oth":{"S":"o"}}`)
+	out, err := e.PutItem(testCtx, a.scope("PutItem"), &wire.PutItemInput{TableName: "Idx", Item: full, ReturnConsumedCapacity: "INDEXES"})
+	noErr(t, err)
 	cc := out.ConsumedCapacity
 	if cc.CapacityUnits != 5 || cc.Table.CapacityUnits != 1 || len(cc.GlobalSecondaryIndexes) != 3 || cc.LocalSecondaryIndexes["lsi"].CapacityUnits != 1 {
 		t.Fatalf("consumed = %+v", cc)
@@ -70,13 +70,13 @@ func TestIndexMaintenance(t *testing.T) {
 		4: "h+inc+pk+sk",
 	}
 	for no, names := range want {
-		if got := wtEntryNames(a.indexEntries("Idx", no)); got != names {
+		if got := entryNames(a.indexEntries("Idx", no)); got != names {
 			t.Fatalf("index %d entries %q, want %q", no, got, names)
 		}
 	}
 
 	// Sparse: an item without g or h has entries in neither.
-	a.put("Idx", wtJ(t, `{"pk":{"S":"q"},"sk":{"S":"1"},"lsk":{"S":"l"}}`))
+	a.put("Idx", itemOf(t, `{"pk":{"S":"q"},"sk":{"S":"1"},"lsk":{"S":"l"}}`))
 	if n := len(a.indexEntries("Idx", 2)); n != 1 {
 		t.Fatalf("gAll has %d entries", n)
 	}
@@ -86,16 +86,16 @@ func TestIndexMaintenance(t *testing.T) {
 
 	// Changing a non-key attribute not projected into gKeys leaves it alone
 	// (no write, no capacity), and rewrites gAll.
-	uo, err := e.UpdateItem(wtCtx, a.scope("UpdateItem"), &wire.UpdateItemInput{TableName: "Idx", Key: wtJ(t, `{"pk":{"S":"p"},"sk":{"S":"1"}}`),
-		UpdateExpression: wtStr("SET oth = :o"), ExpressionAttributeValues: map[string]attr.Value{":o": attr.Str("o2")}, ReturnConsumedCapacity: "INDEXES"})
-	wtNoErr(t, err)
+	uo, err := e.UpdateItem(testCtx, a.scope("UpdateItem"), &wire.UpdateItemInput{TableName: "Idx", Key: itemOf(t, `{"pk":{"S":"p"},"sk":{"S":"1"}}`),
+		UpdateExpression: strPtr("SET oth = :o"), ExpressionAttributeValues: map[string]attr.Value{":o": attr.Str("o2")}, ReturnConsumedCapacity: "INDEXES"})
+	noErr(t, err)
 	if g := uo.ConsumedCapacity.GlobalSecondaryIndexes; len(g) != 1 || g["gAll"].CapacityUnits != 1 {
 		t.Fatalf("index capacity of a non-key update: %+v", g)
 	}
 	// Moving the gAll key deletes the old entry and puts a new one.
-	_, err = e.UpdateItem(wtCtx, a.scope("UpdateItem"), &wire.UpdateItemInput{TableName: "Idx", Key: wtJ(t, `{"pk":{"S":"p"},"sk":{"S":"1"}}`),
-		UpdateExpression: wtStr("SET gs = :s REMOVE h"), ExpressionAttributeValues: map[string]attr.Value{":s": attr.Str("S2")}})
-	wtNoErr(t, err)
+	_, err = e.UpdateItem(testCtx, a.scope("UpdateItem"), &wire.UpdateItemInput{TableName: "Idx", Key: itemOf(t, `{"pk":{"S":"p"},"sk":{"S":"1"}}`),
+		UpdateExpression: strPtr("SET gs = :s REMOVE h"), ExpressionAttributeValues: map[string]attr.Value{":s": attr.Str("S2")}})
+	noErr(t, err)
 	entries := a.indexEntries("Idx", 2)
 	if len(entries) != 1 || entries[0]["gs"].S != "S2" || entries[0]["oth"].S != "o2" {
 		t.Fatalf("gAll entries %v", entries)
@@ -105,8 +105,8 @@ func TestIndexMaintenance(t *testing.T) {
 	}
 	// Deleting removes every entry; counters return to zero.
 	for _, k := range []string{`{"pk":{"S":"p"},"sk":{"S":"1"}}`, `{"pk":{"S":"q"},"sk":{"S":"1"}}`} {
-		_, err = e.DeleteItem(wtCtx, a.scope("DeleteItem"), &wire.DeleteItemInput{TableName: "Idx", Key: wtJ(t, k)})
-		wtNoErr(t, err)
+		_, err = e.DeleteItem(testCtx, a.scope("DeleteItem"), &wire.DeleteItemInput{TableName: "Idx", Key: itemOf(t, k)})
+		noErr(t, err)
 	}
 	for no := uint16(0); no <= 4; no++ {
 		if no > 0 && len(a.indexEntries("Idx", no)) != 0 {
@@ -119,9 +119,9 @@ func TestIndexMaintenance(t *testing.T) {
 }
 
 func TestIndexCounters(t *testing.T) {
-	env, a := wtIndexedTable(t)
-	a.put("Idx", wtJ(t, `{"pk":{"S":"p"},"sk":{"S":"1"},"g":{"S":"G"},"gs":{"S":"S"}}`))
-	a.put("Idx", wtJ(t, `{"pk":{"S":"p"},"sk":{"S":"2"},"g":{"S":"G"}}`))
+	env, a := indexedTable(t)
+	a.put("Idx", itemOf(t, `{"pk":{"S":"p"},"sk":{"S":"1"},"g":{"S":"G"},"gs":{"S":"S"}}`))
+	a.put("Idx", itemOf(t, `{"pk":{"S":"p"},"sk":{"S":"2"},"g":{"S":"G"}}`))
 	if n, b := a.counters("Idx", 0); n != 2 || b != int64(2+1+2+1+1+1+2+1)+int64(2+1+2+1+1+1) {
 		t.Fatalf("table counters %d/%d", n, b)
 	}
@@ -137,6 +137,6 @@ func TestIndexCounters(t *testing.T) {
 			t.Fatalf("described gKeys count %d", g.ItemCount)
 		}
 	}
-	_, err := env.e.PutItem(wtCtx, a.scope("PutItem"), &wire.PutItemInput{TableName: "Idx", Item: wtJ(t, `{"pk":{"S":"p"},"sk":{"S":"3"},"g":{"S":""}}`)})
-	wtWantErr(t, err, apierr.Validation, "A value specified for a secondary index key is not supported")
+	_, err := env.e.PutItem(testCtx, a.scope("PutItem"), &wire.PutItemInput{TableName: "Idx", Item: itemOf(t, `{"pk":{"S":"p"},"sk":{"S":"3"},"g":{"S":""}}`)})
+	wantErr(t, err, apierr.Validation, "A value specified for a secondary index key is not supported")
 }

@@ -52,13 +52,13 @@ func (m *fakeMeter) take() []meterCall {
 // cancelled transaction) and writes to a silo store do not, and leave
 // their metering to the caller.
 func TestWritesMeterInTheirBatch(t *testing.T) {
-	env, a := wtItemTable(t)
+	env, a := itemTable(t)
 	m := &fakeMeter{}
 	env.opts.Meter = m
 	env.reopen()
 	e := env.e
-	env.operator().create(wtTable("Other", false))
-	silo := wtTable("Silo", false)
+	env.operator().create(tableInput("Other", false))
+	silo := tableInput("Silo", false)
 	silo.Tags = []wire.Tag{{Key: tenancy.TagIsolation, Value: "silo"}}
 	a.as(tenancy.RoleAdmin).create(silo)
 
@@ -66,7 +66,7 @@ func TestWritesMeterInTheirBatch(t *testing.T) {
 	// that was committed.
 	metered := func(op string, err error, out wire.Output) {
 		t.Helper()
-		wtNoErr(t, err)
+		noErr(t, err)
 		calls := m.take()
 		u := out.Consumed()
 		if !u.Committed {
@@ -95,60 +95,60 @@ func TestWritesMeterInTheirBatch(t *testing.T) {
 		}
 	}
 
-	item := wtJ(t, `{"pk":{"S":"a"},"sk":{"S":"1"},"v":{"S":"x"}}`)
-	key := wtJ(t, `{"pk":{"S":"a"},"sk":{"S":"1"}}`)
-	put, err := e.PutItem(wtCtx, a.scope("PutItem"), &wire.PutItemInput{TableName: "Items", Item: item})
+	item := itemOf(t, `{"pk":{"S":"a"},"sk":{"S":"1"},"v":{"S":"x"}}`)
+	key := itemOf(t, `{"pk":{"S":"a"},"sk":{"S":"1"}}`)
+	put, err := e.PutItem(testCtx, a.scope("PutItem"), &wire.PutItemInput{TableName: "Items", Item: item})
 	metered("PutItem", err, put)
-	upd, err := e.UpdateItem(wtCtx, a.scope("UpdateItem"), &wire.UpdateItemInput{TableName: "Items", Key: key,
-		UpdateExpression: wtStr("SET v = :v"), ExpressionAttributeValues: map[string]attr.Value{":v": wtJ(t, `{"v":{"S":"y"}}`)["v"]}})
+	upd, err := e.UpdateItem(testCtx, a.scope("UpdateItem"), &wire.UpdateItemInput{TableName: "Items", Key: key,
+		UpdateExpression: strPtr("SET v = :v"), ExpressionAttributeValues: map[string]attr.Value{":v": itemOf(t, `{"v":{"S":"y"}}`)["v"]}})
 	metered("UpdateItem", err, upd)
-	del, err := e.DeleteItem(wtCtx, a.scope("DeleteItem"), &wire.DeleteItemInput{TableName: "Items", Key: key})
+	del, err := e.DeleteItem(testCtx, a.scope("DeleteItem"), &wire.DeleteItemInput{TableName: "Items", Key: key})
 	metered("DeleteItem", err, del)
 	// Deleting an absent item writes nothing but costs a unit.
-	del, err = e.DeleteItem(wtCtx, a.scope("DeleteItem"), &wire.DeleteItemInput{TableName: "Items", Key: key})
+	del, err = e.DeleteItem(testCtx, a.scope("DeleteItem"), &wire.DeleteItemInput{TableName: "Items", Key: key})
 	metered("DeleteItem", err, del)
-	bw, err := e.BatchWriteItem(wtCtx, a.scope("BatchWriteItem"), &wire.BatchWriteItemInput{RequestItems: map[string][]wire.WriteRequest{
+	bw, err := e.BatchWriteItem(testCtx, a.scope("BatchWriteItem"), &wire.BatchWriteItemInput{RequestItems: map[string][]wire.WriteRequest{
 		"Items": {{PutRequest: &wire.PutRequest{Item: item}}},
-		"Other": {{PutRequest: &wire.PutRequest{Item: wtJ(t, `{"pk":{"S":"o"}}`)}}},
+		"Other": {{PutRequest: &wire.PutRequest{Item: itemOf(t, `{"pk":{"S":"o"}}`)}}},
 	}})
 	metered("BatchWriteItem", err, bw)
 	if len(bw.U.PerTable) != 2 {
 		t.Errorf("BatchWriteItem on two tables: usage %+v, want a split by table", bw.U)
 	}
-	tx, err := e.TransactWriteItems(wtCtx, a.scope("TransactWriteItems"), &wire.TransactWriteItemsInput{TransactItems: []wire.TransactWriteItem{
+	tx, err := e.TransactWriteItems(testCtx, a.scope("TransactWriteItems"), &wire.TransactWriteItemsInput{TransactItems: []wire.TransactWriteItem{
 		{ConditionCheck: &wire.ConditionCheck{TableName: "Items", Key: key, ConditionExpression: "attribute_exists(pk)"}},
-		{Put: &wire.TransactPut{TableName: "Other", Item: wtJ(t, `{"pk":{"S":"p"}}`)}},
-	}, ClientRequestToken: wtStr("tok")})
+		{Put: &wire.TransactPut{TableName: "Other", Item: itemOf(t, `{"pk":{"S":"p"}}`)}},
+	}, ClientRequestToken: strPtr("tok")})
 	metered("TransactWriteItems", err, tx)
 	if tx.U.WriteUnits != 4 {
 		t.Errorf("TransactWriteItems usage %+v, want 4 write units (a check and a put, doubled)", tx.U)
 	}
 
 	// A replayed transaction commits nothing.
-	tx, err = e.TransactWriteItems(wtCtx, a.scope("TransactWriteItems"), &wire.TransactWriteItemsInput{TransactItems: []wire.TransactWriteItem{
+	tx, err = e.TransactWriteItems(testCtx, a.scope("TransactWriteItems"), &wire.TransactWriteItemsInput{TransactItems: []wire.TransactWriteItem{
 		{ConditionCheck: &wire.ConditionCheck{TableName: "Items", Key: key, ConditionExpression: "attribute_exists(pk)"}},
-		{Put: &wire.TransactPut{TableName: "Other", Item: wtJ(t, `{"pk":{"S":"p"}}`)}},
-	}, ClientRequestToken: wtStr("tok")})
-	wtNoErr(t, err)
+		{Put: &wire.TransactPut{TableName: "Other", Item: itemOf(t, `{"pk":{"S":"p"}}`)}},
+	}, ClientRequestToken: strPtr("tok")})
+	noErr(t, err)
 	unmetered("replayed TransactWriteItems", tx.U)
 	// Failed conditions commit nothing.
-	_, err = e.PutItem(wtCtx, a.scope("PutItem"), &wire.PutItemInput{TableName: "Items", Item: item, ConditionExpression: wtStr("attribute_not_exists(pk)")})
-	wtWantErr(t, err, apierr.ConditionalCheckFailed, "")
+	_, err = e.PutItem(testCtx, a.scope("PutItem"), &wire.PutItemInput{TableName: "Items", Item: item, ConditionExpression: strPtr("attribute_not_exists(pk)")})
+	wantErr(t, err, apierr.ConditionalCheckFailed, "")
 	unmetered("failed PutItem", wire.Usage{})
-	_, err = e.TransactWriteItems(wtCtx, a.scope("TransactWriteItems"), &wire.TransactWriteItemsInput{TransactItems: []wire.TransactWriteItem{
-		{ConditionCheck: &wire.ConditionCheck{TableName: "Items", Key: wtJ(t, `{"pk":{"S":"none"},"sk":{"S":"1"}}`), ConditionExpression: "attribute_exists(pk)"}},
-		{Put: &wire.TransactPut{TableName: "Other", Item: wtJ(t, `{"pk":{"S":"q"}}`)}},
+	_, err = e.TransactWriteItems(testCtx, a.scope("TransactWriteItems"), &wire.TransactWriteItemsInput{TransactItems: []wire.TransactWriteItem{
+		{ConditionCheck: &wire.ConditionCheck{TableName: "Items", Key: itemOf(t, `{"pk":{"S":"none"},"sk":{"S":"1"}}`), ConditionExpression: "attribute_exists(pk)"}},
+		{Put: &wire.TransactPut{TableName: "Other", Item: itemOf(t, `{"pk":{"S":"q"}}`)}},
 	}})
-	wtWantErr(t, err, apierr.TransactionCanceled, "")
+	wantErr(t, err, apierr.TransactionCanceled, "")
 	unmetered("cancelled TransactWriteItems", wire.Usage{})
 	// A silo table's items commit in another store.
-	sp, err := e.PutItem(wtCtx, a.scope("PutItem"), &wire.PutItemInput{TableName: "Silo", Item: wtJ(t, `{"pk":{"S":"s"}}`)})
-	wtNoErr(t, err)
+	sp, err := e.PutItem(testCtx, a.scope("PutItem"), &wire.PutItemInput{TableName: "Silo", Item: itemOf(t, `{"pk":{"S":"s"}}`)})
+	noErr(t, err)
 	unmetered("PutItem on a silo table", sp.U)
-	sb, err := e.BatchWriteItem(wtCtx, a.scope("BatchWriteItem"), &wire.BatchWriteItemInput{RequestItems: map[string][]wire.WriteRequest{
+	sb, err := e.BatchWriteItem(testCtx, a.scope("BatchWriteItem"), &wire.BatchWriteItemInput{RequestItems: map[string][]wire.WriteRequest{
 		"Items": {{PutRequest: &wire.PutRequest{Item: item}}},
-		"Silo":  {{PutRequest: &wire.PutRequest{Item: wtJ(t, `{"pk":{"S":"t"}}`)}}},
+		"Silo":  {{PutRequest: &wire.PutRequest{Item: itemOf(t, `{"pk":{"S":"t"}}`)}}},
 	}})
-	wtNoErr(t, err)
+	noErr(t, err)
 	unmetered("BatchWriteItem on a shared and a silo table", sb.U)
 }

@@ -9,35 +9,34 @@ import (
 
 	"github.com/tenantdb/tenantdb/internal/apierr"
 	"github.com/tenantdb/tenantdb/internal/attr"
-	"github.com/tenantdb/tenantdb/internal/dynamo"
 	"github.com/tenantdb/tenantdb/internal/keyspace"
 	"github.com/tenantdb/tenantdb/internal/tenancy"
 	"github.com/tenantdb/tenantdb/internal/wire"
 )
 
-// qtTwoTenants fills the Orders table for tenants a and b: the same keys
+// twoTenants fills the Orders table for tenants a and b: the same keys
 // with different contents, plus keys only one of them has.
-func qtTwoTenants(t *testing.T) (e *Engine, a, b tenancy.Scope) {
+func twoTenants(t *testing.T) (e *Engine, a, b tenancy.Scope) {
 	t.Helper()
-	e, a = qtOrders(t)
-	b = qtScope(t, qtTenant(t), "Query")
+	e, a = openOrders(t)
+	b = tenantScope(t, tenancy.NewTenantID(), "Query")
 	for i := 0; i < 30; i++ {
-		ia := qtOrder(fmt.Sprintf("p%d", i%4), fmt.Sprint(i), "open", i, "shared", "")
-		ia["owner"] = qtS("A")
-		ib := qtOrder(fmt.Sprintf("p%d", i%4), fmt.Sprint(i), "open", i, "shared", "")
-		ib["owner"] = qtS("B")
-		qtPut(t, e, a, "Orders", ia)
-		qtPut(t, e, b, "Orders", ib)
+		ia := orderItem(fmt.Sprintf("p%d", i%4), fmt.Sprint(i), "open", i, "shared", "")
+		ia["owner"] = sval("A")
+		ib := orderItem(fmt.Sprintf("p%d", i%4), fmt.Sprint(i), "open", i, "shared", "")
+		ib["owner"] = sval("B")
+		putItems(t, e, a, "Orders", ia)
+		putItems(t, e, b, "Orders", ib)
 	}
 	for i := 0; i < 7; i++ {
-		it := qtOrder("onlyA", fmt.Sprint(i), "open", 1000+i, "onlyA", "")
-		it["owner"] = qtS("A")
-		qtPut(t, e, a, "Orders", it)
+		it := orderItem("onlyA", fmt.Sprint(i), "open", 1000+i, "onlyA", "")
+		it["owner"] = sval("A")
+		putItems(t, e, a, "Orders", it)
 	}
 	return e, a, b
 }
 
-func qtOwners(items []attr.Item) map[string]int {
+func ownerCounts(items []attr.Item) map[string]int {
 	m := map[string]int{}
 	for _, it := range items {
 		m[it["owner"].S]++
@@ -48,7 +47,7 @@ func qtOwners(items []attr.Item) map[string]int {
 // TestTwoTenantsOneTable: each tenant sees only its items in a shared
 // table, through Query, GSI queries, Scan, parallel Scan and COUNT.
 func TestTwoTenantsOneTable(t *testing.T) {
-	e, a, b := qtTwoTenants(t)
+	e, a, b := twoTenants(t)
 	for _, tc := range []struct {
 		name   string
 		s      tenancy.Scope
@@ -58,28 +57,28 @@ func TestTwoTenantsOneTable(t *testing.T) {
 		{"A", a, "A", [4]int{8, 37, 37, 7}},
 		{"B", b, "B", [4]int{8, 30, 30, 0}},
 	} {
-		q, err := qtQuery(t, e, tc.s, &wire.QueryInput{TableName: "Orders", KeyConditionExpression: qtStr("pk = :p"), ExpressionAttributeValues: qtVals(":p", qtS("p1"))})
+		q, err := runQuery(t, e, tc.s, &wire.QueryInput{TableName: "Orders", KeyConditionExpression: strPtr("pk = :p"), ExpressionAttributeValues: exprVals(":p", sval("p1"))})
 		if err != nil {
 			t.Fatal(err)
 		}
-		g, _ := qtQueryAll(t, e, tc.s, wire.QueryInput{TableName: "Orders", IndexName: qtStr("byCust"), Limit: qtI32(5), KeyConditionExpression: qtStr("cust = :c"), ExpressionAttributeValues: qtVals(":c", qtS("shared"))})
-		k, _ := qtQueryAll(t, e, tc.s, wire.QueryInput{TableName: "Orders", IndexName: qtStr("byStatus"), Limit: qtI32(6), KeyConditionExpression: qtStr("#s = :o"), ExpressionAttributeNames: map[string]string{"#s": "status"}, ExpressionAttributeValues: qtVals(":o", qtS("open"))})
-		sc, _ := qtScanAll(t, e, tc.s, wire.ScanInput{TableName: "Orders", Limit: qtI32(4)})
+		g, _ := queryAll(t, e, tc.s, wire.QueryInput{TableName: "Orders", IndexName: strPtr("byCust"), Limit: i32Ptr(5), KeyConditionExpression: strPtr("cust = :c"), ExpressionAttributeValues: exprVals(":c", sval("shared"))})
+		k, _ := queryAll(t, e, tc.s, wire.QueryInput{TableName: "Orders", IndexName: strPtr("byStatus"), Limit: i32Ptr(6), KeyConditionExpression: strPtr("#s = :o"), ExpressionAttributeNames: map[string]string{"#s": "status"}, ExpressionAttributeValues: exprVals(":o", sval("open"))})
+		sc, _ := scanAll(t, e, tc.s, wire.ScanInput{TableName: "Orders", Limit: i32Ptr(4)})
 		var par []attr.Item
 		for seg := int32(0); seg < 3; seg++ {
-			got, _ := qtScanAll(t, e, tc.s, wire.ScanInput{TableName: "Orders", Segment: qtI32(seg), TotalSegments: qtI32(3)})
+			got, _ := scanAll(t, e, tc.s, wire.ScanInput{TableName: "Orders", Segment: i32Ptr(seg), TotalSegments: i32Ptr(3)})
 			par = append(par, got...)
 		}
-		cnt, err := qtQuery(t, e, tc.s, &wire.QueryInput{TableName: "Orders", Select: "COUNT", KeyConditionExpression: qtStr("pk = :p"), ExpressionAttributeValues: qtVals(":p", qtS("onlyA"))})
+		cnt, err := runQuery(t, e, tc.s, &wire.QueryInput{TableName: "Orders", Select: "COUNT", KeyConditionExpression: strPtr("pk = :p"), ExpressionAttributeValues: exprVals(":p", sval("onlyA"))})
 		if err != nil {
 			t.Fatal(err)
 		}
-		scount, err := qtScan(t, e, tc.s, &wire.ScanInput{TableName: "Orders", Select: "COUNT"})
+		scount, err := runScan(t, e, tc.s, &wire.ScanInput{TableName: "Orders", Select: "COUNT"})
 		if err != nil {
 			t.Fatal(err)
 		}
 		for what, items := range map[string][]attr.Item{"query": q.Items, "gsi": g, "scan": sc, "parallel scan": par} {
-			for owner := range qtOwners(items) {
+			for owner := range ownerCounts(items) {
 				if owner != tc.owner {
 					t.Fatalf("tenant %s: %s returned an item of %q", tc.name, what, owner)
 				}
@@ -106,15 +105,15 @@ func TestTwoTenantsOneTable(t *testing.T) {
 // comes back: a start key only positions the read inside the caller's own
 // range.
 func TestForgedStartKeys(t *testing.T) {
-	e, a, b := qtTwoTenants(t)
-	qtCreate(t, e, "Other", "pk:S", "sk:S", nil)
-	qtPut(t, e, a, "Other", attr.Item{"pk": qtS("p1"), "sk": qtS("0"), "owner": qtS("A-other")})
+	e, a, b := twoTenants(t)
+	createShared(t, e, "Other", "pk:S", "sk:S", nil)
+	putItems(t, e, a, "Other", attr.Item{"pk": sval("p1"), "sk": sval("0"), "owner": sval("A-other")})
 
 	// Page tokens tenant A really received.
 	var tokens []attr.Item
-	for _, in := range []wire.ScanInput{{TableName: "Orders", Limit: qtI32(3)}, {TableName: "Orders", IndexName: qtStr("byCust"), Limit: qtI32(3)}, {TableName: "Orders", IndexName: qtStr("byStatus"), Limit: qtI32(2)}} {
+	for _, in := range []wire.ScanInput{{TableName: "Orders", Limit: i32Ptr(3)}, {TableName: "Orders", IndexName: strPtr("byCust"), Limit: i32Ptr(3)}, {TableName: "Orders", IndexName: strPtr("byStatus"), Limit: i32Ptr(2)}} {
 		for i := 0; i < 5; i++ {
-			out, err := qtScan(t, e, a, &in)
+			out, err := runScan(t, e, a, &in)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -124,18 +123,18 @@ func TestForgedStartKeys(t *testing.T) {
 	}
 	huge := strings.Repeat("\xff", 1024)
 	forged := append(tokens,
-		attr.Item{"pk": qtS("onlyA"), "sk": qtS("0")},
-		attr.Item{"pk": qtS("onlyA"), "sk": qtS("3"), "cust": qtS("onlyA")},
-		attr.Item{"pk": qtS("\x00"), "sk": qtS("\x00")},
-		attr.Item{"pk": qtS(huge), "sk": qtS(huge)},
-		attr.Item{"pk": qtS("\xff\xff\xff\xff"), "sk": qtS("\xff")},
-		attr.Item{"pk": qtS("p1"), "sk": qtS("0"), "status": qtS("open"), "amount": qtN("-9.9999999999999999999999999999999999999E+125")},
-		attr.Item{"pk": qtS("p1"), "sk": qtS("0"), "status": qtS("open"), "amount": qtN("9.9999999999999999999999999999999999999E+125")},
-		attr.Item{"pk": qtS("onlyA"), "sk": qtS("0"), "status": qtS("\xff\xff"), "amount": qtN("0")},
-		attr.Item{"pk": qtN("1"), "sk": qtS("1")},
-		attr.Item{"pk": qtB("\xff\xff\xff"), "sk": qtS("1")},
-		attr.Item{"pk": qtS("p1"), "sk": qtS("1"), "owner": qtS("A")},
-		attr.Item{"pk": attr.Map(attr.Item{"x": qtS("y")}), "sk": qtS("1")},
+		attr.Item{"pk": sval("onlyA"), "sk": sval("0")},
+		attr.Item{"pk": sval("onlyA"), "sk": sval("3"), "cust": sval("onlyA")},
+		attr.Item{"pk": sval("\x00"), "sk": sval("\x00")},
+		attr.Item{"pk": sval(huge), "sk": sval(huge)},
+		attr.Item{"pk": sval("\xff\xff\xff\xff"), "sk": sval("\xff")},
+		attr.Item{"pk": sval("p1"), "sk": sval("0"), "status": sval("open"), "amount": nval("-9.9999999999999999999999999999999999999E+125")},
+		attr.Item{"pk": sval("p1"), "sk": sval("0"), "status": sval("open"), "amount": nval("9.9999999999999999999999999999999999999E+125")},
+		attr.Item{"pk": sval("onlyA"), "sk": sval("0"), "status": sval("\xff\xff"), "amount": nval("0")},
+		attr.Item{"pk": nval("1"), "sk": sval("1")},
+		attr.Item{"pk": bval("\xff\xff\xff"), "sk": sval("1")},
+		attr.Item{"pk": sval("p1"), "sk": sval("1"), "owner": sval("A")},
+		attr.Item{"pk": attr.Map(attr.Item{"x": sval("y")}), "sk": sval("1")},
 		attr.Item{},
 	)
 	served, rejected := 0, 0
@@ -161,13 +160,13 @@ func TestForgedStartKeys(t *testing.T) {
 	for i, esk := range forged {
 		for _, in := range []wire.ScanInput{
 			{TableName: "Orders"},
-			{TableName: "Orders", Select: "ALL_ATTRIBUTES", IndexName: qtStr("byCust")},
-			{TableName: "Orders", IndexName: qtStr("byStatus")},
-			{TableName: "Orders", Segment: qtI32(1), TotalSegments: qtI32(2)},
+			{TableName: "Orders", Select: "ALL_ATTRIBUTES", IndexName: strPtr("byCust")},
+			{TableName: "Orders", IndexName: strPtr("byStatus")},
+			{TableName: "Orders", Segment: i32Ptr(1), TotalSegments: i32Ptr(2)},
 			{TableName: "Other"},
 		} {
 			in.ExclusiveStartKey = esk
-			out, err := qtScan(t, e, b, &in)
+			out, err := runScan(t, e, b, &in)
 			var items []attr.Item
 			if out != nil {
 				items = out.Items
@@ -188,15 +187,15 @@ func TestForgedStartKeys(t *testing.T) {
 		}
 		for _, pk := range []string{"p1", "onlyA"} {
 			for _, fwd := range []bool{true, false} {
-				in := wire.QueryInput{TableName: "Orders", KeyConditionExpression: qtStr("pk = :p"), ExpressionAttributeValues: qtVals(":p", qtS(pk)), ExclusiveStartKey: esk, ScanIndexForward: qtBool(fwd)}
-				out, err := qtQuery(t, e, b, &in)
+				in := wire.QueryInput{TableName: "Orders", KeyConditionExpression: strPtr("pk = :p"), ExpressionAttributeValues: exprVals(":p", sval(pk)), ExclusiveStartKey: esk, ScanIndexForward: boolPtr(fwd)}
+				out, err := runQuery(t, e, b, &in)
 				var items []attr.Item
 				if out != nil {
 					items = out.Items
 				}
 				check(fmt.Sprintf("query %d", i), items, err)
-				in = wire.QueryInput{TableName: "Orders", IndexName: qtStr("byCust"), KeyConditionExpression: qtStr("cust = :c"), ExpressionAttributeValues: qtVals(":c", qtS(pk)), ExclusiveStartKey: esk, ScanIndexForward: qtBool(fwd)}
-				out, err = qtQuery(t, e, b, &in)
+				in = wire.QueryInput{TableName: "Orders", IndexName: strPtr("byCust"), KeyConditionExpression: strPtr("cust = :c"), ExpressionAttributeValues: exprVals(":c", sval(pk)), ExclusiveStartKey: esk, ScanIndexForward: boolPtr(fwd)}
+				out, err = runQuery(t, e, b, &in)
 				items = nil
 				if out != nil {
 					items = out.Items
@@ -217,7 +216,7 @@ func TestForgedStartKeys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	all, _ := qtScanAll(t, e, b, wire.ScanInput{TableName: "Orders"})
+	all, _ := scanAll(t, e, b, wire.ScanInput{TableName: "Orders"})
 	pos, err := h.startKey(nil, tokens[0])
 	if err != nil {
 		t.Fatal(err)
@@ -225,7 +224,7 @@ func TestForgedStartKeys(t *testing.T) {
 	if !strings.HasPrefix(string(pos), string(h.Namespace)) {
 		t.Fatalf("seek position %x is outside B's namespace %x", pos, h.Namespace)
 	}
-	rest, _ := qtScanAll(t, e, b, wire.ScanInput{TableName: "Orders", ExclusiveStartKey: tokens[0]})
+	rest, _ := scanAll(t, e, b, wire.ScanInput{TableName: "Orders", ExclusiveStartKey: tokens[0]})
 	var want []attr.Item
 	for i, it := range all {
 		if attr.EqualItems(h.Table.KeyOf(it), tokens[0]) {
@@ -241,24 +240,24 @@ func TestForgedStartKeys(t *testing.T) {
 // caller's own partition, on the table and on a GSI, and page tokens are
 // checked too.
 func TestLeadingKeysQuery(t *testing.T) {
-	e := qtOpen(t)
-	qtCreate(t, e, "Tickets", "pk:S", "sk:S", []qtIndexSpec{{name: "GSI1", hash: "gpk:S", proj: "ALL"}},
+	e := openEnv(t).e
+	createShared(t, e, "Tickets", "pk:S", "sk:S", []indexSpec{{name: "GSI1", hash: "gpk:S", proj: "ALL"}},
 		wire.Tag{Key: tenancy.TagIsolation, Value: "leading-keys"}, wire.Tag{Key: tenancy.TagLeadingKeyPattern, Value: "TENANT#{tenant}|*"})
-	ta, tb := qtTenant(t), qtTenant(t)
-	a, b := qtScope(t, ta, "Query"), qtScope(t, tb, "Query")
+	ta, tb := tenancy.NewTenantID(), tenancy.NewTenantID()
+	a, b := tenantScope(t, ta, "Query"), tenantScope(t, tb, "Query")
 	pa := "TENANT#" + ta.String() + "|1"
-	qtPut(t, e, a, "Tickets", attr.Item{"pk": qtS(pa), "sk": qtS("1"), "gpk": qtS("TENANT#" + ta.String() + "|open")})
-	out, err := qtQuery(t, e, a, &wire.QueryInput{TableName: "Tickets", KeyConditionExpression: qtStr("pk = :p"), ExpressionAttributeValues: qtVals(":p", qtS(pa))})
+	putItems(t, e, a, "Tickets", attr.Item{"pk": sval(pa), "sk": sval("1"), "gpk": sval("TENANT#" + ta.String() + "|open")})
+	out, err := runQuery(t, e, a, &wire.QueryInput{TableName: "Tickets", KeyConditionExpression: strPtr("pk = :p"), ExpressionAttributeValues: exprVals(":p", sval(pa))})
 	if err != nil || out.Count != 1 {
 		t.Fatalf("own partition: %v, %v", out, err)
 	}
-	_, err = qtQuery(t, e, b, &wire.QueryInput{TableName: "Tickets", KeyConditionExpression: qtStr("pk = :p"), ExpressionAttributeValues: qtVals(":p", qtS(pa))})
-	qtWantErr(t, err, apierr.AccessDenied, "LeadingKeys")
-	_, err = qtQuery(t, e, b, &wire.QueryInput{TableName: "Tickets", IndexName: qtStr("GSI1"), KeyConditionExpression: qtStr("gpk = :p"), ExpressionAttributeValues: qtVals(":p", qtS("TENANT#"+ta.String()+"|open"))})
-	qtWantErr(t, err, apierr.AccessDenied, "LeadingKeys")
-	_, err = qtScan(t, e, b, &wire.ScanInput{TableName: "Tickets", ExclusiveStartKey: attr.Item{"pk": qtS(pa), "sk": qtS("1")}})
-	qtWantErr(t, err, apierr.AccessDenied, "LeadingKeys")
-	sc, err := qtScan(t, e, b, &wire.ScanInput{TableName: "Tickets"})
+	_, err = runQuery(t, e, b, &wire.QueryInput{TableName: "Tickets", KeyConditionExpression: strPtr("pk = :p"), ExpressionAttributeValues: exprVals(":p", sval(pa))})
+	wantErr(t, err, apierr.AccessDenied, "LeadingKeys")
+	_, err = runQuery(t, e, b, &wire.QueryInput{TableName: "Tickets", IndexName: strPtr("GSI1"), KeyConditionExpression: strPtr("gpk = :p"), ExpressionAttributeValues: exprVals(":p", sval("TENANT#"+ta.String()+"|open"))})
+	wantErr(t, err, apierr.AccessDenied, "LeadingKeys")
+	_, err = runScan(t, e, b, &wire.ScanInput{TableName: "Tickets", ExclusiveStartKey: attr.Item{"pk": sval(pa), "sk": sval("1")}})
+	wantErr(t, err, apierr.AccessDenied, "LeadingKeys")
+	sc, err := runScan(t, e, b, &wire.ScanInput{TableName: "Tickets"})
 	if err != nil || sc.Count != 0 {
 		t.Fatalf("B's scan: %v, %v", sc, err)
 	}
@@ -267,7 +266,7 @@ func TestLeadingKeysQuery(t *testing.T) {
 // TestReadSpanGuard: a read whose span would leave the scope's namespace
 // fails instead of reading.
 func TestReadSpanGuard(t *testing.T) {
-	e, a, b := qtTwoTenants(t)
+	e, a, b := twoTenants(t)
 	hb, err := e.open(context.Background(), b, "Orders")
 	if err != nil {
 		t.Fatal(err)
@@ -291,20 +290,20 @@ func TestReadSpanGuard(t *testing.T) {
 // TestSiloAndTenantTables: reads of a silo table go to the tenant's own
 // store, and a tenant-owned table is read like a shared one.
 func TestSiloAndTenantTables(t *testing.T) {
-	e := qtOpen(t)
-	qtCreate(t, e, "Silo", "pk:S", "sk:N", []qtIndexSpec{{name: "byG", hash: "g:S", proj: "KEYS_ONLY"}}, wire.Tag{Key: tenancy.TagIsolation, Value: "silo"})
-	a, b := qtScope(t, qtTenant(t), "Query"), qtScope(t, qtTenant(t), "Query")
+	e := openEnv(t).e
+	createShared(t, e, "Silo", "pk:S", "sk:N", []indexSpec{{name: "byG", hash: "g:S", proj: "KEYS_ONLY"}}, wire.Tag{Key: tenancy.TagIsolation, Value: "silo"})
+	a, b := tenantScope(t, tenancy.NewTenantID(), "Query"), tenantScope(t, tenancy.NewTenantID(), "Query")
 	for i := 0; i < 12; i++ {
-		qtPut(t, e, a, "Silo", attr.Item{"pk": qtS("p"), "sk": qtN(fmt.Sprint(i)), "g": qtS("x"), "owner": qtS("A")})
+		putItems(t, e, a, "Silo", attr.Item{"pk": sval("p"), "sk": nval(fmt.Sprint(i)), "g": sval("x"), "owner": sval("A")})
 	}
-	qtPut(t, e, b, "Silo", attr.Item{"pk": qtS("p"), "sk": qtN("100"), "g": qtS("x"), "owner": qtS("B")})
+	putItems(t, e, b, "Silo", attr.Item{"pk": sval("p"), "sk": nval("100"), "g": sval("x"), "owner": sval("B")})
 	for _, tc := range []struct {
 		s    tenancy.Scope
 		want int
 	}{{a, 12}, {b, 1}} {
-		q, _ := qtQueryAll(t, e, tc.s, wire.QueryInput{TableName: "Silo", Limit: qtI32(5), KeyConditionExpression: qtStr("pk = :p"), ExpressionAttributeValues: qtVals(":p", qtS("p"))})
-		g, _ := qtQueryAll(t, e, tc.s, wire.QueryInput{TableName: "Silo", IndexName: qtStr("byG"), KeyConditionExpression: qtStr("g = :g"), ExpressionAttributeValues: qtVals(":g", qtS("x"))})
-		sc, _ := qtScanAll(t, e, tc.s, wire.ScanInput{TableName: "Silo", Limit: qtI32(5)})
+		q, _ := queryAll(t, e, tc.s, wire.QueryInput{TableName: "Silo", Limit: i32Ptr(5), KeyConditionExpression: strPtr("pk = :p"), ExpressionAttributeValues: exprVals(":p", sval("p"))})
+		g, _ := queryAll(t, e, tc.s, wire.QueryInput{TableName: "Silo", IndexName: strPtr("byG"), KeyConditionExpression: strPtr("g = :g"), ExpressionAttributeValues: exprVals(":g", sval("x"))})
+		sc, _ := scanAll(t, e, tc.s, wire.ScanInput{TableName: "Silo", Limit: i32Ptr(5)})
 		if len(q) != tc.want || len(g) != tc.want || len(sc) != tc.want {
 			t.Fatalf("tenant %s: query %d, gsi %d, scan %d; want %d", tc.s.Tenant(), len(q), len(g), len(sc), tc.want)
 		}
@@ -318,21 +317,19 @@ func TestSiloAndTenantTables(t *testing.T) {
 	}
 
 	// A tenant's own table.
-	var g tenancy.Guard
-	admin, err := g.Admit(tenancy.Principal{Tenant: a.Tenant(), Env: "live", Role: tenancy.RoleAdmin, KeyID: "AKIDQTADMIN"}, dynamo.ActionOf("CreateTable"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	adminP := appPrincipal(a.Tenant())
+	adminP.Role = tenancy.RoleAdmin
+	admin := admit(t, adminP, "CreateTable")
 	if _, err := e.CreateTable(context.Background(), admin, &wire.CreateTableInput{TableName: "Mine", BillingMode: "PAY_PER_REQUEST",
 		AttributeDefinitions: []wire.AttributeDefinition{{AttributeName: "id", AttributeType: "B"}},
 		KeySchema:            []wire.KeySchemaElement{{AttributeName: "id", KeyType: "HASH"}}}); err != nil {
 		t.Fatal(err)
 	}
-	qtPut(t, e, a, "Mine", attr.Item{"id": qtB("\x00\x01")}, attr.Item{"id": qtB("\xff")})
-	out, err := qtQuery(t, e, a, &wire.QueryInput{TableName: "Mine", KeyConditionExpression: qtStr("id = :i"), ExpressionAttributeValues: qtVals(":i", qtB("\xff"))})
+	putItems(t, e, a, "Mine", attr.Item{"id": bval("\x00\x01")}, attr.Item{"id": bval("\xff")})
+	out, err := runQuery(t, e, a, &wire.QueryInput{TableName: "Mine", KeyConditionExpression: strPtr("id = :i"), ExpressionAttributeValues: exprVals(":i", bval("\xff"))})
 	if err != nil || out.Count != 1 {
 		t.Fatalf("own table query: %v, %v", out, err)
 	}
-	_, err = qtScan(t, e, b, &wire.ScanInput{TableName: "Mine"})
-	qtWantErr(t, err, apierr.ResourceNotFound, "")
+	_, err = runScan(t, e, b, &wire.ScanInput{TableName: "Mine"})
+	wantErr(t, err, apierr.ResourceNotFound, "")
 }

@@ -14,14 +14,14 @@ import (
 // BenchmarkQuery20 queries a 20-item collection of ~1 KB items (the load
 // generator's query workload) among 1000 collections.
 func BenchmarkQuery20(b *testing.B) {
-	e, s := qtOrders(b)
+	e, s := openOrders(b)
 	pad := strings.Repeat("v", 950)
 	for c := 0; c < 1000; c++ {
 		var items []attr.Item
 		for i := 0; i < 20; i++ {
-			items = append(items, attr.Item{"pk": qtS(fmt.Sprintf("coll%04d", c)), "sk": qtS(fmt.Sprintf("item%02d", i)), "data": qtS(pad), "n": qtN(fmt.Sprint(i))})
+			items = append(items, attr.Item{"pk": sval(fmt.Sprintf("coll%04d", c)), "sk": sval(fmt.Sprintf("item%02d", i)), "data": sval(pad), "n": nval(fmt.Sprint(i))})
 		}
-		qtPut(b, e, s, "Orders", items...)
+		putItems(b, e, s, "Orders", items...)
 	}
 	// The baseline: iterate the same partition straight from storage and
 	// decode its items, the least any Query of it must do. Report the
@@ -34,7 +34,7 @@ func BenchmarkQuery20(b *testing.B) {
 		b.ReportAllocs()
 		i := 0
 		for b.Loop() {
-			p := keyspace.AppendPartition(keyspace.Items(h.Namespace, h.Table.ID), attr.AppendKey(nil, qtS(fmt.Sprintf("coll%04d", i%1000))))
+			p := keyspace.AppendPartition(keyspace.Items(h.Namespace, h.Table.ID), attr.AppendKey(nil, sval(fmt.Sprintf("coll%04d", i%1000))))
 			it := h.db.NewIter(p, keyspace.PrefixEnd(p))
 			n := 0
 			for ok := it.First(); ok; ok = it.Next() {
@@ -55,23 +55,23 @@ func BenchmarkQuery20(b *testing.B) {
 		mod  func(*wire.QueryInput)
 	}{
 		{"all", func(*wire.QueryInput) {}},
-		{"backward", func(in *wire.QueryInput) { in.ScanIndexForward = qtBool(false) }},
+		{"backward", func(in *wire.QueryInput) { in.ScanIndexForward = boolPtr(false) }},
 		{"count", func(in *wire.QueryInput) { in.Select = "COUNT" }},
 		{"range+filter", func(in *wire.QueryInput) {
-			in.KeyConditionExpression = qtStr("pk = :p AND sk > :s")
-			in.FilterExpression = qtStr("n >= :n")
-			in.ExpressionAttributeValues[":s"] = qtS("item05")
-			in.ExpressionAttributeValues[":n"] = qtN("10")
+			in.KeyConditionExpression = strPtr("pk = :p AND sk > :s")
+			in.FilterExpression = strPtr("n >= :n")
+			in.ExpressionAttributeValues[":s"] = sval("item05")
+			in.ExpressionAttributeValues[":n"] = nval("10")
 		}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()
 			i := 0
 			for b.Loop() {
-				in := wire.QueryInput{TableName: "Orders", KeyConditionExpression: qtStr("pk = :p"),
-					ExpressionAttributeValues: qtVals(":p", qtS(fmt.Sprintf("coll%04d", i%1000)))}
+				in := wire.QueryInput{TableName: "Orders", KeyConditionExpression: strPtr("pk = :p"),
+					ExpressionAttributeValues: exprVals(":p", sval(fmt.Sprintf("coll%04d", i%1000)))}
 				bc.mod(&in)
-				out, err := qtQuery(b, e, s, &in)
+				out, err := runQuery(b, e, s, &in)
 				if err != nil {
 					b.Fatal(err)
 				}

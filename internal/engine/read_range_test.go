@@ -13,29 +13,29 @@ import (
 	"github.com/tenantdb/tenantdb/internal/keyspace"
 )
 
-// qtAlphabet holds the bytes that stress the S/B key encoding: its escape
+// keyAlphabet holds the bytes that stress the S/B key encoding: its escape
 // (0x00 0xFF), its terminator (0x00 0x01), and ordinary bytes.
-var qtAlphabet = []byte{0x00, 0x01, 0x02, 'a', 'b', 0xFE, 0xFF}
+var keyAlphabet = []byte{0x00, 0x01, 0x02, 'a', 'b', 0xFE, 0xFF}
 
-func qtRandBytes(rng *rand.Rand, min, max int) []byte {
+func randBytes(rng *rand.Rand, min, max int) []byte {
 	n := min + rng.IntN(max-min+1)
 	b := make([]byte, n)
 	for i := range b {
-		b[i] = qtAlphabet[rng.IntN(len(qtAlphabet))]
+		b[i] = keyAlphabet[rng.IntN(len(keyAlphabet))]
 	}
 	return b
 }
 
-var qtNumbers = []string{
+var keyNumbers = []string{
 	"0", "1", "-1", "0.5", "-0.5", "0.05", "-0.05", "10", "-10", "100", "-100", "100.5", "-100.5",
 	"99.99", "1e10", "-1e10", "123456789012345678901234567890123456.78", "-123456789012345678901234567890123456.78",
 	"9.9999999999999999999999999999999999999E+125", "-9.9999999999999999999999999999999999999E+125",
 	"1E-130", "-1E-130", "0.000001", "-0.000001",
 }
 
-func qtRandNumber(rng *rand.Rand) attr.Value {
+func randNumber(rng *rand.Rand) attr.Value {
 	if rng.IntN(3) == 0 {
-		return attr.Num(attr.MustNumber(qtNumbers[rng.IntN(len(qtNumbers))]))
+		return attr.Num(attr.MustNumber(keyNumbers[rng.IntN(len(keyNumbers))]))
 	}
 	s := fmt.Sprintf("%d", rng.IntN(2000)-1000)
 	if rng.IntN(2) == 0 {
@@ -44,27 +44,27 @@ func qtRandNumber(rng *rand.Rand) attr.Value {
 	return attr.Num(attr.MustNumber(s))
 }
 
-// qtRunes are the S counterpart of qtAlphabet: valid UTF-8 whose bytes
+// keyRunes are the S counterpart of keyAlphabet: valid UTF-8 whose bytes
 // include 0x00, 0x01 and high bytes.
-var qtRunes = []rune{0x00, 0x01, 0x02, 'a', 'b', 'é', 0xFFFF, 0x10FFFF}
+var keyRunes = []rune{0x00, 0x01, 0x02, 'a', 'b', 'é', 0xFFFF, 0x10FFFF}
 
-func qtRandKeyValue(rng *rand.Rand, t attr.Type, min int) attr.Value {
+func randKeyValue(rng *rand.Rand, t attr.Type, min int) attr.Value {
 	switch t {
 	case attr.S:
 		r := make([]rune, min+rng.IntN(4-min+1))
 		for i := range r {
-			r[i] = qtRunes[rng.IntN(len(qtRunes))]
+			r[i] = keyRunes[rng.IntN(len(keyRunes))]
 		}
 		return attr.Str(string(r))
 	case attr.B:
-		return attr.Bin(qtRandBytes(rng, min, 4))
+		return attr.Bin(randBytes(rng, min, 4))
 	}
-	return qtRandNumber(rng)
+	return randNumber(rng)
 }
 
-// qtBruteMatch is an oracle for sortKeyMatches that shares no code with
+// bruteMatch is an oracle for sortKeyMatches that shares no code with
 // attr.Compare: strings and bytes compare bytewise, numbers as rationals.
-func qtBruteMatch(v attr.Value, op expr.KeyOp, vals []attr.Value) bool {
+func bruteMatch(v attr.Value, op expr.KeyOp, vals []attr.Value) bool {
 	cmp := func(a, b attr.Value) int {
 		switch a.Type {
 		case attr.S:
@@ -118,7 +118,7 @@ func TestSortKeySpanProperty(t *testing.T) {
 			pkType := []attr.Type{attr.S, attr.N, attr.B}[rng.IntN(3)]
 			var parts [][]byte
 			for i := 0; i < 4; i++ {
-				pk := qtRandKeyValue(rng, pkType, 1)
+				pk := randKeyValue(rng, pkType, 1)
 				parts = append(parts, attr.AppendKey(bytes.Clone(base), pk))
 			}
 			p := parts[0]
@@ -131,7 +131,7 @@ func TestSortKeySpanProperty(t *testing.T) {
 			var keys []key
 			var vals []attr.Value
 			for i := 0; i < 40; i++ {
-				v := qtRandKeyValue(rng, typ, 1)
+				v := randKeyValue(rng, typ, 1)
 				vals = append(vals, v)
 				pi := 0
 				if i%3 == 2 {
@@ -139,7 +139,7 @@ func TestSortKeySpanProperty(t *testing.T) {
 				}
 				k := attr.AppendKey(bytes.Clone(parts[pi]), v)
 				if index { // an index entry continues with the table's key
-					k = attr.AppendKey(k, qtRandKeyValue(rng, attr.S, 1))
+					k = attr.AppendKey(k, randKeyValue(rng, attr.S, 1))
 				}
 				keys = append(keys, key{k: k, v: v, own: bytes.Equal(parts[pi], p)})
 			}
@@ -152,14 +152,14 @@ func TestSortKeySpanProperty(t *testing.T) {
 						if rng.IntN(2) == 0 {
 							return vals[rng.IntN(len(vals))]
 						}
-						return qtRandKeyValue(rng, typ, 0)
+						return randKeyValue(rng, typ, 0)
 					}
 					var operands []attr.Value
 					switch op {
 					case 0:
 					case expr.KeyBetween:
 						a, b := pick(), pick()
-						if qtBruteMatch(a, expr.KeyGT, []attr.Value{b}) {
+						if bruteMatch(a, expr.KeyGT, []attr.Value{b}) {
 							a, b = b, a
 						}
 						operands = []attr.Value{a, b}
@@ -177,7 +177,7 @@ func TestSortKeySpanProperty(t *testing.T) {
 					}
 					span := sortKeySpan(p, op, operands)
 					for _, k := range keys {
-						want := k.own && qtBruteMatch(k.v, op, operands)
+						want := k.own && bruteMatch(k.v, op, operands)
 						if got := span.contains(k.k); got != want {
 							t.Fatalf("type %s op %d operands %v: key %x (value %v, own partition %v): in span = %v, want %v (span %x..%x)",
 								typ, op, operands, k.k, k.v, k.own, got, want, span.lo, span.hi)

@@ -12,22 +12,22 @@ import (
 )
 
 func TestScanTableAndIndex(t *testing.T) {
-	e, s := qtOrders(t)
+	e, s := openOrders(t)
 	var want []string
 	for i := 0; i < 40; i++ {
 		status := ""
 		if i%4 == 0 {
 			status = "open"
 		}
-		qtPut(t, e, s, "Orders", qtOrder(fmt.Sprintf("p%02d", i%13), fmt.Sprint(i), status, i, "", ""))
+		putItems(t, e, s, "Orders", orderItem(fmt.Sprintf("p%02d", i%13), fmt.Sprint(i), status, i, "", ""))
 		want = append(want, fmt.Sprintf("p%02d/%d", i%13, i))
 	}
-	out, err := qtScan(t, e, s, &wire.ScanInput{TableName: "Orders"})
+	out, err := runScan(t, e, s, &wire.ScanInput{TableName: "Orders"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := qtSorted(qtKeys(out.Items, "pk", "sk")); !reflect.DeepEqual(got, qtSorted(want)) {
-		t.Fatalf("scan %v, want %v", got, qtSorted(want))
+	if got := sortedCopy(keysOf(out.Items, "pk", "sk")); !reflect.DeepEqual(got, sortedCopy(want)) {
+		t.Fatalf("scan %v, want %v", got, sortedCopy(want))
 	}
 	if out.Count != 40 || out.ScannedCount != 40 || out.LastEvaluatedKey != nil {
 		t.Fatalf("Count %d ScannedCount %d LEK %v", out.Count, out.ScannedCount, out.LastEvaluatedKey)
@@ -43,7 +43,7 @@ func TestScanTableAndIndex(t *testing.T) {
 	}
 
 	// A sparse KEYS_ONLY index holds only the items with its key.
-	out, err = qtScan(t, e, s, &wire.ScanInput{TableName: "Orders", IndexName: qtStr("byStatus")})
+	out, err = runScan(t, e, s, &wire.ScanInput{TableName: "Orders", IndexName: strPtr("byStatus")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,15 +56,15 @@ func TestScanTableAndIndex(t *testing.T) {
 		}
 	}
 	// Filter, projection and COUNT.
-	out, err = qtScan(t, e, s, &wire.ScanInput{TableName: "Orders", FilterExpression: qtStr("amount < :x"), ProjectionExpression: qtStr("sk"),
-		ExpressionAttributeValues: qtVals(":x", qtN("10"))})
+	out, err = runScan(t, e, s, &wire.ScanInput{TableName: "Orders", FilterExpression: strPtr("amount < :x"), ProjectionExpression: strPtr("sk"),
+		ExpressionAttributeValues: exprVals(":x", nval("10"))})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if out.Count != 3 || out.ScannedCount != 40 || len(out.Items[0]) != 1 {
 		t.Fatalf("filtered: Count %d ScannedCount %d item %v", out.Count, out.ScannedCount, out.Items[0])
 	}
-	out, err = qtScan(t, e, s, &wire.ScanInput{TableName: "Orders", Select: "COUNT", FilterExpression: qtStr("attribute_exists(#s)"),
+	out, err = runScan(t, e, s, &wire.ScanInput{TableName: "Orders", Select: "COUNT", FilterExpression: strPtr("attribute_exists(#s)"),
 		ExpressionAttributeNames: map[string]string{"#s": "status"}})
 	if err != nil {
 		t.Fatal(err)
@@ -73,7 +73,7 @@ func TestScanTableAndIndex(t *testing.T) {
 		t.Fatalf("COUNT: %d, items %v", out.Count, out.Items)
 	}
 	// A Scan may filter on key attributes.
-	out, err = qtScan(t, e, s, &wire.ScanInput{TableName: "Orders", FilterExpression: qtStr("pk = :p"), ExpressionAttributeValues: qtVals(":p", qtS("p01"))})
+	out, err = runScan(t, e, s, &wire.ScanInput{TableName: "Orders", FilterExpression: strPtr("pk = :p"), ExpressionAttributeValues: exprVals(":p", sval("p01"))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,25 +86,25 @@ func TestScanTableAndIndex(t *testing.T) {
 // each paged with a small Limit, together return every item exactly once,
 // on the table and on an index.
 func TestScanParallelCoverage(t *testing.T) {
-	e, s := qtOrders(t)
+	e, s := openOrders(t)
 	want := map[string]bool{}
 	var items []attr.Item
 	for i := 0; i < 300; i++ {
 		pk := fmt.Sprintf("p%d", i%170)
-		items = append(items, qtOrder(pk, fmt.Sprint(i), "", 0, fmt.Sprintf("c%d", i%23), ""))
+		items = append(items, orderItem(pk, fmt.Sprint(i), "", 0, fmt.Sprintf("c%d", i%23), ""))
 		want[pk+"/"+fmt.Sprint(i)] = true
 	}
-	qtPut(t, e, s, "Orders", items...)
+	putItems(t, e, s, "Orders", items...)
 	for _, index := range []string{"", "byCust"} {
 		for _, total := range []int32{1, 2, 3, 7, 16, 1000} {
 			seen := map[string]int{}
 			for seg := int32(0); seg < total; seg++ {
-				in := wire.ScanInput{TableName: "Orders", Segment: qtI32(seg), TotalSegments: qtI32(total), Limit: qtI32(9)}
+				in := wire.ScanInput{TableName: "Orders", Segment: i32Ptr(seg), TotalSegments: i32Ptr(total), Limit: i32Ptr(9)}
 				if index != "" {
-					in.IndexName = qtStr(index)
+					in.IndexName = strPtr(index)
 				}
-				got, _ := qtScanAll(t, e, s, in)
-				for _, k := range qtKeys(got, "pk", "sk") {
+				got, _ := scanAll(t, e, s, in)
+				for _, k := range keysOf(got, "pk", "sk") {
 					seen[k]++
 				}
 			}
@@ -121,18 +121,18 @@ func TestScanParallelCoverage(t *testing.T) {
 }
 
 func TestScanPagingEqualsFull(t *testing.T) {
-	e, s := qtOrders(t)
+	e, s := openOrders(t)
 	for i := 0; i < 50; i++ {
-		qtPut(t, e, s, "Orders", qtOrder(fmt.Sprintf("p%d", i%7), fmt.Sprint(i), "open", i, "", ""))
+		putItems(t, e, s, "Orders", orderItem(fmt.Sprintf("p%d", i%7), fmt.Sprint(i), "open", i, "", ""))
 	}
-	full, err := qtScan(t, e, s, &wire.ScanInput{TableName: "Orders", FilterExpression: qtStr("amount >= :x"), ExpressionAttributeValues: qtVals(":x", qtN("20"))})
+	full, err := runScan(t, e, s, &wire.ScanInput{TableName: "Orders", FilterExpression: strPtr("amount >= :x"), ExpressionAttributeValues: exprVals(":x", nval("20"))})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, limit := range []int32{1, 3, 10, 50} {
-		got, pages := qtScanAll(t, e, s, wire.ScanInput{TableName: "Orders", Limit: qtI32(limit), FilterExpression: qtStr("amount >= :x"), ExpressionAttributeValues: qtVals(":x", qtN("20"))})
+		got, pages := scanAll(t, e, s, wire.ScanInput{TableName: "Orders", Limit: i32Ptr(limit), FilterExpression: strPtr("amount >= :x"), ExpressionAttributeValues: exprVals(":x", nval("20"))})
 		if !reflect.DeepEqual(got, full.Items) {
-			t.Fatalf("limit %d: paged %v, want %v", limit, qtKeys(got, "sk"), qtKeys(full.Items, "sk"))
+			t.Fatalf("limit %d: paged %v, want %v", limit, keysOf(got, "sk"), keysOf(full.Items, "sk"))
 		}
 		if want := 50/int(limit) + 1; pages != want {
 			t.Fatalf("limit %d: %d pages, want %d", limit, pages, want)
@@ -141,12 +141,12 @@ func TestScanPagingEqualsFull(t *testing.T) {
 }
 
 func TestScanValidation(t *testing.T) {
-	e, s := qtOrders(t)
-	qtPut(t, e, s, "Orders", qtOrder("a", "1", "", 0, "", ""))
+	e, s := openOrders(t)
+	putItems(t, e, s, "Orders", orderItem("a", "1", "", 0, "", ""))
 	// Find a key that is not in segment 0 of 2.
 	var other attr.Item
 	for i := 0; other == nil; i++ {
-		k := attr.Item{"pk": qtS(fmt.Sprint(i)), "sk": qtS("1")}
+		k := attr.Item{"pk": sval(fmt.Sprint(i)), "sk": sval("1")}
 		h, _ := e.open(context.Background(), s, "Orders")
 		if !startSegment(h.Table, nil, k, 0, 2) {
 			other = k
@@ -157,28 +157,28 @@ func TestScanValidation(t *testing.T) {
 		in   wire.ScanInput
 		msg  string
 	}{
-		{"segment without total", wire.ScanInput{Segment: qtI32(0)}, "The TotalSegments parameter is required but was not present in the request when parameter Segment is present"},
-		{"total without segment", wire.ScanInput{TotalSegments: qtI32(2)}, "The Segment parameter is required but was not present in the request when parameter TotalSegments is present"},
-		{"total 0", wire.ScanInput{Segment: qtI32(0), TotalSegments: qtI32(0)}, "Value '0' at 'totalSegments' failed to satisfy constraint: Member must have value greater than or equal to 1"},
-		{"total too big", wire.ScanInput{Segment: qtI32(0), TotalSegments: qtI32(1000001)}, "Member must have value less than or equal to 1000000"},
-		{"segment negative", wire.ScanInput{Segment: qtI32(-1), TotalSegments: qtI32(2)}, "Value '-1' at 'segment'"},
-		{"segment too big", wire.ScanInput{Segment: qtI32(2), TotalSegments: qtI32(2)}, "The Segment parameter is zero-based and must be less than parameter TotalSegments: Segment: 2 is not less than TotalSegments: 2"},
-		{"start key in another segment", wire.ScanInput{Segment: qtI32(0), TotalSegments: qtI32(2), ExclusiveStartKey: other}, "The provided Exclusive start key does not map to the provided Segment and TotalSegments values."},
-		{"start key schema", wire.ScanInput{ExclusiveStartKey: attr.Item{"pk": qtS("a")}}, "The provided starting key is invalid: The provided key element does not match the schema"},
-		{"index start key", wire.ScanInput{IndexName: qtStr("byCust"), ExclusiveStartKey: attr.Item{"pk": qtS("a"), "sk": qtS("1")}}, "The provided starting key is invalid"},
-		{"consistent gsi", wire.ScanInput{IndexName: qtStr("byCust"), ConsistentRead: qtBool(true)}, "Consistent reads are not supported on global secondary indexes"},
+		{"segment without total", wire.ScanInput{Segment: i32Ptr(0)}, "The TotalSegments parameter is required but was not present in the request when parameter Segment is present"},
+		{"total without segment", wire.ScanInput{TotalSegments: i32Ptr(2)}, "The Segment parameter is required but was not present in the request when parameter TotalSegments is present"},
+		{"total 0", wire.ScanInput{Segment: i32Ptr(0), TotalSegments: i32Ptr(0)}, "Value '0' at 'totalSegments' failed to satisfy constraint: Member must have value greater than or equal to 1"},
+		{"total too big", wire.ScanInput{Segment: i32Ptr(0), TotalSegments: i32Ptr(1000001)}, "Member must have value less than or equal to 1000000"},
+		{"segment negative", wire.ScanInput{Segment: i32Ptr(-1), TotalSegments: i32Ptr(2)}, "Value '-1' at 'segment'"},
+		{"segment too big", wire.ScanInput{Segment: i32Ptr(2), TotalSegments: i32Ptr(2)}, "The Segment parameter is zero-based and must be less than parameter TotalSegments: Segment: 2 is not less than TotalSegments: 2"},
+		{"start key in another segment", wire.ScanInput{Segment: i32Ptr(0), TotalSegments: i32Ptr(2), ExclusiveStartKey: other}, "The provided Exclusive start key does not map to the provided Segment and TotalSegments values."},
+		{"start key schema", wire.ScanInput{ExclusiveStartKey: attr.Item{"pk": sval("a")}}, "The provided starting key is invalid: The provided key element does not match the schema"},
+		{"index start key", wire.ScanInput{IndexName: strPtr("byCust"), ExclusiveStartKey: attr.Item{"pk": sval("a"), "sk": sval("1")}}, "The provided starting key is invalid"},
+		{"consistent gsi", wire.ScanInput{IndexName: strPtr("byCust"), ConsistentRead: boolPtr(true)}, "Consistent reads are not supported on global secondary indexes"},
 		{"projected on table", wire.ScanInput{Select: "ALL_PROJECTED_ATTRIBUTES"}, "ALL_PROJECTED_ATTRIBUTES can be used only when Querying using an IndexName"},
-		{"creating index", wire.ScanInput{IndexName: qtStr("building")}, "Cannot read from backfilling global secondary index: building"},
-		{"limit", wire.ScanInput{Limit: qtI32(-1)}, "at 'limit'"},
+		{"creating index", wire.ScanInput{IndexName: strPtr("building")}, "Cannot read from backfilling global secondary index: building"},
+		{"limit", wire.ScanInput{Limit: i32Ptr(-1)}, "at 'limit'"},
 		{"names without expressions", wire.ScanInput{ExpressionAttributeNames: map[string]string{"#a": "a"}}, "ExpressionAttributeNames can only be specified when using expressions"},
-		{"values without expressions", wire.ScanInput{ExpressionAttributeValues: qtVals(":a", qtS("a"))}, "ExpressionAttributeValues can only be specified when using expressions: FilterExpression is null"},
-		{"empty values", wire.ScanInput{FilterExpression: qtStr("a = b"), ExpressionAttributeValues: map[string]attr.Value{}}, "ExpressionAttributeValues must not be empty"},
+		{"values without expressions", wire.ScanInput{ExpressionAttributeValues: exprVals(":a", sval("a"))}, "ExpressionAttributeValues can only be specified when using expressions: FilterExpression is null"},
+		{"empty values", wire.ScanInput{FilterExpression: strPtr("a = b"), ExpressionAttributeValues: map[string]attr.Value{}}, "ExpressionAttributeValues must not be empty"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in := tc.in
 			in.TableName = "Orders"
-			_, err := qtScan(t, e, s, &in)
-			qtWantErr(t, err, apierr.Validation, tc.msg)
+			_, err := runScan(t, e, s, &in)
+			wantErr(t, err, apierr.Validation, tc.msg)
 		})
 	}
 }

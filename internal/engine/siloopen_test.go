@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/tenantdb/tenantdb/internal/attr"
-	"github.com/tenantdb/tenantdb/internal/dynamo"
 	"github.com/tenantdb/tenantdb/internal/resolve"
 	"github.com/tenantdb/tenantdb/internal/storage"
 	"github.com/tenantdb/tenantdb/internal/tenancy"
@@ -75,30 +74,30 @@ func siloTestEngine(t *testing.T) (*Engine, string) {
 // lock; concurrent requests of the opening tenant share the one open.
 func TestSiloOpenDoesNotStallOtherTenants(t *testing.T) {
 	e, _ := siloTestEngine(t)
-	qtCreate(t, e, "silo_t", "pk:S", "", nil, wire.Tag{Key: tenancy.TagIsolation, Value: "silo"})
-	qtCreate(t, e, "pool_t", "pk:S", "", nil)
-	a, b := qtTenant(t), qtTenant(t)
-	qtPut(t, e, qtScope(t, b, "PutItem"), "silo_t", attr.Item{"pk": qtS("b0")})
+	createShared(t, e, "silo_t", "pk:S", "", nil, wire.Tag{Key: tenancy.TagIsolation, Value: "silo"})
+	createShared(t, e, "pool_t", "pk:S", "", nil)
+	a, b := tenancy.NewTenantID(), tenancy.NewTenantID()
+	putItems(t, e, tenantScope(t, b, "PutItem"), "silo_t", attr.Item{"pk": sval("b0")})
 	entered, release, opens := slowSiloOpens(t, e)
 
 	ctx := context.Background()
 	aDone := make(chan error, 2)
 	for i := range 2 {
 		go func() {
-			_, err := e.PutItem(ctx, qtScope(t, a, "PutItem"), &wire.PutItemInput{TableName: "silo_t", Item: attr.Item{"pk": qtS("a" + string(rune('0'+i)))}})
+			_, err := e.PutItem(ctx, tenantScope(t, a, "PutItem"), &wire.PutItemInput{TableName: "silo_t", Item: attr.Item{"pk": sval("a" + string(rune('0'+i)))}})
 			aDone <- err
 		}()
 	}
 	<-entered // tenant A's store is being opened, and stays so
 
 	within(t, 10*time.Second, "tenant B's requests while A's silo store opens", func() error {
-		if _, err := e.PutItem(ctx, qtScope(t, b, "PutItem"), &wire.PutItemInput{TableName: "pool_t", Item: attr.Item{"pk": qtS("b1")}}); err != nil {
+		if _, err := e.PutItem(ctx, tenantScope(t, b, "PutItem"), &wire.PutItemInput{TableName: "pool_t", Item: attr.Item{"pk": sval("b1")}}); err != nil {
 			return err
 		}
-		if _, err := e.PutItem(ctx, qtScope(t, b, "PutItem"), &wire.PutItemInput{TableName: "silo_t", Item: attr.Item{"pk": qtS("b2")}}); err != nil {
+		if _, err := e.PutItem(ctx, tenantScope(t, b, "PutItem"), &wire.PutItemInput{TableName: "silo_t", Item: attr.Item{"pk": sval("b2")}}); err != nil {
 			return err
 		}
-		out, err := e.GetItem(ctx, qtScope(t, b, "GetItem"), &wire.GetItemInput{TableName: "silo_t", Key: attr.Item{"pk": qtS("b0")}})
+		out, err := e.GetItem(ctx, tenantScope(t, b, "GetItem"), &wire.GetItemInput{TableName: "silo_t", Key: attr.Item{"pk": sval("b0")}})
 		if err == nil && out.Item == nil {
 			t.Error("tenant B lost its item")
 		}
@@ -120,7 +119,7 @@ func TestSiloOpenDoesNotStallOtherTenants(t *testing.T) {
 		t.Errorf("tenant A's store was opened %d times, want 1", n)
 	}
 	for _, k := range []string{"a0", "a1"} {
-		out, err := e.GetItem(ctx, qtScope(t, a, "GetItem"), &wire.GetItemInput{TableName: "silo_t", Key: attr.Item{"pk": qtS(k)}})
+		out, err := e.GetItem(ctx, tenantScope(t, a, "GetItem"), &wire.GetItemInput{TableName: "silo_t", Key: attr.Item{"pk": sval(k)}})
 		if err != nil || out.Item == nil {
 			t.Errorf("tenant A's item %s: %v, %v", k, out, err)
 		}
@@ -132,14 +131,14 @@ func TestSiloOpenDoesNotStallOtherTenants(t *testing.T) {
 // gone, and the request that opened it writes nothing.
 func TestDropTenantWaitsForSiloOpen(t *testing.T) {
 	e, siloDir := siloTestEngine(t)
-	qtCreate(t, e, "silo_t", "pk:S", "", nil, wire.Tag{Key: tenancy.TagIsolation, Value: "silo"})
-	a := qtTenant(t)
+	createShared(t, e, "silo_t", "pk:S", "", nil, wire.Tag{Key: tenancy.TagIsolation, Value: "silo"})
+	a := tenancy.NewTenantID()
 	entered, release, _ := slowSiloOpens(t, e)
 
 	ctx := context.Background()
 	putDone := make(chan error, 1)
 	go func() {
-		_, err := e.PutItem(ctx, qtScope(t, a, "PutItem"), &wire.PutItemInput{TableName: "silo_t", Item: attr.Item{"pk": qtS("k")}})
+		_, err := e.PutItem(ctx, tenantScope(t, a, "PutItem"), &wire.PutItemInput{TableName: "silo_t", Item: attr.Item{"pk": sval("k")}})
 		putDone <- err
 	}()
 	<-entered
@@ -184,8 +183,8 @@ func TestSiloOpenPanicEndsTheOpen(t *testing.T) {
 		}
 		e.mu.Unlock()
 	})
-	qtCreate(t, e, "silo_t", "pk:S", "", nil, wire.Tag{Key: tenancy.TagIsolation, Value: "silo"})
-	a := qtTenant(t)
+	createShared(t, e, "silo_t", "pk:S", "", nil, wire.Tag{Key: tenancy.TagIsolation, Value: "silo"})
+	a := tenancy.NewTenantID()
 	var calls atomic.Int32
 	e.openStore = func(dir string, o storage.Options) (*storage.DB, error) {
 		if calls.Add(1) == 1 {
@@ -195,7 +194,7 @@ func TestSiloOpenPanicEndsTheOpen(t *testing.T) {
 	}
 	ctx := context.Background()
 	put := func(k string) error {
-		_, err := e.PutItem(ctx, qtScope(t, a, "PutItem"), &wire.PutItemInput{TableName: "silo_t", Item: attr.Item{"pk": qtS(k)}})
+		_, err := e.PutItem(ctx, tenantScope(t, a, "PutItem"), &wire.PutItemInput{TableName: "silo_t", Item: attr.Item{"pk": sval(k)}})
 		return err
 	}
 	func() {
@@ -216,20 +215,16 @@ func TestSiloOpenPanicEndsTheOpen(t *testing.T) {
 // store (and its directory) that the drop closed and removed.
 func TestBackgroundWorkDoesNotRecreateDroppedSilo(t *testing.T) {
 	e, siloDir := siloTestEngine(t)
-	tbl := qtCreate(t, e, "silo_t", "pk:S", "", nil, wire.Tag{Key: tenancy.TagIsolation, Value: "silo"})
-	a := qtTenant(t)
-	qtPut(t, e, qtScope(t, a, "PutItem"), "silo_t", attr.Item{"pk": qtS("k")})
+	tbl := createShared(t, e, "silo_t", "pk:S", "", nil, wire.Tag{Key: tenancy.TagIsolation, Value: "silo"})
+	a := tenancy.NewTenantID()
+	putItems(t, e, tenantScope(t, a, "PutItem"), "silo_t", attr.Item{"pk": sval("k")})
 	dir := filepath.Join(siloDir, a.String())
 	if entries, err := os.ReadDir(dir); err != nil || len(entries) == 0 {
 		t.Fatalf("tenant's silo store missing before the drop: %v %v", entries, err)
 	}
 
 	stale := tbl // what a TTL pass or a backfill resolved before the drop
-	var g tenancy.Guard
-	op, err := g.Admit(tenancy.Principal{Role: tenancy.RoleOperator, KeyID: "AKIDQTOP"}, dynamo.ActionOf("DeleteTable"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	op := admit(t, operatorPrincipal(), "DeleteTable")
 	if _, err := e.DeleteTable(context.Background(), op, &wire.DeleteTableInput{TableName: "silo_t"}); err != nil {
 		t.Fatalf("DeleteTable: %v", err)
 	}
@@ -237,7 +232,7 @@ func TestBackgroundWorkDoesNotRecreateDroppedSilo(t *testing.T) {
 		t.Fatalf("the drop left %v in %s", entries, dir)
 	}
 
-	ns := resolve.Namespace(qtScope(t, a, "PutItem"))
+	ns := resolve.Namespace(tenantScope(t, a, "PutItem"))
 	budget := 100
 	if _, err := e.expire(stale, ns, time.Now(), nil, &budget); err != nil {
 		t.Errorf("TTL expiry on the dropped table: %v", err)

@@ -18,16 +18,16 @@ func BenchmarkStreamWrites(b *testing.B) {
 		if name == "" {
 			name = "no-stream"
 		}
-		setup := func(b *testing.B) (*wtEnv, tenancy.Scope, tenancy.Scope) {
-			env := wtOpenTB(b)
+		setup := func(b *testing.B) (*testEnv, tenancy.Scope, tenancy.Scope) {
+			env := openEnv(b)
 			env.e.Close()
 			env.opts.Streams = true
 			env.e = env.open()
-			in := wtTable("Bench", false)
+			in := tableInput("Bench", false)
 			if view != "" {
-				in.StreamSpecification = &wire.StreamSpecification{StreamEnabled: wtBool(true), StreamViewType: view}
+				in.StreamSpecification = &wire.StreamSpecification{StreamEnabled: boolPtr(true), StreamViewType: view}
 			}
-			if _, err := env.e.CreateTable(wtCtx, env.operator().scope("CreateTable"), in); err != nil {
+			if _, err := env.e.CreateTable(testCtx, env.operator().scope("CreateTable"), in); err != nil {
 				b.Fatal(err)
 			}
 			a := env.tenant(tenancy.RoleApp)
@@ -40,7 +40,7 @@ func BenchmarkStreamWrites(b *testing.B) {
 			b.SetParallelism(16)
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
-					if _, err := env.e.PutItem(wtCtx, s, &wire.PutItemInput{TableName: "Bench", Item: benchItem(n.Add(1) % 1000)}); err != nil {
+					if _, err := env.e.PutItem(testCtx, s, &wire.PutItemInput{TableName: "Bench", Item: benchItem(n.Add(1) % 1000)}); err != nil {
 						b.Error(err)
 						return
 					}
@@ -58,7 +58,7 @@ func BenchmarkStreamWrites(b *testing.B) {
 					for i := range reqs {
 						reqs[i].PutRequest = &wire.PutRequest{Item: benchItem(n.Add(1) % 1000)}
 					}
-					if _, err := env.e.BatchWriteItem(wtCtx, s, &wire.BatchWriteItemInput{RequestItems: map[string][]wire.WriteRequest{"Bench": reqs}}); err != nil {
+					if _, err := env.e.BatchWriteItem(testCtx, s, &wire.BatchWriteItemInput{RequestItems: map[string][]wire.WriteRequest{"Bench": reqs}}); err != nil {
 						b.Error(err)
 						return
 					}

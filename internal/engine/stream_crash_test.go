@@ -26,23 +26,23 @@ const (
 // streamCrashTenants are fixed so that the child and the parent agree.
 var streamCrashTenants = [2]string{"5f0e6a5e2c1b4d0e9a8b7c6d5e4f3a2b", "6a1f7b6f3d2c4e1f8b9c0d1e2f3a4b5c"}
 
-func streamCrashEnvOpen(t testing.TB, dir string) *wtEnv {
+func streamCrashEnvOpen(t testing.TB, dir string) *testEnv {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	db, err := storage.Open(dir, storage.Options{Logger: log})
 	if err != nil {
 		t.Fatalf("storage.Open: %v", err)
 	}
-	env := &wtEnv{t: t, db: db, clock: &wtClock{}, opts: Options{Logger: log, TTLInterval: -1, InMemory: true, Streams: true}}
+	env := &testEnv{t: t, db: db, clock: &testClock{}, opts: Options{Logger: log, TTLInterval: -1, InMemory: true, Streams: true}}
 	env.e = env.open()
 	return env
 }
 
-func streamCrashActor(env *wtEnv, g int) wtActor {
+func streamCrashActor(env *testEnv, g int) testActor {
 	id, err := tenancy.ParseTenantID(streamCrashTenants[g%2])
 	if err != nil {
 		env.t.Fatal(err)
 	}
-	return wtActor{env, tenancy.Principal{Tenant: id, Env: "live", Role: tenancy.RoleApp, KeyID: "AKIDTENANT"}}
+	return testActor{env, tenancy.Principal{Tenant: id, Env: "live", Role: tenancy.RoleApp, KeyID: "AKIDTENANT"}}
 }
 
 // TestStreamCrash re-executes the test binary as a child that puts items
@@ -116,7 +116,7 @@ func TestStreamCrash(t *testing.T) {
 			if n := next[key]; n < acked[g] || n > acked[g]+1 {
 				t.Errorf("writer %d: %d records, %d writes acknowledged", g, n, acked[g])
 			}
-			it := a.get("Crash", wtJ(t, fmt.Sprintf(`{"pk":{"S":%q}}`, key)))
+			it := a.get("Crash", itemOf(t, fmt.Sprintf(`{"pk":{"S":%q}}`, key)))
 			if it == nil || it["v"].S != strconv.Itoa(next[key]-1) {
 				t.Errorf("writer %d: item %v, but the last record is write %d", g, it, next[key]-1)
 			}
@@ -135,8 +135,8 @@ func streamCrashChild(t *testing.T, dir string) {
 			defer wg.Done()
 			a := streamCrashActor(env, g)
 			for seq := 0; ; seq++ {
-				item := wtJ(t, fmt.Sprintf(`{"pk":{"S":"w%d"},"v":{"S":"%d"}}`, g, seq))
-				if _, err := env.e.PutItem(wtCtx, a.scope("PutItem"), &wire.PutItemInput{TableName: "Crash", Item: item}); err != nil {
+				item := itemOf(t, fmt.Sprintf(`{"pk":{"S":"w%d"},"v":{"S":"%d"}}`, g, seq))
+				if _, err := env.e.PutItem(testCtx, a.scope("PutItem"), &wire.PutItemInput{TableName: "Crash", Item: item}); err != nil {
 					fmt.Fprintln(os.Stderr, "put:", err)
 					os.Exit(2)
 				}

@@ -14,10 +14,10 @@ import (
 	"github.com/tenantdb/tenantdb/internal/wire"
 )
 
-// streamsOpen is wtOpen with Options.Streams on.
-func streamsOpen(t *testing.T) *wtEnv {
+// streamsOpen is openEnv with Options.Streams on.
+func streamsOpen(t *testing.T) *testEnv {
 	t.Helper()
-	env := wtOpen(t)
+	env := openEnv(t)
 	env.e.Close()
 	env.opts.Streams = true
 	env.e = env.open()
@@ -25,15 +25,15 @@ func streamsOpen(t *testing.T) *wtEnv {
 }
 
 func streamTable(name, view string) *wire.CreateTableInput {
-	in := wtTable(name, false)
-	in.StreamSpecification = &wire.StreamSpecification{StreamEnabled: wtBool(true), StreamViewType: view}
+	in := tableInput(name, false)
+	in.StreamSpecification = &wire.StreamSpecification{StreamEnabled: boolPtr(true), StreamViewType: view}
 	return in
 }
 
 // records returns the change records of table name's latest stream that
 // actor a's namespace sees, from every shard, formatted one per line as
 // "EVENT pk [old] -> [new]".
-func (a wtActor) records(name string) []string {
+func (a testActor) records(name string) []string {
 	a.env.t.Helper()
 	t := a.env.sharedTable(name)
 	if t.LatestStream == 0 {
@@ -76,7 +76,7 @@ func (a wtActor) records(name string) []string {
 }
 
 // sharedTable returns the current definition of shared table name.
-func (env *wtEnv) sharedTable(name string) *schema.Table {
+func (env *testEnv) sharedTable(name string) *schema.Table {
 	env.t.Helper()
 	for _, st := range env.e.res.Shared() {
 		if st.Name == name {
@@ -120,34 +120,34 @@ func TestStreamRecordsEveryWrite(t *testing.T) {
 	}
 	a, b := env.tenant(tenancy.RoleApp), env.tenant(tenancy.RoleApp)
 	e := env.e
-	a.put("Tbl", wtJ(t, `{"pk":{"S":"x"},"v":{"S":"1"}}`))
-	a.put("Tbl", wtJ(t, `{"pk":{"S":"x"},"v":{"S":"1"}}`)) // identical: still MODIFY
-	b.put("Tbl", wtJ(t, `{"pk":{"S":"other"},"v":{"S":"b"}}`))
-	_, err := e.UpdateItem(wtCtx, a.scope("UpdateItem"), &wire.UpdateItemInput{TableName: "Tbl", Key: wtJ(t, `{"pk":{"S":"x"}}`),
-		UpdateExpression: wtStr("SET v = :v"), ExpressionAttributeValues: map[string]attr.Value{":v": attr.Str("2")}})
-	wtNoErr(t, err)
-	_, err = e.PutItem(wtCtx, a.scope("PutItem"), &wire.PutItemInput{TableName: "Tbl", Item: wtJ(t, `{"pk":{"S":"x"},"v":{"S":"no"}}`),
-		ConditionExpression: wtStr("attribute_not_exists(pk)")})
-	wtWantErr(t, err, apierr.ConditionalCheckFailed, "")
-	_, err = e.DeleteItem(wtCtx, a.scope("DeleteItem"), &wire.DeleteItemInput{TableName: "Tbl", Key: wtJ(t, `{"pk":{"S":"x"}}`)})
-	wtNoErr(t, err)
-	_, err = e.DeleteItem(wtCtx, a.scope("DeleteItem"), &wire.DeleteItemInput{TableName: "Tbl", Key: wtJ(t, `{"pk":{"S":"missing"}}`)})
-	wtNoErr(t, err)
-	_, err = e.BatchWriteItem(wtCtx, a.scope("BatchWriteItem"), &wire.BatchWriteItemInput{RequestItems: map[string][]wire.WriteRequest{"Tbl": {
-		{PutRequest: &wire.PutRequest{Item: wtJ(t, `{"pk":{"S":"b1"},"v":{"S":"1"}}`)}},
-		{DeleteRequest: &wire.DeleteRequest{Key: wtJ(t, `{"pk":{"S":"missing"}}`)}},
+	a.put("Tbl", itemOf(t, `{"pk":{"S":"x"},"v":{"S":"1"}}`))
+	a.put("Tbl", itemOf(t, `{"pk":{"S":"x"},"v":{"S":"1"}}`)) // identical: still MODIFY
+	b.put("Tbl", itemOf(t, `{"pk":{"S":"other"},"v":{"S":"b"}}`))
+	_, err := e.UpdateItem(testCtx, a.scope("UpdateItem"), &wire.UpdateItemInput{TableName: "Tbl", Key: itemOf(t, `{"pk":{"S":"x"}}`),
+		UpdateExpression: strPtr("SET v = :v"), ExpressionAttributeValues: map[string]attr.Value{":v": attr.Str("2")}})
+	noErr(t, err)
+	_, err = e.PutItem(testCtx, a.scope("PutItem"), &wire.PutItemInput{TableName: "Tbl", Item: itemOf(t, `{"pk":{"S":"x"},"v":{"S":"no"}}`),
+		ConditionExpression: strPtr("attribute_not_exists(pk)")})
+	wantErr(t, err, apierr.ConditionalCheckFailed, "")
+	_, err = e.DeleteItem(testCtx, a.scope("DeleteItem"), &wire.DeleteItemInput{TableName: "Tbl", Key: itemOf(t, `{"pk":{"S":"x"}}`)})
+	noErr(t, err)
+	_, err = e.DeleteItem(testCtx, a.scope("DeleteItem"), &wire.DeleteItemInput{TableName: "Tbl", Key: itemOf(t, `{"pk":{"S":"missing"}}`)})
+	noErr(t, err)
+	_, err = e.BatchWriteItem(testCtx, a.scope("BatchWriteItem"), &wire.BatchWriteItemInput{RequestItems: map[string][]wire.WriteRequest{"Tbl": {
+		{PutRequest: &wire.PutRequest{Item: itemOf(t, `{"pk":{"S":"b1"},"v":{"S":"1"}}`)}},
+		{DeleteRequest: &wire.DeleteRequest{Key: itemOf(t, `{"pk":{"S":"missing"}}`)}},
 	}}})
-	wtNoErr(t, err)
-	_, err = e.TransactWriteItems(wtCtx, a.scope("TransactWriteItems"), &wire.TransactWriteItemsInput{TransactItems: []wire.TransactWriteItem{
-		{Put: &wire.TransactPut{TableName: "Tbl", Item: wtJ(t, `{"pk":{"S":"t1"},"v":{"S":"1"}}`)}},
-		{Update: &wire.TransactUpdate{TableName: "Tbl", Key: wtJ(t, `{"pk":{"S":"b1"}}`), UpdateExpression: "SET v = :v", ExpressionAttributeValues: map[string]attr.Value{":v": attr.Str("2")}}},
-		{ConditionCheck: &wire.ConditionCheck{TableName: "Tbl", Key: wtJ(t, `{"pk":{"S":"t1x"}}`), ConditionExpression: "attribute_not_exists(pk)"}},
+	noErr(t, err)
+	_, err = e.TransactWriteItems(testCtx, a.scope("TransactWriteItems"), &wire.TransactWriteItemsInput{TransactItems: []wire.TransactWriteItem{
+		{Put: &wire.TransactPut{TableName: "Tbl", Item: itemOf(t, `{"pk":{"S":"t1"},"v":{"S":"1"}}`)}},
+		{Update: &wire.TransactUpdate{TableName: "Tbl", Key: itemOf(t, `{"pk":{"S":"b1"}}`), UpdateExpression: "SET v = :v", ExpressionAttributeValues: map[string]attr.Value{":v": attr.Str("2")}}},
+		{ConditionCheck: &wire.ConditionCheck{TableName: "Tbl", Key: itemOf(t, `{"pk":{"S":"t1x"}}`), ConditionExpression: "attribute_not_exists(pk)"}},
 	}})
-	wtNoErr(t, err)
+	noErr(t, err)
 	// A cancelled transaction writes nothing, records included.
-	_, err = e.TransactWriteItems(wtCtx, a.scope("TransactWriteItems"), &wire.TransactWriteItemsInput{TransactItems: []wire.TransactWriteItem{
-		{Put: &wire.TransactPut{TableName: "Tbl", Item: wtJ(t, `{"pk":{"S":"t2"},"v":{"S":"1"}}`)}},
-		{ConditionCheck: &wire.ConditionCheck{TableName: "Tbl", Key: wtJ(t, `{"pk":{"S":"t1"}}`), ConditionExpression: "attribute_not_exists(pk)"}},
+	_, err = e.TransactWriteItems(testCtx, a.scope("TransactWriteItems"), &wire.TransactWriteItemsInput{TransactItems: []wire.TransactWriteItem{
+		{Put: &wire.TransactPut{TableName: "Tbl", Item: itemOf(t, `{"pk":{"S":"t2"},"v":{"S":"1"}}`)}},
+		{ConditionCheck: &wire.ConditionCheck{TableName: "Tbl", Key: itemOf(t, `{"pk":{"S":"t1"}}`), ConditionExpression: "attribute_not_exists(pk)"}},
 	}})
 	if err == nil {
 		t.Fatal("transaction with a failing condition succeeded")
@@ -173,10 +173,10 @@ func TestStreamViewTypes(t *testing.T) {
 	for _, view := range []string{"KEYS_ONLY", "NEW_IMAGE", "OLD_IMAGE"} {
 		name := "T_" + view
 		op.create(streamTable(name, view))
-		a.put(name, wtJ(t, `{"pk":{"S":"x"},"v":{"S":"1"}}`))
-		a.put(name, wtJ(t, `{"pk":{"S":"x"},"v":{"S":"2"}}`))
-		_, err := env.e.DeleteItem(wtCtx, a.scope("DeleteItem"), &wire.DeleteItemInput{TableName: name, Key: wtJ(t, `{"pk":{"S":"x"}}`)})
-		wtNoErr(t, err)
+		a.put(name, itemOf(t, `{"pk":{"S":"x"},"v":{"S":"1"}}`))
+		a.put(name, itemOf(t, `{"pk":{"S":"x"},"v":{"S":"2"}}`))
+		_, err := env.e.DeleteItem(testCtx, a.scope("DeleteItem"), &wire.DeleteItemInput{TableName: name, Key: itemOf(t, `{"pk":{"S":"x"}}`)})
+		noErr(t, err)
 	}
 	wantRecords(t, a.records("T_KEYS_ONLY"), "INSERT x - -> -", "MODIFY x - -> -", "REMOVE x - -> -")
 	wantRecords(t, a.records("T_NEW_IMAGE"), "INSERT x - -> 1", "MODIFY x - -> 2", "REMOVE x - -> -")
@@ -188,11 +188,11 @@ func TestStreamTTLDeletion(t *testing.T) {
 	env := streamsOpen(t)
 	op := env.operator()
 	op.create(streamTable("Ses", "NEW_AND_OLD_IMAGES"))
-	_, err := env.e.UpdateTimeToLive(wtCtx, op.scope("UpdateTimeToLive"), &wire.UpdateTimeToLiveInput{TableName: "Ses", TimeToLiveSpecification: wire.TimeToLiveSpecification{Enabled: true, AttributeName: "exp"}})
-	wtNoErr(t, err)
+	_, err := env.e.UpdateTimeToLive(testCtx, op.scope("UpdateTimeToLive"), &wire.UpdateTimeToLiveInput{TableName: "Ses", TimeToLiveSpecification: wire.TimeToLiveSpecification{Enabled: true, AttributeName: "exp"}})
+	noErr(t, err)
 	a := env.tenant(tenancy.RoleApp)
-	a.put("Ses", wtJ(t, fmt.Sprintf(`{"pk":{"S":"old"},"v":{"S":"1"},"exp":{"N":"%d"}}`, env.clock.Now().Unix()-10)))
-	wtNoErr(t, env.e.sweep())
+	a.put("Ses", itemOf(t, fmt.Sprintf(`{"pk":{"S":"old"},"v":{"S":"1"},"exp":{"N":"%d"}}`, env.clock.Now().Unix()-10)))
+	noErr(t, env.e.sweep())
 	wantRecords(t, a.records("Ses"), "INSERT old - -> 1", "REMOVE old 1 -> - (ttl)")
 }
 
@@ -203,19 +203,19 @@ func TestStreamDisableAndReenable(t *testing.T) {
 	op := env.operator()
 	first := op.create(streamTable("Dis", "KEYS_ONLY")).LatestStreamArn
 	a := env.tenant(tenancy.RoleApp)
-	a.put("Dis", wtJ(t, `{"pk":{"S":"1"}}`))
-	_, err := env.e.UpdateTable(wtCtx, op.scope("UpdateTable"), &wire.UpdateTableInput{TableName: "Dis", StreamSpecification: &wire.StreamSpecification{StreamEnabled: wtBool(false)}})
-	wtNoErr(t, err)
-	a.put("Dis", wtJ(t, `{"pk":{"S":"2"}}`))
+	a.put("Dis", itemOf(t, `{"pk":{"S":"1"}}`))
+	_, err := env.e.UpdateTable(testCtx, op.scope("UpdateTable"), &wire.UpdateTableInput{TableName: "Dis", StreamSpecification: &wire.StreamSpecification{StreamEnabled: boolPtr(false)}})
+	noErr(t, err)
+	a.put("Dis", itemOf(t, `{"pk":{"S":"2"}}`))
 	d := op.describe("Dis")
 	if d.StreamSpecification != nil || d.LatestStreamArn != first {
 		t.Errorf("after disabling: spec %+v, LatestStreamArn %q (want %q)", d.StreamSpecification, d.LatestStreamArn, first)
 	}
 	wantRecords(t, a.records("Dis"), "INSERT 1 - -> -")
 	env.clock.Set(env.clock.Now().Add(1000))
-	_, err = env.e.UpdateTable(wtCtx, op.scope("UpdateTable"), &wire.UpdateTableInput{TableName: "Dis", StreamSpecification: &wire.StreamSpecification{StreamEnabled: wtBool(true), StreamViewType: "NEW_IMAGE"}})
-	wtNoErr(t, err)
-	a.put("Dis", wtJ(t, `{"pk":{"S":"3"},"v":{"S":"x"}}`))
+	_, err = env.e.UpdateTable(testCtx, op.scope("UpdateTable"), &wire.UpdateTableInput{TableName: "Dis", StreamSpecification: &wire.StreamSpecification{StreamEnabled: boolPtr(true), StreamViewType: "NEW_IMAGE"}})
+	noErr(t, err)
+	a.put("Dis", itemOf(t, `{"pk":{"S":"3"},"v":{"S":"x"}}`))
 	d = op.describe("Dis")
 	if d.LatestStreamArn == first || d.StreamSpecification == nil {
 		t.Errorf("re-enabled: LatestStreamArn %q (the old one is %q), spec %+v", d.LatestStreamArn, first, d.StreamSpecification)
@@ -231,13 +231,13 @@ func TestStreamDisableAndReenable(t *testing.T) {
 // TestStreamsOffRefusesStreams: without Options.Streams an enabled
 // stream is refused, so no client can enable one it cannot read.
 func TestStreamsOffRefusesStreams(t *testing.T) {
-	env := wtOpen(t)
+	env := openEnv(t)
 	op := env.operator()
-	_, err := env.e.CreateTable(wtCtx, op.scope("CreateTable"), streamTable("Non", "KEYS_ONLY"))
-	wtWantErr(t, err, apierr.Validation, "StreamEnabled is not supported")
-	op.create(wtTable("Non", false))
-	_, err = env.e.UpdateTable(wtCtx, op.scope("UpdateTable"), &wire.UpdateTableInput{TableName: "Non", StreamSpecification: &wire.StreamSpecification{StreamEnabled: wtBool(true), StreamViewType: "KEYS_ONLY"}})
-	wtWantErr(t, err, apierr.Validation, "StreamEnabled is not supported")
+	_, err := env.e.CreateTable(testCtx, op.scope("CreateTable"), streamTable("Non", "KEYS_ONLY"))
+	wantErr(t, err, apierr.Validation, "StreamEnabled is not supported")
+	op.create(tableInput("Non", false))
+	_, err = env.e.UpdateTable(testCtx, op.scope("UpdateTable"), &wire.UpdateTableInput{TableName: "Non", StreamSpecification: &wire.StreamSpecification{StreamEnabled: boolPtr(true), StreamViewType: "KEYS_ONLY"}})
+	wantErr(t, err, apierr.Validation, "StreamEnabled is not supported")
 	if tb := env.sharedTable("Non"); tb.LatestStream != 0 || tb.Stream != nil {
 		t.Fatalf("stream settings %d %+v with streams off", tb.LatestStream, tb.Stream)
 	}
@@ -247,26 +247,26 @@ func TestStreamsOffRefusesStreams(t *testing.T) {
 // an engine, and have no change log: an enabled stream is refused there.
 func TestBuildTableRefusesStreams(t *testing.T) {
 	_, err := BuildTable(streamTable("Other", "KEYS_ONLY"))
-	wtWantErr(t, err, apierr.Validation, "StreamEnabled is not supported")
+	wantErr(t, err, apierr.Validation, "StreamEnabled is not supported")
 }
 
 // streamAPIRecords reads every record of the stream at arn through the
 // Streams operations, as actor a.
-func (a wtActor) streamAPIRecords(arn string) ([]string, error) {
+func (a testActor) streamAPIRecords(arn string) ([]string, error) {
 	e := a.env.e
-	d, err := e.DescribeStream(wtCtx, a.scope("DescribeStream"), &wire.DescribeStreamInput{StreamArn: arn})
+	d, err := e.DescribeStream(testCtx, a.scope("DescribeStream"), &wire.DescribeStreamInput{StreamArn: arn})
 	if err != nil {
 		return nil, err
 	}
 	var out []string
 	for _, sh := range d.StreamDescription.Shards {
-		it, err := e.GetShardIterator(wtCtx, a.scope("GetShardIterator"), &wire.GetShardIteratorInput{StreamArn: arn, ShardId: sh.ShardId, ShardIteratorType: "TRIM_HORIZON"})
+		it, err := e.GetShardIterator(testCtx, a.scope("GetShardIterator"), &wire.GetShardIteratorInput{StreamArn: arn, ShardId: sh.ShardId, ShardIteratorType: "TRIM_HORIZON"})
 		if err != nil {
 			return nil, err
 		}
 		iter := &it.ShardIterator
 		for iter != nil {
-			r, err := e.GetRecords(wtCtx, a.scope("GetRecords"), &wire.GetRecordsInput{ShardIterator: *iter})
+			r, err := e.GetRecords(testCtx, a.scope("GetRecords"), &wire.GetRecordsInput{ShardIterator: *iter})
 			if err != nil {
 				return nil, err
 			}
@@ -294,16 +294,16 @@ func TestStreamOfDeletedTable(t *testing.T) {
 	a, b := env.tenant(tenancy.RoleAdmin), env.tenant(tenancy.RoleAdmin)
 	shared := op.create(streamTable("Gone", "KEYS_ONLY")).LatestStreamArn
 	own := a.create(streamTable("Mine", "KEYS_ONLY")).LatestStreamArn
-	a.put("Gone", wtJ(t, `{"pk":{"S":"a1"}}`))
-	b.put("Gone", wtJ(t, `{"pk":{"S":"b1"}}`))
-	a.put("Mine", wtJ(t, `{"pk":{"S":"m1"}}`))
-	_, err := env.e.DeleteTable(wtCtx, op.scope("DeleteTable"), &wire.DeleteTableInput{TableName: "Gone"})
-	wtNoErr(t, err)
-	_, err = env.e.DeleteTable(wtCtx, a.scope("DeleteTable"), &wire.DeleteTableInput{TableName: "Mine"})
-	wtNoErr(t, err)
+	a.put("Gone", itemOf(t, `{"pk":{"S":"a1"}}`))
+	b.put("Gone", itemOf(t, `{"pk":{"S":"b1"}}`))
+	a.put("Mine", itemOf(t, `{"pk":{"S":"m1"}}`))
+	_, err := env.e.DeleteTable(testCtx, op.scope("DeleteTable"), &wire.DeleteTableInput{TableName: "Gone"})
+	noErr(t, err)
+	_, err = env.e.DeleteTable(testCtx, a.scope("DeleteTable"), &wire.DeleteTableInput{TableName: "Mine"})
+	noErr(t, err)
 	env.clock.Set(env.clock.Now().Add(time.Second))
 	op.create(streamTable("Gone", "KEYS_ONLY"))
-	a.put("Gone", wtJ(t, `{"pk":{"S":"a2"}}`))
+	a.put("Gone", itemOf(t, `{"pk":{"S":"a2"}}`))
 
 	got, err := a.streamAPIRecords(shared)
 	if err != nil || strings.Join(got, ",") != "INSERT a1" {

@@ -13,27 +13,27 @@ import (
 // tenants, other environments and the operator are not affected, and a
 // deleted table frees its slot.
 func TestMaxTenantTables(t *testing.T) {
-	env := wtOpen(t)
+	env := openEnv(t)
 	env.opts.MaxTenantTables = 3
 	env.reopen()
 
 	a := env.tenant(tenancy.RoleAdmin)
 	for i := 0; i < 3; i++ {
-		a.create(wtTable(fmt.Sprintf("own%d", i), false))
+		a.create(tableInput(fmt.Sprintf("own%d", i), false))
 	}
-	_, err := env.e.CreateTable(wtCtx, a.scope("CreateTable"), wtTable("own3", false))
-	wtWantErr(t, err, apierr.LimitExceeded, "Subscriber limit exceeded: the number of tables exceeds the limit of 3 tables")
+	_, err := env.e.CreateTable(testCtx, a.scope("CreateTable"), tableInput("own3", false))
+	wantErr(t, err, apierr.LimitExceeded, "Subscriber limit exceeded: the number of tables exceeds the limit of 3 tables")
 
 	test := a
 	test.p.Env = "test"
-	test.create(wtTable("own3", false))
-	env.tenant(tenancy.RoleAdmin).create(wtTable("own3", false))
+	test.create(tableInput("own3", false))
+	env.tenant(tenancy.RoleAdmin).create(tableInput("own3", false))
 	for i := 0; i < 4; i++ {
-		env.operator().create(wtTable(fmt.Sprintf("shared%d", i), false))
+		env.operator().create(tableInput(fmt.Sprintf("shared%d", i), false))
 	}
 
-	if _, err := env.e.DeleteTable(wtCtx, a.scope("DeleteTable"), &wire.DeleteTableInput{TableName: "own0"}); err != nil {
+	if _, err := env.e.DeleteTable(testCtx, a.scope("DeleteTable"), &wire.DeleteTableInput{TableName: "own0"}); err != nil {
 		t.Fatalf("DeleteTable: %v", err)
 	}
-	a.create(wtTable("own3", false))
+	a.create(tableInput("own3", false))
 }

@@ -11,28 +11,28 @@ import (
 )
 
 func TestTTL(t *testing.T) {
-	env := wtOpen(t)
+	env := openEnv(t)
 	op := env.operator()
-	in := wtTable("Sessions", false)
+	in := tableInput("Sessions", false)
 	in.AttributeDefinitions = append(in.AttributeDefinitions, wire.AttributeDefinition{AttributeName: "u", AttributeType: "S"})
 	in.GlobalSecondaryIndexes = []wire.GlobalSecondaryIndex{{IndexName: "byUser", KeySchema: []wire.KeySchemaElement{{AttributeName: "u", KeyType: "HASH"}}, Projection: &wire.Projection{ProjectionType: "KEYS_ONLY"}}}
 	op.create(in)
 	e := env.e
 
-	d, err := e.DescribeTimeToLive(wtCtx, op.scope("DescribeTimeToLive"), &wire.DescribeTimeToLiveInput{TableName: "Sessions"})
-	wtNoErr(t, err)
+	d, err := e.DescribeTimeToLive(testCtx, op.scope("DescribeTimeToLive"), &wire.DescribeTimeToLiveInput{TableName: "Sessions"})
+	noErr(t, err)
 	if d.TimeToLiveDescription.TimeToLiveStatus != "DISABLED" {
 		t.Fatalf("initial TTL %+v", d.TimeToLiveDescription)
 	}
 	a := env.tenant(tenancy.RoleApp)
-	_, err = e.UpdateTimeToLive(wtCtx, a.as(tenancy.RoleAdmin).scope("UpdateTimeToLive"), &wire.UpdateTimeToLiveInput{TableName: "Sessions", TimeToLiveSpecification: wire.TimeToLiveSpecification{Enabled: true, AttributeName: "exp"}})
-	wtWantErr(t, err, apierr.AccessDenied, "not authorized")
-	_, err = e.UpdateTimeToLive(wtCtx, op.scope("UpdateTimeToLive"), &wire.UpdateTimeToLiveInput{TableName: "Sessions", TimeToLiveSpecification: wire.TimeToLiveSpecification{Enabled: true, AttributeName: "exp"}})
-	wtNoErr(t, err)
-	_, err = e.UpdateTimeToLive(wtCtx, op.scope("UpdateTimeToLive"), &wire.UpdateTimeToLiveInput{TableName: "Sessions", TimeToLiveSpecification: wire.TimeToLiveSpecification{Enabled: true, AttributeName: "exp"}})
-	wtWantErr(t, err, apierr.Validation, "TimeToLive is already enabled")
-	d, err = e.DescribeTimeToLive(wtCtx, a.scope("DescribeTimeToLive"), &wire.DescribeTimeToLiveInput{TableName: "Sessions"})
-	wtNoErr(t, err)
+	_, err = e.UpdateTimeToLive(testCtx, a.as(tenancy.RoleAdmin).scope("UpdateTimeToLive"), &wire.UpdateTimeToLiveInput{TableName: "Sessions", TimeToLiveSpecification: wire.TimeToLiveSpecification{Enabled: true, AttributeName: "exp"}})
+	wantErr(t, err, apierr.AccessDenied, "not authorized")
+	_, err = e.UpdateTimeToLive(testCtx, op.scope("UpdateTimeToLive"), &wire.UpdateTimeToLiveInput{TableName: "Sessions", TimeToLiveSpecification: wire.TimeToLiveSpecification{Enabled: true, AttributeName: "exp"}})
+	noErr(t, err)
+	_, err = e.UpdateTimeToLive(testCtx, op.scope("UpdateTimeToLive"), &wire.UpdateTimeToLiveInput{TableName: "Sessions", TimeToLiveSpecification: wire.TimeToLiveSpecification{Enabled: true, AttributeName: "exp"}})
+	wantErr(t, err, apierr.Validation, "TimeToLive is already enabled")
+	d, err = e.DescribeTimeToLive(testCtx, a.scope("DescribeTimeToLive"), &wire.DescribeTimeToLiveInput{TableName: "Sessions"})
+	noErr(t, err)
 	if d.TimeToLiveDescription.TimeToLiveStatus != "ENABLED" || d.TimeToLiveDescription.AttributeName != "exp" {
 		t.Fatalf("TTL %+v", d.TimeToLiveDescription)
 	}
@@ -48,22 +48,22 @@ func TestTTL(t *testing.T) {
 		`{"pk":{"S":"ancient"},"exp":{"N":"5"}}`, // more than 5 years ago: ignored
 	}
 	for _, s := range items {
-		a.put("Sessions", wtJ(t, s))
-		b.put("Sessions", wtJ(t, s))
+		a.put("Sessions", itemOf(t, s))
+		b.put("Sessions", itemOf(t, s))
 	}
 	// Expired items are still readable until swept, as in DynamoDB.
-	if a.get("Sessions", wtJ(t, `{"pk":{"S":"past"}}`)) == nil {
+	if a.get("Sessions", itemOf(t, `{"pk":{"S":"past"}}`)) == nil {
 		t.Fatal("expired item hidden before the sweep")
 	}
-	wtNoErr(t, e.sweep())
-	for _, act := range []wtActor{a, b} {
+	noErr(t, e.sweep())
+	for _, act := range []testActor{a, b} {
 		for _, pk := range []string{"past", "now"} {
-			if got := act.get("Sessions", wtJ(t, `{"pk":{"S":"`+pk+`"}}`)); got != nil {
-				t.Fatalf("%s not expired: %s", pk, wtJSON(got))
+			if got := act.get("Sessions", itemOf(t, `{"pk":{"S":"`+pk+`"}}`)); got != nil {
+				t.Fatalf("%s not expired: %s", pk, showItem(got))
 			}
 		}
 		for _, pk := range []string{"future", "string", "none", "ancient"} {
-			if act.get("Sessions", wtJ(t, `{"pk":{"S":"`+pk+`"}}`)) == nil {
+			if act.get("Sessions", itemOf(t, `{"pk":{"S":"`+pk+`"}}`)) == nil {
 				t.Fatalf("%s expired", pk)
 			}
 		}
@@ -79,108 +79,108 @@ func TestTTL(t *testing.T) {
 	env.opts.TTLInterval = 5 * time.Millisecond
 	env.reopen()
 	deadline := time.Now().Add(20 * time.Second)
-	for a.get("Sessions", wtJ(t, `{"pk":{"S":"future"}}`)) != nil {
+	for a.get("Sessions", itemOf(t, `{"pk":{"S":"future"}}`)) != nil {
 		if time.Now().After(deadline) {
 			t.Fatal("background sweeper did not expire the item")
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
 
-	_, err = env.e.UpdateTimeToLive(wtCtx, op.scope("UpdateTimeToLive"), &wire.UpdateTimeToLiveInput{TableName: "Sessions", TimeToLiveSpecification: wire.TimeToLiveSpecification{Enabled: false, AttributeName: "other"}})
-	wtWantErr(t, err, apierr.Validation, "different AttributeName")
+	_, err = env.e.UpdateTimeToLive(testCtx, op.scope("UpdateTimeToLive"), &wire.UpdateTimeToLiveInput{TableName: "Sessions", TimeToLiveSpecification: wire.TimeToLiveSpecification{Enabled: false, AttributeName: "other"}})
+	wantErr(t, err, apierr.Validation, "different AttributeName")
 }
 
 func TestTags(t *testing.T) {
-	env := wtOpen(t)
+	env := openEnv(t)
 	op := env.operator()
-	in := wtTable("Tagged", false)
+	in := tableInput("Tagged", false)
 	in.Tags = []wire.Tag{{Key: "team", Value: "a"}, {Key: tenancy.TagIsolation, Value: "namespace"}}
 	d := op.create(in)
 	e := env.e
 	arn := d.TableArn
-	list := func(act wtActor, arn string) ([]wire.Tag, error) {
-		out, err := e.ListTagsOfResource(wtCtx, act.scope("ListTagsOfResource"), &wire.ListTagsOfResourceInput{ResourceArn: arn})
+	list := func(act testActor, arn string) ([]wire.Tag, error) {
+		out, err := e.ListTagsOfResource(testCtx, act.scope("ListTagsOfResource"), &wire.ListTagsOfResourceInput{ResourceArn: arn})
 		if err != nil {
 			return nil, err
 		}
 		return out.Tags, nil
 	}
-	_, err := e.TagResource(wtCtx, op.scope("TagResource"), &wire.TagResourceInput{ResourceArn: arn, Tags: []wire.Tag{{Key: "team", Value: "b"}, {Key: "env", Value: "prod"}}})
-	wtNoErr(t, err)
+	_, err := e.TagResource(testCtx, op.scope("TagResource"), &wire.TagResourceInput{ResourceArn: arn, Tags: []wire.Tag{{Key: "team", Value: "b"}, {Key: "env", Value: "prod"}}})
+	noErr(t, err)
 	tags, err := list(op, arn)
-	wtNoErr(t, err)
+	noErr(t, err)
 	if fmt.Sprint(tags) != "[{team b} {tenantdb:isolation namespace} {env prod}]" {
 		t.Fatalf("tags %v", tags)
 	}
-	_, err = e.TagResource(wtCtx, op.scope("TagResource"), &wire.TagResourceInput{ResourceArn: arn, Tags: []wire.Tag{{Key: tenancy.TagIsolation, Value: "silo"}}})
-	wtWantErr(t, err, apierr.Validation, "reserved")
-	_, err = e.UntagResource(wtCtx, op.scope("UntagResource"), &wire.UntagResourceInput{ResourceArn: arn, TagKeys: []string{tenancy.TagIsolation}})
-	wtWantErr(t, err, apierr.Validation, "reserved")
-	_, err = e.UntagResource(wtCtx, op.scope("UntagResource"), &wire.UntagResourceInput{ResourceArn: arn, TagKeys: []string{"env", "absent"}})
-	wtNoErr(t, err)
+	_, err = e.TagResource(testCtx, op.scope("TagResource"), &wire.TagResourceInput{ResourceArn: arn, Tags: []wire.Tag{{Key: tenancy.TagIsolation, Value: "silo"}}})
+	wantErr(t, err, apierr.Validation, "reserved")
+	_, err = e.UntagResource(testCtx, op.scope("UntagResource"), &wire.UntagResourceInput{ResourceArn: arn, TagKeys: []string{tenancy.TagIsolation}})
+	wantErr(t, err, apierr.Validation, "reserved")
+	_, err = e.UntagResource(testCtx, op.scope("UntagResource"), &wire.UntagResourceInput{ResourceArn: arn, TagKeys: []string{"env", "absent"}})
+	noErr(t, err)
 
 	// Tenants may list a shared table's tags but not change them.
 	admin := env.tenant(tenancy.RoleAdmin)
 	tags, err = list(admin, arn)
-	wtNoErr(t, err)
+	noErr(t, err)
 	if len(tags) != 2 {
 		t.Fatalf("tenant sees tags %v", tags)
 	}
-	_, err = e.TagResource(wtCtx, admin.scope("TagResource"), &wire.TagResourceInput{ResourceArn: arn, Tags: []wire.Tag{{Key: "x", Value: "y"}}})
-	wtWantErr(t, err, apierr.AccessDenied, "not authorized")
+	_, err = e.TagResource(testCtx, admin.scope("TagResource"), &wire.TagResourceInput{ResourceArn: arn, Tags: []wire.Tag{{Key: "x", Value: "y"}}})
+	wantErr(t, err, apierr.AccessDenied, "not authorized")
 
 	// A tenant's own table: it tags it; others cannot see it.
-	own := admin.create(wtTable("Mine", false))
-	_, err = e.TagResource(wtCtx, admin.scope("TagResource"), &wire.TagResourceInput{ResourceArn: own.TableArn, Tags: []wire.Tag{{Key: "x", Value: "y"}}})
-	wtNoErr(t, err)
+	own := admin.create(tableInput("Mine", false))
+	_, err = e.TagResource(testCtx, admin.scope("TagResource"), &wire.TagResourceInput{ResourceArn: own.TableArn, Tags: []wire.Tag{{Key: "x", Value: "y"}}})
+	noErr(t, err)
 	other := env.tenant(tenancy.RoleAdmin)
 	_, err = list(other, own.TableArn)
-	wtWantErr(t, err, apierr.ResourceNotFound, "not found")
+	wantErr(t, err, apierr.ResourceNotFound, "not found")
 	_, err = list(op, own.TableArn)
-	wtWantErr(t, err, apierr.ResourceNotFound, "not found")
+	wantErr(t, err, apierr.ResourceNotFound, "not found")
 	_, err = list(admin, "not-an-arn")
-	wtWantErr(t, err, apierr.Validation, "Invalid TableArn")
+	wantErr(t, err, apierr.Validation, "Invalid TableArn")
 
 	// Tags persist.
 	env.reopen()
 	tags, err = list(admin, own.TableArn)
-	wtNoErr(t, err)
+	noErr(t, err)
 	if fmt.Sprint(tags) != "[{x y}]" {
 		t.Fatalf("after reopen %v", tags)
 	}
 }
 
 func TestLimitsAndEndpoints(t *testing.T) {
-	env := wtOpen(t)
+	env := openEnv(t)
 	a := env.tenant(tenancy.RoleApp)
-	l, err := env.e.DescribeLimits(wtCtx, a.scope("DescribeLimits"), &wire.DescribeLimitsInput{})
-	wtNoErr(t, err)
+	l, err := env.e.DescribeLimits(testCtx, a.scope("DescribeLimits"), &wire.DescribeLimitsInput{})
+	noErr(t, err)
 	if l.TableMaxReadCapacityUnits != 40000 {
 		t.Fatalf("limits %+v", l)
 	}
-	ep, err := env.e.DescribeEndpoints(wtCtx, a.scope("DescribeEndpoints"), &wire.DescribeEndpointsInput{})
-	wtNoErr(t, err)
+	ep, err := env.e.DescribeEndpoints(testCtx, a.scope("DescribeEndpoints"), &wire.DescribeEndpointsInput{})
+	noErr(t, err)
 	if len(ep.Endpoints) != 1 || ep.Endpoints[0].CachePeriodInMinutes != 1440 {
 		t.Fatalf("endpoints %+v", ep)
 	}
-	if _, err := env.e.DescribeLimits(wtCtx, tenancy.Scope{}, &wire.DescribeLimitsInput{}); apierr.KindOf(err) != apierr.AccessDenied {
+	if _, err := env.e.DescribeLimits(testCtx, tenancy.Scope{}, &wire.DescribeLimitsInput{}); apierr.KindOf(err) != apierr.AccessDenied {
 		t.Fatalf("zero scope: %v", err)
 	}
 }
 
 func TestTTLSweepResumes(t *testing.T) {
-	env := wtOpen(t)
+	env := openEnv(t)
 	op := env.operator()
 	for _, name := range []string{"TTL1", "TTL2"} {
-		op.create(wtTable(name, false))
-		_, err := env.e.UpdateTimeToLive(wtCtx, op.scope("UpdateTimeToLive"), &wire.UpdateTimeToLiveInput{TableName: name, TimeToLiveSpecification: wire.TimeToLiveSpecification{Enabled: true, AttributeName: "exp"}})
-		wtNoErr(t, err)
+		op.create(tableInput(name, false))
+		_, err := env.e.UpdateTimeToLive(testCtx, op.scope("UpdateTimeToLive"), &wire.UpdateTimeToLiveInput{TableName: name, TimeToLiveSpecification: wire.TimeToLiveSpecification{Enabled: true, AttributeName: "exp"}})
+		noErr(t, err)
 	}
 	a := env.tenant(tenancy.RoleApp)
 	exp := env.clock.Now().Unix() - 1
 	for i := 0; i < 300; i++ {
 		for _, name := range []string{"TTL1", "TTL2"} {
-			a.put(name, wtJ(t, fmt.Sprintf(`{"pk":{"S":"k%d"},"exp":{"N":"%d"}}`, i, exp)))
+			a.put(name, itemOf(t, fmt.Sprintf(`{"pk":{"S":"k%d"},"exp":{"N":"%d"}}`, i, exp)))
 		}
 	}
 	env.e.ttl.budget = chunkSize
@@ -192,7 +192,7 @@ func TestTTLSweepResumes(t *testing.T) {
 	passes := 0
 	for left() > 0 {
 		before := left()
-		wtNoErr(t, env.e.sweep())
+		noErr(t, env.e.sweep())
 		passes++
 		if got := before - left(); got > 2*chunkSize || got <= 0 { // the budget is checked per chunk
 			t.Fatalf("pass %d deleted %d items (budget %d)", passes, got, chunkSize)
