@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"sort"
@@ -189,7 +190,8 @@ func sameItem(t testing.TB, got, want attr.Item) {
 	}
 }
 
-// wantErr fails unless err has kind k and a message containing msg.
+// wantErr fails unless err is an *apierr.Error (not wrapped) of kind k
+// whose message contains msg ("": any message).
 func wantErr(t testing.TB, err error, k apierr.Kind, msg string) *apierr.Error {
 	t.Helper()
 	if err == nil {
@@ -534,4 +536,41 @@ func scanAll(t testing.TB, e *Engine, s tenancy.Scope, in wire.ScanInput) ([]att
 		}
 		in.ExclusiveStartKey = out.LastEvaluatedKey
 	}
+}
+
+// itemTable creates table Items (pk S, sk S) and returns a tenant app.
+func itemTable(t *testing.T) (*testEnv, testActor) {
+	t.Helper()
+	env := openEnv(t)
+	env.operator().create(tableInput("Items", true))
+	return env, env.tenant(tenancy.RoleApp)
+}
+
+// openOrders is the fixture most tests use: a table with a KEYS_ONLY GSI, an
+// ALL GSI without sort key, an INCLUDE LSI, and a CREATING GSI.
+func openOrders(t testing.TB) (*Engine, tenancy.Scope) {
+	t.Helper()
+	e := openEnv(t).e
+	createShared(t, e, "Orders", "pk:S", "sk:S", []indexSpec{
+		{name: "byStatus", hash: "status:S", rng: "amount:N", proj: "KEYS_ONLY"},
+		{name: "byCust", hash: "cust:S", proj: "ALL"},
+		{name: "byDate", local: true, hash: "pk:S", rng: "date:S", proj: "INCLUDE", nonKey: []string{"note"}},
+	})
+	addCreatingIndex(t, e, "Orders", &schema.Index{Name: "building", Hash: schema.KeyAttr{Name: "cust", Type: attr.S}, ProjectionType: "ALL"})
+	return e, tenantScope(t, tenancy.NewTenantID(), "Query")
+}
+
+func orderItem(pk, sk, status string, amount int, cust, date string) attr.Item {
+	it := attr.Item{"pk": sval(pk), "sk": sval(sk), "note": sval("note " + sk), "secret": sval("secret " + sk)}
+	if status != "" {
+		it["status"] = sval(status)
+		it["amount"] = nval(fmt.Sprint(amount))
+	}
+	if cust != "" {
+		it["cust"] = sval(cust)
+	}
+	if date != "" {
+		it["date"] = sval(date)
+	}
+	return it
 }

@@ -12,39 +12,9 @@ import (
 	"github.com/tenantdb/tenantdb/internal/apierr"
 	"github.com/tenantdb/tenantdb/internal/attr"
 	"github.com/tenantdb/tenantdb/internal/expr"
-	"github.com/tenantdb/tenantdb/internal/schema"
 	"github.com/tenantdb/tenantdb/internal/tenancy"
 	"github.com/tenantdb/tenantdb/internal/wire"
 )
-
-// openOrders is the fixture most tests use: a table with a KEYS_ONLY GSI, an
-// ALL GSI without sort key, an INCLUDE LSI, and a CREATING GSI.
-func openOrders(t testing.TB) (*Engine, tenancy.Scope) {
-	t.Helper()
-	e := openEnv(t).e
-	createShared(t, e, "Orders", "pk:S", "sk:S", []indexSpec{
-		{name: "byStatus", hash: "status:S", rng: "amount:N", proj: "KEYS_ONLY"},
-		{name: "byCust", hash: "cust:S", proj: "ALL"},
-		{name: "byDate", local: true, hash: "pk:S", rng: "date:S", proj: "INCLUDE", nonKey: []string{"note"}},
-	})
-	addCreatingIndex(t, e, "Orders", &schema.Index{Name: "building", Hash: schema.KeyAttr{Name: "cust", Type: attr.S}, ProjectionType: "ALL"})
-	return e, tenantScope(t, tenancy.NewTenantID(), "Query")
-}
-
-func orderItem(pk, sk, status string, amount int, cust, date string) attr.Item {
-	it := attr.Item{"pk": sval(pk), "sk": sval(sk), "note": sval("note " + sk), "secret": sval("secret " + sk)}
-	if status != "" {
-		it["status"] = sval(status)
-		it["amount"] = nval(fmt.Sprint(amount))
-	}
-	if cust != "" {
-		it["cust"] = sval(cust)
-	}
-	if date != "" {
-		it["date"] = sval(date)
-	}
-	return it
-}
 
 func TestQueryTable(t *testing.T) {
 	e, s := openOrders(t)

@@ -11,14 +11,6 @@ import (
 	"github.com/tenantdb/tenantdb/internal/wire"
 )
 
-// itemTable creates table Items (pk S, sk S) and returns a tenant app.
-func itemTable(t *testing.T) (*testEnv, testActor) {
-	t.Helper()
-	env := openEnv(t)
-	env.operator().create(tableInput("Items", true))
-	return env, env.tenant(tenancy.RoleApp)
-}
-
 func TestPutGetItem(t *testing.T) {
 	env, a := itemTable(t)
 	e := env.e
