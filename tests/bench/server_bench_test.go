@@ -195,12 +195,18 @@ func spread(i, n int) int {
 // the 15 minutes of allowed clock skew, longer than any benchmark.
 func (t *target) sign(tb testing.TB, op, body string) []byte {
 	tb.Helper()
+	return t.signTarget(tb, "DynamoDB_20120810."+op, body)
+}
+
+// signTarget is sign for any X-Amz-Target (DynamoDB Streams' too).
+func (t *target) signTarget(tb testing.TB, target, body string) []byte {
+	tb.Helper()
 	r, err := http.NewRequest(http.MethodPost, "http://"+t.addr+"/", strings.NewReader(body))
 	if err != nil {
 		tb.Fatal(err)
 	}
 	r.Header.Set("Content-Type", "application/x-amz-json-1.0")
-	r.Header.Set("X-Amz-Target", "DynamoDB_20120810."+op)
+	r.Header.Set("X-Amz-Target", target)
 	r.Header.Set("Accept-Encoding", "identity")
 	sum := sha256.Sum256([]byte(body))
 	creds := aws.Credentials{AccessKeyID: t.akid, SecretAccessKey: t.secret}
