@@ -78,6 +78,9 @@ type Config struct {
 	Backend, BackendEndpoint, BackendRegion, BackendTablePrefix string
 	// StreamRetention is how long DynamoDB Streams records are kept.
 	StreamRetention time.Duration
+	// StreamRollover is how long each shard of a new stream is open (0:
+	// the default, 4h).
+	StreamRollover time.Duration
 }
 
 // DefaultConfig returns the defaults.
@@ -153,6 +156,9 @@ func (c Config) Validate() error {
 	if c.StreamRetention < time.Hour {
 		return errors.New("--stream-retention must be at least 1h")
 	}
+	if c.StreamRollover != 0 && c.StreamRollover < time.Second {
+		return errors.New("--stream-rollover must be at least 1s")
+	}
 	return nil
 }
 
@@ -198,6 +204,7 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	fs.StringVar(&cfg.BackendTablePrefix, "backend-table-prefix", cfg.BackendTablePrefix, "prefix of the remote engine's table name, <prefix>tenantdb (env TENANTDB_BACKEND_TABLE_PREFIX)")
 	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", cfg.ShutdownTimeout, "how long to wait for in-flight requests on shutdown")
 	fs.DurationVar(&cfg.StreamRetention, "stream-retention", cfg.StreamRetention, "how long DynamoDB Streams records are kept")
+	fs.DurationVar(&cfg.StreamRollover, "stream-rollover", cfg.StreamRollover, "how long each shard of a new stream is open before it closes and a child starts (0: 4h)")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
 	}
@@ -293,6 +300,7 @@ func (c Config) nodeOptions(endpoint, serverKey string, log *slog.Logger) node.O
 		Remote:        node.Remote{Endpoint: c.BackendEndpoint, Region: c.BackendRegion, TablePrefix: c.BackendTablePrefix},
 
 		StreamRetention: c.StreamRetention,
+		StreamRollover:  c.StreamRollover,
 	}
 	c.benchConfig.apply(&o)
 	return o

@@ -90,6 +90,10 @@ type Options struct {
 	// StreamRetention is how long change records (DynamoDB Streams) are
 	// kept; 0 means 24h.
 	StreamRetention time.Duration
+	// StreamRollover is how long each shard of a new stream is open; 0
+	// means the change log's default (4h). Tests shorten it to read
+	// through rollovers.
+	StreamRollover time.Duration
 
 	// Backend chooses where items live: "" for the embedded engine, or
 	// BackendDynamoDB for a remote engine speaking the DynamoDB API
@@ -203,6 +207,7 @@ func Open(ctx context.Context, o Options) (_ *Node, err error) {
 		Streams:         true,
 		StreamSecret:    key.Derive("tenantdb change log v1"),
 		StreamRetention: o.StreamRetention,
+		StreamRollover:  o.StreamRollover,
 	}
 	if !o.InMemory {
 		eo.SiloDir = filepath.Join(o.DataDir, "silos")
