@@ -136,11 +136,13 @@ func follow(t *testing.T, sc *dynamodbstreams.Client, arn string) ([]stypes.Reco
 					if err == nil || attempt == 3 || !errors.As(err, &re) || re.HTTPStatusCode() != 200 {
 						break
 					}
-					// NB: the SDK sometimes fails reading a full (1 MB)
-					// answer whose status was 200 ("deserialization failed
-					// ... use of closed network connection"); a consumer
-					// retries with the same iterator, which must give the
-					// same records.
+					// NB: aws-sdk-go-v2 sometimes fails reading a full
+					// (1 MB) answer whose status was 200 ("deserialization
+					// failed ... use of closed network connection": its own
+					// transport closed the connection, as in
+					// aws/aws-sdk-go-v2#1825 and #2737); a consumer retries
+					// with the same iterator, which must give the same
+					// records (checked below: no duplicates).
 					t.Logf("GetRecords %s, attempt %d: %v; retrying", id, attempt, err)
 				}
 				if err != nil {
