@@ -11,7 +11,7 @@
 // and tenant-owned tables), plants a random secret in every item and tag
 // of each, and then lets A (and B's other environment) attack every
 // surface: keys, indexes, page tokens, batches, transactions, counts,
-// error messages, TTL, tags, the admin routes, sessions, environments,
+// error messages, TTL, tags, DynamoDB Streams, the admin routes, sessions, environments,
 // suspension and revocation. Every answer an attacker receives is scanned
 // for the victims' secrets, ids and key ids; every attack that should be
 // refused and succeeds, every count that includes another tenant's items,
@@ -113,7 +113,7 @@ func (r *Report) Err() error {
 // Families are the attack families, in the order they run.
 var Families = []string{
 	"counts", "indexes", "page-tokens", "error-messages", "keys", "batches", "transactions",
-	"ttl", "tags", "admin-routes", "sessions", "environments", "revocation", "suspension",
+	"ttl", "tags", "streams", "admin-routes", "sessions", "environments", "revocation", "suspension",
 }
 
 // Run sets up the scratch tenants and tables, runs every family of
@@ -154,7 +154,7 @@ func Run(ctx context.Context, o Options) (rep *Report, err error) {
 	}
 	attacks := map[string]func(context.Context){
 		"counts": r.counts, "indexes": r.indexes, "page-tokens": r.pageTokens, "error-messages": r.errorMessages,
-		"keys": r.keys, "batches": r.batches, "transactions": r.transactions, "ttl": r.ttl, "tags": r.tags,
+		"keys": r.keys, "batches": r.batches, "transactions": r.transactions, "ttl": r.ttl, "tags": r.tags, "streams": r.streams,
 		"admin-routes": r.adminRoutes, "sessions": r.sessions, "environments": r.environments,
 		"revocation": r.revocation, "suspension": r.suspension,
 	}
