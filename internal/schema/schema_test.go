@@ -1,12 +1,14 @@
 package schema
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/tenantdb/tenantdb/internal/apierr"
 	"github.com/tenantdb/tenantdb/internal/attr"
 	"github.com/tenantdb/tenantdb/internal/tenancy"
+	"github.com/tenantdb/tenantdb/internal/wire"
 )
 
 func TestValidateTableName(t *testing.T) {
@@ -99,5 +101,26 @@ func TestEncodeDecodeClone(t *testing.T) {
 	}
 	if !tb.Projects(tb.Indexes[0], "a") || tb.Projects(tb.Indexes[0], "b") || !tb.Projects(tb.Indexes[0], "pk") {
 		t.Error("Projects: INCLUDE projects its non-key attributes and the keys only")
+	}
+}
+
+// TestTagLimitIgnoresReserved: the reserved tenantdb: tags (isolation
+// mode, leading-key pattern) do not use up the user's 50 tags.
+func TestTagLimitIgnoresReserved(t *testing.T) {
+	reserved := []wire.Tag{{Key: "tenantdb:isolation", Value: "leading-keys"}, {Key: "tenantdb:leading-key-pattern", Value: "T#{tenant}|*"}}
+	var user []wire.Tag
+	for i := 0; i < MaxTags; i++ {
+		user = append(user, wire.Tag{Key: fmt.Sprintf("k%d", i), Value: "v"})
+	}
+	if err := CheckTags(append(append([]wire.Tag{}, reserved...), user...), true); err != nil {
+		t.Fatalf("CreateTable with 2 reserved and %d user tags: %v", MaxTags, err)
+	}
+	tbl := &Table{Tags: append([]wire.Tag{}, reserved...)}
+	if err := tbl.SetTags(user); err != nil {
+		t.Fatalf("TagResource up to %d user tags on a table with reserved tags: %v", MaxTags, err)
+	}
+	err := tbl.SetTags([]wire.Tag{{Key: "one-more", Value: "v"}})
+	if apierr.KindOf(err) != apierr.LimitExceeded {
+		t.Fatalf("tag %d: %v, want LimitExceededException", MaxTags+1, err)
 	}
 }

@@ -16,8 +16,21 @@ import (
 // and cannot be added or removed later. Who may tag a table is decided by
 // resolve (CheckManage), not here.
 
-// MaxTags is DynamoDB's limit of tags per resource.
+// MaxTags is DynamoDB's limit of tags per resource. The reserved
+// tenantdb: tags do not count against it: they are the server's, not the
+// user's.
 const MaxTags = 50
+
+// userTags returns how many of tags are the user's (not reserved).
+func userTags(tags []wire.Tag) int {
+	n := 0
+	for _, tg := range tags {
+		if !strings.HasPrefix(tg.Key, "tenantdb:") {
+			n++
+		}
+	}
+	return n
+}
 
 // CheckTagResource validates a TagResource request's tags.
 func CheckTagResource(in *wire.TagResourceInput) error {
@@ -64,7 +77,7 @@ func (t *Table) SetTags(tags []wire.Tag) error {
 			t.Tags = append(t.Tags, tg)
 		}
 	}
-	if len(t.Tags) > MaxTags {
+	if userTags(t.Tags) > MaxTags {
 		return apierr.New(apierr.LimitExceeded, "The number of tags exceeds the limit of %d", MaxTags)
 	}
 	return nil
@@ -79,7 +92,7 @@ func (t *Table) RemoveTags(keys []string) {
 // CheckTags validates tags as DynamoDB does. atCreate allows the reserved tenantdb:* keys,
 // which choose isolation and are fixed for the table's life.
 func CheckTags(tags []wire.Tag, atCreate bool) error {
-	if len(tags) > MaxTags {
+	if userTags(tags) > MaxTags {
 		return apierr.New(apierr.LimitExceeded, "The number of tags exceeds the limit of %d", MaxTags)
 	}
 	seen := map[string]bool{}
