@@ -542,15 +542,6 @@ func TestFindStreams(t *testing.T) {
 			t.Errorf("meta %q", got[0].Meta)
 		}
 	}
-	if other, err := l.OwnedElsewhere("orders", own.ID, b); err != nil || !other {
-		t.Errorf("OwnedElsewhere(A's stream, B) = %v %v", other, err)
-	}
-	if other, _ := l.OwnedElsewhere("orders", own.ID, a); other {
-		t.Error("OwnedElsewhere(A's stream, A) is true")
-	}
-	if other, _ := l.OwnedElsewhere("orders", shared.ID, b); other {
-		t.Error("OwnedElsewhere(a shared stream) is true")
-	}
 	if err := l.DropTenant(db, ta); err != nil {
 		t.Fatal(err)
 	}

@@ -264,14 +264,6 @@ func (l *Log) FindStreams(name string, id uint64, ns []byte) ([]Stream, error) {
 	return l.findStreams(name, id, func(owner []byte) bool { return owner == nil || bytes.Equal(owner, ns) })
 }
 
-// OwnedElsewhere reports whether a stream with id of a table named name
-// exists that another namespace than ns owns: a stream ARN that does not
-// resolve for ns but names such a stream is a cross-tenant attempt.
-func (l *Log) OwnedElsewhere(name string, id uint64, ns []byte) (bool, error) {
-	found, err := l.findStreams(name, id, func(owner []byte) bool { return owner != nil && !bytes.Equal(owner, ns) })
-	return len(found) > 0, err
-}
-
 func (l *Log) findStreams(name string, id uint64, match func(owner []byte) bool) ([]Stream, error) {
 	lo, hi := keyspace.AllStreamDescriptors()
 	it := l.main.NewIter(lo, hi)

@@ -68,12 +68,13 @@ func (e *Engine) openStream(ctx context.Context, s tenancy.Scope, arn string) (*
 			return e.goneTableHandle(s, st), st, nil
 		}
 	}
+	// NB: every well-formed stream ARN this scope cannot read is answered
+	// "not found" and audited as a denial in the caller's own log, whether
+	// or not the stream exists for another tenant or environment: auditing
+	// only the ones that exist elsewhere would let the caller's admin learn
+	// from its own audit log that someone else has such a stream.
 	nf := streamNotFound(arn)
-	if other, err := e.clog.OwnedElsewhere(a.Table, a.Stream, resolve.Namespace(s)); err == nil && other {
-		// NB: the stream exists, owned by another tenant or environment:
-		// the caller is told only "not found", and the server audits it.
-		nf.Denial = true
-	}
+	nf.Denial = true
 	return nil, changelog.Stream{}, nf
 }
 
