@@ -213,4 +213,25 @@ func TestStreamsIsolation(t *testing.T) {
 			t.Errorf("%d %s denials audited for B, want %d (all: %v)", denied[op], op, want, denied)
 		}
 	}
+	// No oracle in B's own log: an ARN naming a stream that exists for
+	// nobody is answered and audited exactly as A's stream's ARN is, so
+	// B's admin cannot tell from the log which of A's streams exist.
+	nobody := own[:len(own)-3] + "999"
+	_, errNobody := sb.DescribeStream(ctx, &dynamodbstreams.DescribeStreamInput{StreamArn: aws.String(nobody)})
+	if errCode(errNobody) != "ResourceNotFoundException" {
+		t.Errorf("B DescribeStream of a stream nobody has: %v", errNobody)
+	}
+	page, err = srv.Admin().Audit(ctx, b.TenantID, client.AuditQuery{Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := 0
+	for _, r := range page.Records {
+		if strings.HasPrefix(r.Outcome, "denied") && r.Action == "dynamodb:DescribeStream" {
+			after++
+		}
+	}
+	if after != denied["dynamodb:DescribeStream"]+1 {
+		t.Errorf("DescribeStream of a stream nobody has: %d denials audited for B, want %d (one more than for A's stream's ARN): the log would tell B which streams A has", after, denied["dynamodb:DescribeStream"]+1)
+	}
 }
