@@ -6,11 +6,12 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/tenantdb/tenantdb/internal/crashtest"
 
 	"github.com/tenantdb/tenantdb/internal/storage"
 	"github.com/tenantdb/tenantdb/internal/tenancy"
@@ -56,20 +57,7 @@ func TestStreamCrash(t *testing.T) {
 		streamCrashChild(t, dir)
 		return
 	}
-	if testing.Short() {
-		t.Skip("re-executes the test binary")
-	}
-	dir := t.TempDir()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestStreamCrash$", "-test.v=false")
-	cmd.Env = append(os.Environ(), streamCrashEnv+"="+dir)
-	cmd.Stderr = os.Stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	cmd, out, dir := crashtest.Start(t, streamCrashEnv)
 	acked := make([]int, streamCrashWriters) // per writer: acknowledged writes
 	total, killed := 0, false
 	sc := bufio.NewScanner(out)
@@ -86,7 +74,7 @@ func TestStreamCrash(t *testing.T) {
 			killed = true
 		}
 	}
-	err = cmd.Wait()
+	err := cmd.Wait()
 	if !killed {
 		t.Fatalf("child exited before %d acknowledgements (got %d): %v", streamCrashAcks, total, err)
 	}

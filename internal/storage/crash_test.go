@@ -6,9 +6,10 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
 	"sync"
 	"testing"
+
+	"github.com/tenantdb/tenantdb/internal/crashtest"
 )
 
 const (
@@ -33,20 +34,7 @@ func TestCrashRecovery(t *testing.T) {
 		crashChild(dir)
 		return
 	}
-	if testing.Short() {
-		t.Skip("re-executes the test binary")
-	}
-	dir := t.TempDir()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashRecovery$", "-test.v=false")
-	cmd.Env = append(os.Environ(), crashChildEnv+"="+dir)
-	cmd.Stderr = os.Stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	cmd, out, dir := crashtest.Start(t, crashChildEnv)
 	acked := make([]int, crashWriters) // per writer: highest acknowledged seq + 1
 	total, killed := 0, false
 	sc := bufio.NewScanner(out)
@@ -68,7 +56,7 @@ func TestCrashRecovery(t *testing.T) {
 			killed = true
 		}
 	}
-	err = cmd.Wait()
+	err := cmd.Wait()
 	if !killed {
 		t.Fatalf("child exited before %d acknowledgements (got %d): %v", crashAcks, total, err)
 	}

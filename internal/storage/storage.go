@@ -319,25 +319,7 @@ func (db *DB) Counter(key []byte) (int64, error) {
 // already applied, belongs to another DB, or the DB is closed. A WAL write
 // or sync failure does not return: it terminates the process (DESIGN.md).
 // The caller still closes b.
-func (db *DB) Apply(b *Batch) error {
-	switch {
-	case b.err != nil:
-		return b.err
-	case b.applied:
-		return errors.New("storage: batch already applied")
-	case b.db != db:
-		return errors.New("storage: batch belongs to another DB")
-	}
-	if err := db.enter(); err != nil {
-		return err
-	}
-	defer db.mu.RUnlock()
-	b.applied = true
-	if err := db.pdb.Apply(b.pb, db.writeOpts); err != nil {
-		return fmt.Errorf("storage: apply: %w", err)
-	}
-	return nil
-}
+func (db *DB) Apply(b *Batch) error { return db.apply(b, db.writeOpts) }
 
 // ApplyNoSync commits b atomically like Apply, without waiting for the WAL
 // sync: after it returns nil b is visible to later reads, and it is in the
@@ -345,7 +327,9 @@ func (db *DB) Apply(b *Batch) error {
 // write (any Apply, or SyncWAL) has returned. Until then kill -9 or power
 // loss may lose it (and only it and later unsynced batches). Errors as
 // Apply.
-func (db *DB) ApplyNoSync(b *Batch) error {
+func (db *DB) ApplyNoSync(b *Batch) error { return db.apply(b, pebble.NoSync) }
+
+func (db *DB) apply(b *Batch, opts *pebble.WriteOptions) error {
 	switch {
 	case b.err != nil:
 		return b.err
@@ -359,7 +343,7 @@ func (db *DB) ApplyNoSync(b *Batch) error {
 	}
 	defer db.mu.RUnlock()
 	b.applied = true
-	if err := db.pdb.Apply(b.pb, pebble.NoSync); err != nil {
+	if err := db.pdb.Apply(b.pb, opts); err != nil {
 		return fmt.Errorf("storage: apply: %w", err)
 	}
 	return nil
