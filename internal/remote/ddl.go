@@ -124,13 +124,7 @@ func (b *Backend) changeDef(ctx context.Context, tg resolve.Target, c *schema.Ta
 // DescribeTable describes a table, with the statistics of the scope's
 // own items, counted by reading them (stats.go).
 func (b *Backend) DescribeTable(ctx context.Context, s tenancy.Scope, in *wire.DescribeTableInput) (*wire.DescribeTableOutput, error) {
-	if err := check(ctx, s); err != nil {
-		return nil, err
-	}
-	if err := schema.ValidateTableName(in.TableName); err != nil {
-		return nil, err
-	}
-	tg, err := b.res.Lookup(ctx, s, in.TableName)
+	tg, err := b.lookup(ctx, s, in.TableName)
 	if err != nil {
 		return nil, err
 	}
@@ -246,13 +240,7 @@ func (b *Backend) purge(ctx context.Context, p place) {
 // UpdateTable is not served yet; who may not change the table is still
 // told so first.
 func (b *Backend) UpdateTable(ctx context.Context, s tenancy.Scope, in *wire.UpdateTableInput) (*wire.UpdateTableOutput, error) {
-	if err := check(ctx, s); err != nil {
-		return nil, err
-	}
-	if err := schema.ValidateTableName(in.TableName); err != nil {
-		return nil, err
-	}
-	tg, err := b.res.Lookup(ctx, s, in.TableName)
+	tg, err := b.lookup(ctx, s, in.TableName)
 	if err != nil {
 		return nil, err
 	}
@@ -307,13 +295,7 @@ func (b *Backend) UpdateTimeToLive(ctx context.Context, s tenancy.Scope, in *wir
 
 // DescribeTimeToLive reports the TTL setting of the definition.
 func (b *Backend) DescribeTimeToLive(ctx context.Context, s tenancy.Scope, in *wire.DescribeTimeToLiveInput) (*wire.DescribeTimeToLiveOutput, error) {
-	if err := check(ctx, s); err != nil {
-		return nil, err
-	}
-	if err := schema.ValidateTableName(in.TableName); err != nil {
-		return nil, err
-	}
-	tg, err := b.res.Lookup(ctx, s, in.TableName)
+	tg, err := b.lookup(ctx, s, in.TableName)
 	if err != nil {
 		return nil, err
 	}
@@ -456,4 +438,16 @@ func (b *Backend) describe(t *schema.Table) *wire.TableDescription {
 			IndexArn:              arn})
 	}
 	return d
+}
+
+// lookup checks the scope and the table name and resolves the table's
+// Target for a control-plane request.
+func (b *Backend) lookup(ctx context.Context, s tenancy.Scope, name string) (resolve.Target, error) {
+	if err := check(ctx, s); err != nil {
+		return resolve.Target{}, err
+	}
+	if err := schema.ValidateTableName(name); err != nil {
+		return resolve.Target{}, err
+	}
+	return b.res.Lookup(ctx, s, name)
 }

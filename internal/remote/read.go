@@ -334,9 +334,7 @@ func (b *Backend) Query(ctx context.Context, s tenancy.Scope, in *wire.QueryInpu
 	if err != nil {
 		return nil, err
 	}
-	res, err := b.db.Query(ctx, &dynamodb.QueryInput{
-		TableName:                 &b.table,
-		IndexName:                 str(&c.index),
+	return b.query(ctx, c, &dynamodb.QueryInput{
 		KeyConditionExpression:    &cond,
 		FilterExpression:          str(in.FilterExpression),
 		ProjectionExpression:      str(in.ProjectionExpression),
@@ -347,12 +345,7 @@ func (b *Backend) Query(ctx context.Context, s tenancy.Scope, in *wire.QueryInpu
 		ConsistentRead:            in.ConsistentRead,
 		ScanIndexForward:          in.ScanIndexForward,
 		ExclusiveStartKey:         esk,
-		ReturnConsumedCapacity:    types.ReturnConsumedCapacityTotal,
-	})
-	if err != nil {
-		return nil, engineErr(err, strip)
-	}
-	return c.page(res, in.TableName, in.ReturnConsumedCapacity, project)
+	}, in.TableName, in.ReturnConsumedCapacity, project)
 }
 
 // readParams validates a Query's or Scan's filter and projection as
@@ -432,9 +425,7 @@ func (b *Backend) Scan(ctx context.Context, s tenancy.Scope, in *wire.ScanInput)
 	names, values := keep(in.ExpressionAttributeNames, in.ExpressionAttributeValues, in.FilterExpression, in.ProjectionExpression)
 	names["#tenantdb_p"] = c.pkAttr
 	values[":tenantdb_p"] = &types.AttributeValueMemberS{Value: c.part}
-	res, err := b.db.Query(ctx, &dynamodb.QueryInput{
-		TableName:                 &b.table,
-		IndexName:                 str(&c.index),
+	return b.query(ctx, c, &dynamodb.QueryInput{
 		KeyConditionExpression:    aws.String("#tenantdb_p = :tenantdb_p"),
 		FilterExpression:          str(in.FilterExpression),
 		ProjectionExpression:      str(in.ProjectionExpression),
@@ -444,10 +435,17 @@ func (b *Backend) Scan(ctx context.Context, s tenancy.Scope, in *wire.ScanInput)
 		Limit:                     in.Limit,
 		ConsistentRead:            in.ConsistentRead,
 		ExclusiveStartKey:         esk,
-		ReturnConsumedCapacity:    types.ReturnConsumedCapacityTotal,
-	})
+	}, in.TableName, in.ReturnConsumedCapacity, project)
+}
+
+// query runs q on c's collection (or its index slot) and converts the
+// engine's page for the client.
+func (b *Backend) query(ctx context.Context, c coll, q *dynamodb.QueryInput, table, want string, project bool) (*wire.QueryOutput, error) {
+	q.TableName, q.IndexName = &b.table, str(&c.index)
+	q.ReturnConsumedCapacity = types.ReturnConsumedCapacityTotal
+	res, err := b.db.Query(ctx, q)
 	if err != nil {
 		return nil, engineErr(err, strip)
 	}
-	return c.page(res, in.TableName, in.ReturnConsumedCapacity, project)
+	return c.page(res, table, want, project)
 }
