@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -62,7 +63,8 @@ func sameShape(a, b reflect.Type, depth int) error {
 		}
 		for i := range a.NumField() {
 			fa, fb := a.Field(i), b.Field(i)
-			if fa.Tag.Get("json") != fb.Tag.Get("json") || fa.Anonymous != fb.Anonymous {
+			// NB: a member without a JSON name is encoded under its Go name.
+			if fa.Tag.Get("json") != fb.Tag.Get("json") || fa.Anonymous != fb.Anonymous || jsonName(fa) != jsonName(fb) {
 				return fmt.Errorf("member %d: %s %q, client %s %q", i, fa.Name, fa.Tag.Get("json"), fb.Name, fb.Tag.Get("json"))
 			}
 			if err := sameShape(fa.Type, fb.Type, depth+1); err != nil {
@@ -153,4 +155,12 @@ func TestCredentialsRenewBeforeExpiry(t *testing.T) {
 	if !client.IsUnauthorized(err) {
 		t.Errorf("bad key: got %v, want 401", err)
 	}
+}
+
+// jsonName is the name encoding/json gives member f.
+func jsonName(f reflect.StructField) string {
+	if name, _, _ := strings.Cut(f.Tag.Get("json"), ","); name != "" {
+		return name
+	}
+	return f.Name
 }

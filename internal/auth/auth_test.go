@@ -712,11 +712,26 @@ func TestServerKeyFile(t *testing.T) {
 	}
 }
 
+// bootstrapOperator does what the node does at start-up: EnsureOperator
+// and, if it created or was given a new key, the operator credentials file
+// in dir. It returns the file's path if it wrote one.
+func bootstrapOperator(ctx context.Context, a *Authenticator, dir, given, region string) (string, error) {
+	k, created, err := a.EnsureOperator(ctx, given)
+	if err != nil || !created {
+		return "", err
+	}
+	path := filepath.Join(dir, OperatorCredentialsFile)
+	if err := WriteCredentialsFile(path, OperatorProfile, k, region, ""); err != nil {
+		return "", err
+	}
+	return path, nil
+}
+
 func TestOperatorBootstrap(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	e := newEnv(t, t.TempDir(), true)
-	path, err := e.auth.BootstrapOperator(ctx, dir, "", "us-east-1", "")
+	path, err := bootstrapOperator(ctx, e.auth, dir, "", "us-east-1")
 	if err != nil || path == "" {
 		t.Fatalf("bootstrap: %q %v", path, err)
 	}
@@ -738,21 +753,21 @@ func TestOperatorBootstrap(t *testing.T) {
 		t.Fatalf("operator from file: %+v %v", p, err)
 	}
 	// A second start creates nothing.
-	if path, err := e.auth.BootstrapOperator(ctx, dir, "", "", ""); err != nil || path != "" {
+	if path, err := bootstrapOperator(ctx, e.auth, dir, "", ""); err != nil || path != "" {
 		t.Fatalf("second bootstrap: %q %v", path, err)
 	}
 	// A given key is stored, and accepted again on the next start.
 	e2 := newEnv(t, t.TempDir(), true)
 	given := NewAPIKey(keyspace.Platform, OperatorEnv).String()
 	for range 2 {
-		if _, err := e2.auth.BootstrapOperator(ctx, t.TempDir(), given, "", ""); err != nil {
+		if _, err := bootstrapOperator(ctx, e2.auth, t.TempDir(), given, ""); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if p, err := e2.auth.AuthenticateBearer(ctx, given); err != nil || !p.IsOperator() {
 		t.Fatalf("given operator key: %v", err)
 	}
-	if _, err := e2.auth.BootstrapOperator(ctx, t.TempDir(), NewAPIKey(tenancy.NewTenantID(), "live").String(), "", ""); !apierr.Is(err, apierr.Validation) {
+	if _, err := bootstrapOperator(ctx, e2.auth, t.TempDir(), NewAPIKey(tenancy.NewTenantID(), "live").String(), ""); !apierr.Is(err, apierr.Validation) {
 		t.Fatalf("tenant key as operator key: %v", err)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -161,23 +160,6 @@ func (a *Authenticator) EnsureOperator(ctx context.Context, given string) (k API
 // operator credential).
 func (a *Authenticator) CreateOperatorKey(ctx context.Context, by string) (IssuedKey, error) {
 	return a.issue(ctx, NewAPIKey(keyspace.Platform, OperatorEnv), tenancy.RoleOperator, time.Time{}, by)
-}
-
-// BootstrapOperator is what `tenantdb serve` calls at start-up: it runs
-// EnsureOperator and, if it created or was given a new key, writes it to
-// <dataDir>/operator-credentials (see WriteCredentialsFile; endpoint is
-// the server's URL for the file's usage comment). It returns the file's
-// path if it wrote one.
-func (a *Authenticator) BootstrapOperator(ctx context.Context, dataDir, given, region, endpoint string) (string, error) {
-	k, created, err := a.EnsureOperator(ctx, given)
-	if err != nil || !created {
-		return "", err
-	}
-	path := filepath.Join(dataDir, OperatorCredentialsFile)
-	if err := WriteCredentialsFile(path, OperatorProfile, k, region, endpoint); err != nil {
-		return "", err
-	}
-	return path, nil
 }
 
 // WriteCredentialsFile writes k to path, mode 0600, in the AWS shared

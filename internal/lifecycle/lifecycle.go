@@ -77,14 +77,31 @@ func (s *Service) Create(ctx context.Context, platform tenancy.Scope, nt catalog
 }
 
 // Suspend suspends the scope's tenant: its credentials are refused from
-// the next request. Errors: those of catalog.SetStatus.
+// the next request. Errors: AccessDenied for a scope not the operator's
+// on one tenant; those of catalog.SetStatus.
 func (s *Service) Suspend(ctx context.Context, sc tenancy.Scope) (catalog.Tenant, error) {
+	if err := operatorOnTenant(sc, "suspend"); err != nil {
+		return catalog.Tenant{}, err
+	}
 	return s.o.Catalog.SetStatus(ctx, sc, catalog.Suspended)
 }
 
-// Resume makes the scope's tenant active again. Errors: those of
-// catalog.SetStatus.
+// operatorOnTenant refuses (AccessDenied) a scope that is not the
+// operator's on one tenant, as Create refuses one not on the platform:
+// the admin plane's routes admit only the operator to these actions, and
+// a tenant admin's own scope must not reach them by another path.
+func operatorOnTenant(sc tenancy.Scope, verb string) error {
+	if !sc.Valid() || !sc.IsOperator() || sc.Tenant().IsZero() {
+		return apierr.New(apierr.AccessDenied, "only the operator may %s tenants", verb)
+	}
+	return nil
+}
+
+// Resume makes the scope's tenant active again. Errors: as Suspend's.
 func (s *Service) Resume(ctx context.Context, sc tenancy.Scope) (catalog.Tenant, error) {
+	if err := operatorOnTenant(sc, "resume"); err != nil {
+		return catalog.Tenant{}, err
+	}
 	return s.o.Catalog.SetStatus(ctx, sc, catalog.Active)
 }
 
@@ -92,10 +109,15 @@ func (s *Service) Resume(ctx context.Context, sc tenancy.Scope) (catalog.Tenant,
 // is retired and its quota buckets forgotten first (so no late record or
 // checkpoint lands in its range), then the catalog marks it deleting,
 // drops the engine's data and deletes its key range. If that fails, the
-// log and buckets are restored and the deletion can be retried.
+// log and buckets are restored and the deletion can be retried. Errors:
+// AccessDenied for a scope not the operator's; those of
+// catalog.DeleteTenant.
 func (s *Service) Delete(ctx context.Context, sc tenancy.Scope) error {
 	if !sc.Valid() || sc.Tenant().IsZero() {
 		return apierr.New(apierr.Internal, "lifecycle: no tenant to delete")
+	}
+	if err := operatorOnTenant(sc, "delete"); err != nil {
+		return err
 	}
 	id := sc.Tenant()
 	// NB: the log is retired before the tenant's range is deleted, so that

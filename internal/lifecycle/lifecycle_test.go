@@ -111,6 +111,17 @@ func TestSuspendResume(t *testing.T) {
 	if _, err := e.lc.Suspend(ctx, tenancy.Scope{}); err == nil {
 		t.Error("Suspend without a scope succeeded")
 	}
+	// A tenant admin's own scope is not the operator's.
+	own, err := e.g.AdmitAdmin(tenancy.Principal{Tenant: a.ID, Env: "live", Role: tenancy.RoleAdmin, KeyID: "k"}, tenancy.AdminTenant, "test", a.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.lc.Suspend(ctx, own); !apierr.Is(err, apierr.AccessDenied) {
+		t.Errorf("Suspend with an admin key's scope: %v", err)
+	}
+	if err := e.lc.Delete(ctx, own); !apierr.Is(err, apierr.AccessDenied) {
+		t.Errorf("Delete with an admin key's scope: %v", err)
+	}
 }
 
 // A failed drop leaves the tenant deleting with a working audit log, and

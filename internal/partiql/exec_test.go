@@ -10,7 +10,9 @@ import (
 
 // TestNextToken: a token returns its key to the tenant and statement that
 // made it, and is refused to another tenant, another environment, another
-// statement, or after any change.
+// statement, or when it no longer decodes. NB: the tag binds the scope and
+// statement, not the key: a change to the key that still decodes is
+// accepted (see "Page tokens" in exec.go); "changed" breaks the JSON.
 func TestNextToken(t *testing.T) {
 	var g tenancy.Guard
 	a, b := tenancy.NewTenantID(), tenancy.NewTenantID()
