@@ -215,7 +215,7 @@ func checkAttrDefs(defs []wire.AttributeDefinition) (map[string]attr.Type, error
 	m := make(map[string]attr.Type, len(defs))
 	for i, d := range defs {
 		if d.AttributeName == "" {
-			return nil, apierr.Validationf("1 validation error detected: Value null at 'attributeDefinitions.%d.member.attributeName' failed to satisfy constraint: Member must not be null", i+1)
+			return nil, emptyName(d.NameNull(), fmt.Sprintf("attributeDefinitions.%d.member.attributeName", i+1))
 		}
 		if len(d.AttributeName) > schema.MaxKeyNameBytes {
 			return nil, nameTooLong(d.AttributeName, fmt.Sprintf("attributeDefinitions.%d.member.attributeName", i+1))
@@ -230,6 +230,15 @@ func checkAttrDefs(defs []wire.AttributeDefinition) (map[string]attr.Type, error
 		m[d.AttributeName] = ty
 	}
 	return m, nil
+}
+
+// emptyName is the error for a key attribute name that is absent (null)
+// or empty in the request member at field: DynamoDB tells the two apart.
+func emptyName(null bool, field string) error {
+	if null {
+		return apierr.Validationf("1 validation error detected: Value null at '%s' failed to satisfy constraint: Member must not be null", field)
+	}
+	return apierr.Validationf("1 validation error detected: Value '' at '%s' failed to satisfy constraint: Member must have length greater than or equal to 1", field)
 }
 
 // nameTooLong is the error for a key attribute name over 255 bytes in the
@@ -249,7 +258,7 @@ func checkKeySchema(ks []wire.KeySchemaElement, defs map[string]attr.Type, field
 	}
 	for i, k := range ks {
 		if k.AttributeName == "" {
-			return h, r, apierr.Validationf("1 validation error detected: Value null at '%s.%d.member.attributeName' failed to satisfy constraint: Member must not be null", field, i+1)
+			return h, r, emptyName(k.NameNull(), fmt.Sprintf("%s.%d.member.attributeName", field, i+1))
 		}
 		if len(k.AttributeName) > schema.MaxKeyNameBytes {
 			return h, r, nameTooLong(k.AttributeName, fmt.Sprintf("%s.%d.member.attributeName", field, i+1))

@@ -5,7 +5,9 @@
 package wire
 
 import (
+	"bytes"
 	"encoding/json"
+	"reflect"
 
 	"github.com/tenantdb/tenantdb/internal/attr"
 )
@@ -17,13 +19,61 @@ type Item = attr.Item
 type AttributeDefinition struct {
 	AttributeName string
 	AttributeType string
+
+	// nameNull records an AttributeName absent from a decoded request;
+	// false for one built in Go.
+	nameNull bool
 }
+
+// UnmarshalJSON decodes an AttributeDefinition, noting an absent name.
+func (d *AttributeDefinition) UnmarshalJSON(b []byte) error {
+	var v struct {
+		AttributeName *string
+		AttributeType string
+	}
+	if err := unmarshalObject(b, &v, reflect.TypeOf(*d)); err != nil {
+		return err
+	}
+	*d = AttributeDefinition{AttributeType: v.AttributeType, nameNull: v.AttributeName == nil}
+	if v.AttributeName != nil {
+		d.AttributeName = *v.AttributeName
+	}
+	return nil
+}
+
+// NameNull reports whether a decoded AttributeDefinition had no
+// AttributeName (DynamoDB's "Value null"), as opposed to an empty one.
+func (d AttributeDefinition) NameNull() bool { return d.nameNull }
 
 // KeySchemaElement names a HASH or RANGE key attribute.
 type KeySchemaElement struct {
 	AttributeName string
 	KeyType       string
+
+	// nameNull records an AttributeName absent from a decoded request;
+	// false for one built in Go.
+	nameNull bool
 }
+
+// UnmarshalJSON decodes a KeySchemaElement, noting an absent name.
+func (k *KeySchemaElement) UnmarshalJSON(b []byte) error {
+	var v struct {
+		AttributeName *string
+		KeyType       string
+	}
+	if err := unmarshalObject(b, &v, reflect.TypeOf(*k)); err != nil {
+		return err
+	}
+	*k = KeySchemaElement{KeyType: v.KeyType, nameNull: v.AttributeName == nil}
+	if v.AttributeName != nil {
+		k.AttributeName = *v.AttributeName
+	}
+	return nil
+}
+
+// NameNull reports whether a decoded KeySchemaElement had no
+// AttributeName (DynamoDB's "Value null"), as opposed to an empty one.
+func (k KeySchemaElement) NameNull() bool { return k.nameNull }
 
 // Projection says which attributes an index copies.
 type Projection struct {
@@ -82,7 +132,7 @@ type Tag struct {
 // UnmarshalJSON decodes a Tag, noting absent members.
 func (t *Tag) UnmarshalJSON(b []byte) error {
 	var v struct{ Key, Value *string }
-	if err := json.Unmarshal(b, &v); err != nil {
+	if err := unmarshalObject(b, &v, reflect.TypeOf(*t)); err != nil {
 		return err
 	}
 	*t = Tag{keyNull: v.Key == nil, valueNull: v.Value == nil}
@@ -93,6 +143,39 @@ func (t *Tag) UnmarshalJSON(b []byte) error {
 		t.Value = *v.Value
 	}
 	return nil
+}
+
+// unmarshalObject decodes the JSON object b into the shadow structure v of
+// a type t with its own UnmarshalJSON, reporting a value that is not an
+// object as a mismatch of t (not of the shadow) so that the error names
+// the API's shape.
+func unmarshalObject(b []byte, v any, t reflect.Type) error {
+	if kind := jsonValueKind(b); kind != "object" && kind != "null" {
+		return &json.UnmarshalTypeError{Value: kind, Type: t}
+	}
+	return json.Unmarshal(b, v)
+}
+
+// jsonValueKind names the kind of the JSON value b as encoding/json's
+// UnmarshalTypeError does.
+func jsonValueKind(b []byte) string {
+	b = bytes.TrimLeft(b, " \t\r\n")
+	if len(b) == 0 {
+		return ""
+	}
+	switch b[0] {
+	case '{':
+		return "object"
+	case '[':
+		return "array"
+	case '"':
+		return "string"
+	case 't', 'f':
+		return "bool"
+	case 'n':
+		return "null"
+	}
+	return "number"
 }
 
 // String formats t as {Key Value}.

@@ -63,6 +63,59 @@ func raw(t *testing.T, srv *harness.Server, cred *harness.Credential, target str
 	return resp.StatusCode, e.Type[strings.LastIndexByte(e.Type, '#')+1:]
 }
 
+// rawBody sends body signed with srv's default credential and returns the
+// status and the answer's body.
+func rawBody(t *testing.T, srv *harness.Server, target, body string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest("POST", srv.Endpoint+"/", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/x-amz-json-1.0")
+	req.Header.Set("X-Amz-Target", target)
+	sum := sha256.Sum256([]byte(body))
+	cred := srv.Default
+	if err := v4.NewSigner().SignHTTP(context.Background(), aws.Credentials{AccessKeyID: cred.AccessKeyID, SecretAccessKey: cred.SecretAccessKey},
+		req, hex.EncodeToString(sum[:]), "dynamodb", harness.Region, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s: %v", target, err)
+	}
+	defer resp.Body.Close()
+	out, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(out)
+}
+
+// TestMemberTypeWording: a member of the wrong JSON type gets DynamoDB's
+// SerializationException wording (its deserializer's, which names the
+// JSON token and the Java type, not the member).
+func TestMemberTypeWording(t *testing.T) {
+	srv, _ := start(t)
+	for _, tc := range []struct{ target, body, want string }{
+		{"DynamoDB_20120810.DescribeTable", `{"TableName":12}`, "NUMBER_VALUE cannot be converted to String"},
+		{"DynamoDB_20120810.DescribeTable", `{"TableName":true}`, "TRUE_VALUE cannot be converted to String"},
+		{"DynamoDB_20120810.DescribeTable", `{"TableName":{}}`, "Start of structure or map found where not expected"},
+		{"DynamoDB_20120810.Query", `{"TableName":"t","Limit":"5"}`, "STRING_VALUE cannot be converted to Integer"},
+		{"DynamoDB_20120810.PutItem", `{"TableName":"t","Item":[]}`,
+			"Unrecognized collection type java.util.Map<java.lang.String, com.amazonaws.dynamodb.v20120810.AttributeValue>"},
+		{"DynamoDB_20120810.GetItem", `{"TableName":"t","Key":{"pk":{"S":"a"}},"AttributesToGet":"pk"}`, "Unexpected field type"},
+	} {
+		status, body := rawBody(t, srv, tc.target, tc.body)
+		var e struct {
+			Type    string `json:"__type"`
+			Message string `json:"message"`
+		}
+		if err := json.Unmarshal([]byte(body), &e); err != nil {
+			t.Fatalf("%s: %v", body, err)
+		}
+		if status != 400 || !strings.HasSuffix(e.Type, "#SerializationException") || e.Message != tc.want {
+			t.Errorf("%s %s: got %d %s %q, want 400 SerializationException %q", tc.target, tc.body, status, e.Type, e.Message, tc.want)
+		}
+	}
+}
+
 // TestBadInput sends what clients should not, and checks for clean errors
 // and a server that keeps serving.
 func TestBadInput(t *testing.T) {

@@ -66,7 +66,7 @@ func putErr(t *testing.T, c *dynamodb.Client, it map[string]types.AttributeValue
 // request constraint's, at the member that breaks it (DynamoDB reports the
 // length before any inconsistency between the members).
 func TestKeyNameLimits(t *testing.T) {
-	_, c := start(t)
+	srv, c := start(t)
 	n255, n256 := strings.Repeat("k", 255), strings.Repeat("k", 256)
 	def := func(n string) types.AttributeDefinition {
 		return types.AttributeDefinition{AttributeName: aws.String(n), AttributeType: types.ScalarAttributeTypeS}
@@ -97,6 +97,23 @@ func TestKeyNameLimits(t *testing.T) {
 		tooLong("keySchema.1.member.attributeName"))
 	wantErr(t, create("Long256", []types.AttributeDefinition{def("pk"), def("g")}, ks("pk"), gsi(n256, all)), validation,
 		tooLong("globalSecondaryIndexes.1.member.keySchema.1.member.attributeName"))
+
+	// Empty names: the request constraint's minimum length; an absent
+	// name is "Value null" (sent raw, as the SDK refuses it client-side).
+	tooShort := func(field string) string {
+		return "1 validation error detected: Value '' at '" + field + "' failed to satisfy constraint: Member must have length greater than or equal to 1"
+	}
+	wantErr(t, create("Empty", []types.AttributeDefinition{def("")}, ks("pk"), nil), validation,
+		tooShort("attributeDefinitions.1.member.attributeName"))
+	wantErr(t, create("Empty", []types.AttributeDefinition{def("pk")}, ks(""), nil), validation,
+		tooShort("keySchema.1.member.attributeName"))
+	wantErr(t, create("Empty", []types.AttributeDefinition{def("pk"), def("g")}, ks("pk"), gsi("", all)), validation,
+		tooShort("globalSecondaryIndexes.1.member.keySchema.1.member.attributeName"))
+	status, body := rawBody(t, srv, "DynamoDB_20120810.CreateTable", `{"TableName":"Null","BillingMode":"PAY_PER_REQUEST",`+
+		`"AttributeDefinitions":[{"AttributeType":"S"}],"KeySchema":[{"AttributeName":"pk","KeyType":"HASH"}]}`)
+	if want := "Value null at 'attributeDefinitions.1.member.attributeName' failed to satisfy constraint: Member must not be null"; status != 400 || !strings.Contains(body, want) {
+		t.Errorf("absent attribute name: got %d %s, want 400 with %q", status, body, want)
+	}
 
 	include := func(names ...string) *types.Projection {
 		return &types.Projection{ProjectionType: types.ProjectionTypeInclude, NonKeyAttributes: names}
