@@ -438,6 +438,7 @@ func TestSessions(t *testing.T) {
 		{"operator role", SessionRequest{Tenant: a.ID, Role: tenancy.RoleOperator, Issuer: op}, apierr.Validation},
 		{"too long", SessionRequest{Tenant: a.ID, Role: tenancy.RoleRead, Duration: 13 * time.Hour, Issuer: op}, apierr.Validation},
 		{"bad action", SessionRequest{Tenant: a.ID, Role: tenancy.RoleRead, Policy: &tenancy.Policy{Actions: []string{"Explode"}}, Issuer: op}, apierr.Validation},
+		{"carrier action", SessionRequest{Tenant: a.ID, Role: tenancy.RoleRead, Policy: &tenancy.Policy{Actions: []string{"dynamodb:ExecuteStatement"}}, Issuer: op}, apierr.Validation},
 		{"unknown tenant", SessionRequest{Tenant: tenancy.NewTenantID(), Role: tenancy.RoleRead, Issuer: op}, apierr.NotFound},
 	} {
 		if _, err := e.auth.IssueSession(ctx, tc.req); !apierr.Is(err, tc.kind) {

@@ -96,8 +96,8 @@ func (a *Authenticator) IssueSession(ctx context.Context, req SessionRequest) (S
 			return Session{}, apierr.Validationf("a policy lists at most %d tables and %d actions", maxPolicyList, maxPolicyList)
 		}
 		for _, act := range p.Actions {
-			if _, ok := dynamo.Lookup(strings.TrimPrefix(act, "dynamodb:")); act != "*" && !ok {
-				return Session{}, apierr.Validationf("unknown action %q in policy", act)
+			if err := checkPolicyAction(act); err != nil {
+				return Session{}, err
 			}
 		}
 		if len(p.Tables) == 0 && len(p.Actions) == 0 {
@@ -192,4 +192,23 @@ func (a *Authenticator) loadSession(ctx context.Context, k APIKey, akid, token s
 		return nil, err
 	}
 	return e, nil
+}
+
+// checkPolicyAction validates one action of a session policy: an
+// operation's name (with or without "dynamodb:"), a PartiQL action
+// (PartiQLSelect, ...), or "*". The operations that carry PartiQL are
+// authorized by their statements' actions, as in IAM, so naming them is
+// refused rather than silently matching nothing.
+func checkPolicyAction(act string) error {
+	name := strings.TrimPrefix(act, "dynamodb:")
+	switch {
+	case act == "*" || name == "*" || tenancy.IsPartiQLAction(name):
+		return nil
+	case tenancy.CarriesPartiQL(name):
+		return apierr.Validationf("action %q in policy: PartiQL statements are authorized by dynamodb:PartiQLSelect, PartiQLInsert, PartiQLUpdate and PartiQLDelete; list those", act)
+	}
+	if _, ok := dynamo.Lookup(name); !ok {
+		return apierr.Validationf("unknown action %q in policy", act)
+	}
+	return nil
 }

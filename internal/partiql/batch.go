@@ -52,7 +52,7 @@ func BatchExecuteStatement(ctx context.Context, s tenancy.Scope, b Items, in *wi
 	plans := make([]*Plan, n)
 	var reads, writes bool
 	for i, r := range in.Statements {
-		st, plan, err := prepare(ctx, s, b, r.Statement, r.Parameters)
+		st, plan, _, err := prepare(ctx, s, b, r.Statement, r.Parameters)
 		if err == nil {
 			switch {
 			case plan.Check != nil:
@@ -240,7 +240,7 @@ func ExecuteTransaction(ctx context.Context, s tenancy.Scope, b Items, in *wire.
 	plans := make([]*Plan, n)
 	var reads, writes bool
 	for i, r := range in.TransactStatements {
-		_, plan, err := prepare(ctx, s, b, r.Statement, r.Parameters)
+		_, plan, _, err := prepare(ctx, s, b, r.Statement, r.Parameters)
 		if err != nil {
 			return nil, err
 		}

@@ -40,32 +40,45 @@ func errDuplicate() error {
 	return apierr.New(apierr.DuplicateItem, "Duplicate primary key exists in table")
 }
 
-// prepare parses and translates one statement for scope s. Write
-// statements need a role that may write: ExecuteStatement is admitted as
-// a read.
-func prepare(ctx context.Context, s tenancy.Scope, b Items, stmt string, params []attr.Value) (Statement, *Plan, error) {
+// prepare parses and translates one statement for scope s, which must
+// permit the statement's IAM action (PartiQLSelect, ...; write statements
+// need a role that may write: ExecuteStatement is admitted as a read).
+// Tables and leading keys are checked under that action.
+func prepare(ctx context.Context, s tenancy.Scope, b Items, stmt string, params []attr.Value) (Statement, *Plan, tenancy.Scope, error) {
 	if len(stmt) < 1 {
-		return nil, nil, invalid("1 validation error detected: Value at 'statement' failed to satisfy constraint: Member must have length greater than or equal to 1")
+		return nil, nil, s, invalid("1 validation error detected: Value at 'statement' failed to satisfy constraint: Member must have length greater than or equal to 1")
 	}
 	if len(stmt) > maxStatement {
-		return nil, nil, invalid("1 validation error detected: Value at 'statement' failed to satisfy constraint: Member must have length less than or equal to %d", maxStatement)
+		return nil, nil, s, invalid("1 validation error detected: Value at 'statement' failed to satisfy constraint: Member must have length less than or equal to %d", maxStatement)
 	}
 	st, err := Parse(stmt)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, s, err
 	}
-	if IsWrite(st) {
-		if err := s.Permits(tenancy.ClassWrite); err != nil {
-			return nil, nil, err
-		}
+	action, class := iamAction(st)
+	if s, err = s.ForStatement(action, class); err != nil {
+		return st, nil, s, err
 	}
 	plan, err := Translate(st, params, func(table, index string) (Keys, error) {
 		return b.KeySchema(ctx, s, table, index)
 	})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, s, err
 	}
-	return st, plan, nil
+	return st, plan, s, nil
+}
+
+// iamAction names the IAM action and class of st.
+func iamAction(st Statement) (string, tenancy.ActionClass) {
+	switch st.(type) {
+	case *Insert:
+		return tenancy.ActionPartiQLInsert, tenancy.ClassWrite
+	case *Update:
+		return tenancy.ActionPartiQLUpdate, tenancy.ClassWrite
+	case *Delete:
+		return tenancy.ActionPartiQLDelete, tenancy.ClassWrite
+	}
+	return tenancy.ActionPartiQLSelect, tenancy.ClassRead
 }
 
 // ExecuteStatement runs one statement: a SELECT as a GetItem, Query or
@@ -74,7 +87,7 @@ func prepare(ctx context.Context, s tenancy.Scope, b Items, stmt string, params 
 // the item operation, except that an INSERT of an existing key is a
 // DuplicateItemException.
 func ExecuteStatement(ctx context.Context, s tenancy.Scope, b Items, in *wire.ExecuteStatementInput) (*wire.ExecuteStatementOutput, error) {
-	st, plan, err := prepare(ctx, s, b, in.Statement, in.Parameters)
+	st, plan, s, err := prepare(ctx, s, b, in.Statement, in.Parameters)
 	if err != nil {
 		return nil, err
 	}

@@ -145,6 +145,20 @@ func (s Scope) Permits(c ActionClass) error {
 		"User: %s is not authorized to perform: dynamodb:%s", s.keyID, s.action)
 }
 
+// ForStatement returns s narrowed to one PartiQL statement of an admitted
+// ExecuteStatement, BatchExecuteStatement or ExecuteTransaction: its IAM
+// action (ActionPartiQLSelect, ...) of class c must be permitted by the
+// role and by a temporary credential's policy, and the returned Scope
+// checks tables and leading keys under that action, as IAM does.
+func (s Scope) ForStatement(action string, c ActionClass) (Scope, error) {
+	if !s.bypass && (!s.valid || !roleMay(s.role, c) || s.policy != nil && !s.policy.Allows(action, "")) {
+		return Scope{}, apierr.New(apierr.AccessDenied,
+			"User: %s is not authorized to perform: dynamodb:%s", s.keyID, action)
+	}
+	s.action = action
+	return s, nil
+}
+
 // CheckLeadingKey enforces a leading-keys pattern such as
 // "TENANT#{tenant}|*" on a partition key value: the value must start with
 // the pattern's prefix (up to "*") with {tenant} replaced by the scope's

@@ -1,6 +1,7 @@
 package tenancy
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/tenantdb/tenantdb/internal/apierr"
@@ -121,5 +122,55 @@ func TestPermits(t *testing.T) {
 	}
 	if err := (Scope{}).Permits(ClassRead); err == nil {
 		t.Error("the zero Scope permits reads")
+	}
+}
+
+// TestPartiQLActions: PartiQL is authorized by the statement's IAM action
+// (PartiQLSelect, ...), not by the operation that carries it: a policy
+// admits ExecuteStatement if it names any PartiQL action, and each
+// statement needs its own, under which tables are then checked.
+func TestPartiQLActions(t *testing.T) {
+	var g Guard
+	exec := Action{Name: "ExecuteStatement", Class: ClassRead}
+	for _, tc := range []struct {
+		name                  string
+		actions               []string
+		admit, select_, write bool
+	}{
+		{"item actions only", []string{"GetItem", "PutItem"}, false, false, false},
+		{"the carrier's name", []string{"ExecuteStatement"}, false, false, false},
+		{"select", []string{"dynamodb:PartiQLSelect"}, true, true, false},
+		{"insert", []string{"PartiQLInsert"}, true, false, true},
+		{"everything", []string{"dynamodb:*"}, true, true, true},
+	} {
+		p := Principal{Tenant: NewTenantID(), Role: RoleApp, KeyID: "k", Policy: &Policy{Tables: []string{"orders"}, Actions: tc.actions}}
+		s, err := g.Admit(p, exec)
+		if (err == nil) != tc.admit {
+			t.Errorf("%s: admitted %v, want %v", tc.name, err == nil, tc.admit)
+			continue
+		}
+		if err != nil {
+			continue
+		}
+		sel, err := s.ForStatement(ActionPartiQLSelect, ClassRead)
+		if (err == nil) != tc.select_ {
+			t.Errorf("%s: SELECT permitted %v, want %v", tc.name, err == nil, tc.select_)
+		}
+		if err == nil && (!sel.AllowsTable("orders") || sel.AllowsTable("users")) {
+			t.Errorf("%s: a SELECT's tables are not narrowed", tc.name)
+		}
+		if _, err := s.ForStatement(ActionPartiQLInsert, ClassWrite); (err == nil) != tc.write {
+			t.Errorf("%s: INSERT permitted %v, want %v", tc.name, err == nil, tc.write)
+		} else if err != nil && !strings.Contains(err.Error(), "dynamodb:PartiQLInsert") {
+			t.Errorf("%s: refusal does not name the action: %v", tc.name, err)
+		}
+	}
+	// A read-only role may SELECT, never INSERT, whatever its policy says.
+	s, err := g.Admit(Principal{Tenant: NewTenantID(), Role: RoleRead, KeyID: "k"}, exec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ForStatement(ActionPartiQLInsert, ClassWrite); err == nil {
+		t.Error("a read key may INSERT")
 	}
 }

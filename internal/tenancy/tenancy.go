@@ -135,13 +135,51 @@ func (p *Policy) Allows(action, table string) bool {
 	if p == nil {
 		return true
 	}
-	if len(p.Actions) > 0 && !contains(p.Actions, action) && !contains(p.Actions, "dynamodb:"+action) && !contains(p.Actions, "*") {
+	if len(p.Actions) > 0 && !p.allowsAction(action) {
 		return false
 	}
 	if table != "" && len(p.Tables) > 0 && !contains(p.Tables, table) && !contains(p.Tables, "*") {
 		return false
 	}
 	return true
+}
+
+// PartiQL statements are authorized as IAM does: by the statement's verb
+// (dynamodb:PartiQLSelect, ...), never by the operation that carries them.
+const (
+	ActionPartiQLSelect = "PartiQLSelect"
+	ActionPartiQLInsert = "PartiQLInsert"
+	ActionPartiQLUpdate = "PartiQLUpdate"
+	ActionPartiQLDelete = "PartiQLDelete"
+)
+
+var partiqlActions = []string{ActionPartiQLSelect, ActionPartiQLInsert, ActionPartiQLUpdate, ActionPartiQLDelete}
+
+// IsPartiQLAction reports whether name is one of the PartiQL actions.
+func IsPartiQLAction(name string) bool { return contains(partiqlActions, name) }
+
+// CarriesPartiQL reports whether the operation op carries PartiQL
+// statements: IAM has no action of that name.
+func CarriesPartiQL(op string) bool {
+	return op == "ExecuteStatement" || op == "BatchExecuteStatement" || op == "ExecuteTransaction"
+}
+
+// allowsAction reports whether p's action list names action. An operation
+// carrying PartiQL statements is allowed if any PartiQL action is, and
+// each statement is then checked for its own (Scope.ForStatement).
+func (p *Policy) allowsAction(action string) bool {
+	if contains(p.Actions, "*") || contains(p.Actions, "dynamodb:*") {
+		return true
+	}
+	if CarriesPartiQL(action) {
+		for _, a := range partiqlActions {
+			if p.allowsAction(a) {
+				return true
+			}
+		}
+		return false
+	}
+	return contains(p.Actions, action) || contains(p.Actions, "dynamodb:"+action)
 }
 
 func contains(list []string, s string) bool {

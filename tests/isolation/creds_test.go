@@ -256,6 +256,33 @@ func (w *world) credentialAttacks(t *testing.T) {
 		w.aViewIntact(t)
 	})
 
+	// PartiQL is authorized by the statement's IAM action, under which the
+	// session's tables are checked too.
+	w.attack(t, "session-narrowed-partiql", func(t *testing.T) {
+		key := w.keyAt(A, tblNS, 0, "S0")
+		exec := func(c *dynamodb.Client, stmt string) error {
+			_, err := c.ExecuteStatement(ctx, &dynamodb.ExecuteStatementInput{Statement: aws.String(stmt),
+				Parameters: []types.AttributeValue{key["pk"], key["sk"]}})
+			return err
+		}
+		sel := `SELECT * FROM "` + tblNS + `" WHERE pk = ? AND sk = ?`
+		s := w.session(t, A, admin.SessionRequest{Role: "app", Tables: []string{tblNS}, Actions: []string{"dynamodb:PartiQLSelect"}})
+		c := w.client(harness.Credential{AccessKeyID: s.AccessKeyID, SecretAccessKey: s.SecretAccessKey}, s.SessionToken, A.rec)
+		if err := exec(c, sel); err != nil {
+			t.Fatalf("SELECT with PartiQLSelect: %v", err)
+		}
+		w.denied(t, A.id, s.AccessKeyID, "dynamodb:ExecuteStatement", func() error {
+			return exec(c, `DELETE FROM "`+tblNS+`" WHERE pk = ? AND sk = ?`)
+		})
+		w.denied(t, A.id, s.AccessKeyID, "dynamodb:ExecuteStatement", func() error {
+			return exec(c, `SELECT * FROM "`+tblLK+`" WHERE pk = ? AND sk = ?`)
+		})
+		g := w.session(t, A, admin.SessionRequest{Role: "app", Actions: []string{"GetItem", "DeleteItem"}})
+		gc := w.client(harness.Credential{AccessKeyID: g.AccessKeyID, SecretAccessKey: g.SecretAccessKey}, g.SessionToken, A.rec)
+		w.denied(t, A.id, g.AccessKeyID, "dynamodb:ExecuteStatement", func() error { return exec(gc, sel) })
+		w.aViewIntact(t)
+	})
+
 	w.attack(t, "session-token-swapped", func(t *testing.T) {
 		since := w.auditTail(t, A.id)
 		defer func() { w.probeAudited(t, A.id, since, "", "swapped session tokens") }()
