@@ -2,6 +2,7 @@ package partiql
 
 import (
 	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -497,8 +498,13 @@ func (b *builder) selectPlan(s *Select, schema Schema) (*Plan, error) {
 	// Find the partition key's equality and, if any, one sort key
 	// condition; a Query needs the rest to leave the key alone.
 	// pk IN [...] makes one Query per value.
+	// pk = a OR pk = b is pk IN [a, b], as DynamoDB reads it (no scan).
 	hashAt, inAt, rangeAt := -1, -1, -1
 	for i, c := range cs {
+		if in, ok := keyOr(c, k.Hash); ok {
+			cs[i] = in
+			c = in
+		}
 		if _, ok := keyEq(c, k.Hash); ok && hashAt < 0 {
 			hashAt = i
 		} else if inAt < 0 && isKeyIn(c, k.Hash) {
@@ -566,7 +572,10 @@ func (b *builder) selectPlan(s *Select, schema Schema) (*Plan, error) {
 			if err != nil {
 				return nil, err
 			}
-			hvals = append(hvals, v)
+			// A partition named twice is read once.
+			if !slices.ContainsFunc(hvals, func(h attr.Value) bool { return attr.Equal(h, v) }) {
+				hvals = append(hvals, v)
+			}
 		}
 	}
 	hval := hvals[0]
@@ -625,6 +634,32 @@ func (b *builder) selectPlan(s *Select, schema Schema) (*Plan, error) {
 		qs[i] = &q
 	}
 	return &Plan{Queries: qs}, nil
+}
+
+// keyOr returns c as key IN [values] if c is a disjunction of equalities
+// of key with values (key = a OR key = b ...).
+func keyOr(c Expr, key string) (*In, bool) {
+	x, ok := c.(*Binary)
+	if !ok || x.Op != "OR" {
+		return nil, false
+	}
+	var list []Expr
+	var walk func(e Expr) bool
+	walk = func(e Expr) bool {
+		if x, ok := e.(*Binary); ok && x.Op == "OR" {
+			return walk(x.L) && walk(x.R)
+		}
+		v, ok := keyEq(e, key)
+		if !ok {
+			return false
+		}
+		list = append(list, v)
+		return true
+	}
+	if !walk(x) {
+		return nil, false
+	}
+	return &In{X: &Path{Steps: []Step{{Name: key}}}, List: list}, true
 }
 
 // maxInKeys bounds the partitions one SELECT reads with IN.

@@ -163,6 +163,17 @@ func TestPartiQLStatements(t *testing.T) {
 		t.Errorf("IN = %s", g)
 	}
 
+	// pk = a OR pk = b reads the partitions it names (each once), not the
+	// table: two eventually consistent queries of 0.5 units each.
+	or, err := c.ExecuteStatement(ctxT(t), &dynamodb.ExecuteStatementInput{Statement: aws.String(`SELECT pk, sk FROM Orders WHERE pk = 'c2' OR pk = ? OR pk = 'c2'`),
+		Parameters: []types.AttributeValue{S("none")}, ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(or.Items) != 1 || str(or.Items[0]["pk"]) != "c2" || or.ConsumedCapacity == nil || aws.ToFloat64(or.ConsumedCapacity.CapacityUnits) != 1 {
+		t.Errorf("OR of partitions: %v, capacity %v, want 1 item and 1 unit", or.Items, aws.ToFloat64(or.ConsumedCapacity.CapacityUnits))
+	}
+
 	// Errors as DynamoDB words them.
 	for _, tc := range []struct{ stmt, code, msg string }{
 		{`SELEC * FROM Orders`, "ValidationException", "Statement wasn't well formed, can't be processed: Expected data manipulation"},
