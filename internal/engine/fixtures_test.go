@@ -419,7 +419,7 @@ func filterNamesKnown(t testing.TB) bool {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, ok := c.(topNamer)
+	_, ok := c.(interface{ TopNames() []string })
 	return ok
 }
 
@@ -430,7 +430,7 @@ type testCond struct {
 	v        attr.Value
 }
 
-var _ topNamer = (*testCond)(nil)
+var _ interface{ TopNames() []string } = (*testCond)(nil)
 
 func (c *testCond) Eval(it attr.Item) (bool, error) {
 	v, ok := it[c.name]

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"github.com/tenantdb/tenantdb/internal/readreq"
 
 	"github.com/tenantdb/tenantdb/internal/apierr"
 	"github.com/tenantdb/tenantdb/internal/attr"
@@ -59,35 +60,18 @@ func queryKey(t *schema.Table, ix *schema.Index) (hashKey, rangeKey schema.KeyAt
 }
 
 // queryExprs compiles a Query's expressions (or legacy parameters).
-func queryExprs(t *schema.Table, ix *schema.Index, in *wire.QueryInput) (*readExprs, error) {
+func queryExprs(t *schema.Table, ix *schema.Index, in *wire.QueryInput) (*readreq.Exprs, error) {
 	hashKey, rangeKey := queryKey(t, ix)
-	ein := queryExprInput(in)
-	return ein.compile(hashKey.Name, rangeKey.Name)
-}
-
-// queryExprInput returns the expression part of a Query.
-func queryExprInput(in *wire.QueryInput) readExprInput {
-	return readExprInput{
-		query:        true,
-		keyCondExpr:  in.KeyConditionExpression,
-		keyConds:     in.KeyConditions,
-		filterExpr:   in.FilterExpression,
-		legacyFilter: in.QueryFilter,
-		legacyName:   "QueryFilter",
-		condOp:       in.ConditionalOperator,
-		projExpr:     in.ProjectionExpression,
-		attrsToGet:   in.AttributesToGet,
-		names:        in.ExpressionAttributeNames,
-		values:       in.ExpressionAttributeValues,
-	}
+	ein := readreq.QueryInput(in)
+	return ein.Compile(hashKey.Name, rangeKey.Name)
 }
 
 // planQuery validates a Query whose expressions are compiled and resolves
 // it to a readSpec.
-func (h *handle) planQuery(in *wire.QueryInput, ix *schema.Index, ex *readExprs) (*readSpec, error) {
+func (h *handle) planQuery(in *wire.QueryInput, ix *schema.Index, ex *readreq.Exprs) (*readSpec, error) {
 	t := h.Table
 	hashKey, rangeKey := queryKey(t, ix)
-	kc := ex.kc
+	kc := ex.KC
 	if err := checkKeyCondition(kc, hashKey, rangeKey, in.KeyConditionExpression != nil); err != nil {
 		return nil, err
 	}
@@ -97,23 +81,23 @@ func (h *handle) planQuery(in *wire.QueryInput, ix *schema.Index, ex *readExprs)
 
 	r := &readSpec{h: h, ix: ix, forward: in.ScanIndexForward == nil || *in.ScanIndexForward}
 	c := readCommon{
-		ix:             ix,
-		selectParam:    in.Select,
-		consistent:     in.ConsistentRead,
-		limit:          in.Limit,
-		capacity:       in.ReturnConsumedCapacity,
-		filterNames:    ex.filterNames,
-		filterNamesOK:  ex.filterNamesOK,
-		hasFilter:      ex.filter != nil,
-		filterParam:    ex.filterParam,
-		proj:           ex.proj,
-		projParam:      ex.projParam,
-		queryKeyFilter: true,
+		Index:          ix,
+		Select:         in.Select,
+		Consistent:     in.ConsistentRead,
+		Limit:          in.Limit,
+		Capacity:       in.ReturnConsumedCapacity,
+		FilterNames:    ex.FilterNames,
+		FilterNamesOK:  ex.FilterNamesOK,
+		HasFilter:      ex.Filter != nil,
+		FilterParam:    ex.FilterParam,
+		Proj:           ex.Proj,
+		ProjParam:      ex.ProjParam,
+		QueryKeyFilter: true,
 	}
-	if err := c.resolve(h, r); err != nil {
+	if err := resolveCommon(h, c, r); err != nil {
 		return nil, err
 	}
-	r.filter = ex.filter
+	r.filter = ex.Filter
 
 	var p []byte
 	if ix != nil {

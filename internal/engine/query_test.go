@@ -562,7 +562,7 @@ func TestQueryFilterNameRules(t *testing.T) {
 				t.Fatal(err)
 			}
 			c := &testCond{name: tc.filterAttr, op: "=", v: nval("1")}
-			ex.filter, ex.filterNames, ex.filterNamesOK = c, c.TopNames(), true
+			ex.Filter, ex.FilterNames, ex.FilterNamesOK = c, c.TopNames(), true
 			_, err = h.planQuery(&in, ix, ex)
 			wantErr(t, err, apierr.Validation, tc.msg)
 		})

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"strings"
+	"github.com/tenantdb/tenantdb/internal/readreq"
 
 	"github.com/tenantdb/tenantdb/internal/apierr"
 	"github.com/tenantdb/tenantdb/internal/attr"
@@ -19,14 +19,14 @@ import (
 // it has read reaches 1 MB and returns a LastEvaluatedKey.
 const maxPageBytes = 1 << 20
 
-// selectMode is a resolved Select.
-type selectMode uint8
+// selectMode is a resolved Select (package readreq's rules).
+type selectMode = readreq.Select
 
 const (
-	selectAll       selectMode = iota // ALL_ATTRIBUTES
-	selectProjected                   // ALL_PROJECTED_ATTRIBUTES
-	selectSpecific                    // SPECIFIC_ATTRIBUTES
-	selectCount                       // COUNT
+	selectAll       = readreq.All       // ALL_ATTRIBUTES
+	selectProjected = readreq.Projected // ALL_PROJECTED_ATTRIBUTES
+	selectSpecific  = readreq.Specific  // SPECIFIC_ATTRIBUTES
+	selectCount     = readreq.Count     // COUNT
 )
 
 // readSpec is one Query or Scan page, validated and resolved to a physical
@@ -290,137 +290,19 @@ func readIndex(t *schema.Table, name *string) (*schema.Index, error) {
 }
 
 // readCommon holds the parameters Query and Scan share.
-type readCommon struct {
-	ix             *schema.Index
-	selectParam    string
-	consistent     *bool
-	limit          *int32
-	capacity       string
-	filterNames    []string // top-level attributes the filter reads, if known
-	filterNamesOK  bool     // the projection rules apply: the legacy filters
-	hasFilter      bool
-	filterParam    string // "Filter Expression" or "QueryFilter", for messages
-	proj           expr.Projection
-	projParam      string // "ProjectionExpression", "AttributesToGet" or ""
-	queryKeyFilter bool   // Query: the filter must not name the index's key attributes
-}
+type readCommon = readreq.Params
 
-// resolve validates the parameters Query and Scan share and fills in the
-// spec's select mode, limit, consistency and capacity mode.
-func (c *readCommon) resolve(h *handle, r *readSpec) error {
-	t, ix := h.Table, c.ix
-	if c.limit != nil && *c.limit < 1 {
-		return apierr.Validationf("1 validation error detected: Value '%d' at 'limit' failed to satisfy constraint: Member must have value greater than or equal to 1", *c.limit)
+// resolveCommon validates the parameters Query and Scan share (package
+// readreq, every backend's rules) and fills in the spec's select mode,
+// limit, consistency and capacity mode.
+func resolveCommon(h *handle, c readCommon, r *readSpec) error {
+	rules, err := readreq.Check(h.Table, c)
+	if err != nil {
+		return err
 	}
-	if c.limit != nil {
-		r.limit = int(*c.limit)
-	}
-	switch c.capacity {
-	case "", "NONE", "TOTAL", "INDEXES":
-		r.capacityMode = c.capacity
-	default:
-		return apierr.Validationf("1 validation error detected: Value '%s' at 'returnConsumedCapacity' failed to satisfy constraint: Member must satisfy enum value set: [INDEXES, TOTAL, NONE]", c.capacity)
-	}
-	if c.consistent != nil && *c.consistent {
-		if ix != nil && !ix.Local {
-			return apierr.Validationf("Consistent reads are not supported on global secondary indexes")
-		}
-		r.consistent = true
-	}
-
-	hasProj := c.proj != nil
-	sel := c.selectParam
-	if sel == "" {
-		switch {
-		case hasProj:
-			sel = "SPECIFIC_ATTRIBUTES"
-		case ix != nil:
-			sel = "ALL_PROJECTED_ATTRIBUTES"
-		default:
-			sel = "ALL_ATTRIBUTES"
-		}
-	}
-	switch sel {
-	case "COUNT":
-		if hasProj {
-			return apierr.Validationf("Cannot specify the %s when choosing to get only the Count", c.projParam)
-		}
-		r.sel = selectCount
-	case "ALL_ATTRIBUTES":
-		if hasProj {
-			return apierr.Validationf("Cannot specify the %s when choosing to get ALL_ATTRIBUTES", c.projParam)
-		}
-		if ix != nil && !ix.Local && ix.ProjectionType != "ALL" {
-			return apierr.Validationf("One or more parameter values were invalid: Select type ALL_ATTRIBUTES is not supported for global secondary index %s because its projection type is not ALL", ix.Name)
-		}
-		r.sel = selectAll
-	case "ALL_PROJECTED_ATTRIBUTES":
-		if ix == nil {
-			return apierr.Validationf("ALL_PROJECTED_ATTRIBUTES can be used only when Querying using an IndexName")
-		}
-		if hasProj {
-			return apierr.Validationf("Cannot specify the %s when choosing to get ALL_PROJECTED_ATTRIBUTES", c.projParam)
-		}
-		r.sel = selectProjected
-	case "SPECIFIC_ATTRIBUTES":
-		if !hasProj {
-			return apierr.Validationf("Must specify the AttributesToGet or ProjectionExpression when choosing to get SPECIFIC_ATTRIBUTES")
-		}
-		r.sel = selectSpecific
-	default:
-		return apierr.Validationf("1 validation error detected: Value '%s' at 'select' failed to satisfy constraint: Member must satisfy enum value set: [SPECIFIC_ATTRIBUTES, COUNT, ALL_ATTRIBUTES, ALL_PROJECTED_ATTRIBUTES]", sel)
-	}
-	r.proj = c.proj
-
-	if c.queryKeyFilter { // filterNames: those known, all of them if filterNamesOK
-		keys := []schema.KeyAttr{t.Hash, t.Range}
-		if ix != nil {
-			keys = []schema.KeyAttr{ix.Hash, ix.Range}
-		}
-		for _, k := range keys {
-			for _, n := range c.filterNames {
-				if k.Name != "" && n == k.Name {
-					return apierr.Validationf("%s can only contain non-primary key attributes: Primary key attribute: %s", c.filterParam, n)
-				}
-			}
-		}
-	}
-
-	if ix == nil || ix.ProjectionType == "ALL" {
-		return nil
-	}
-	// A non-ALL index: which attributes must come from the base item?
-	var missing []string
-	if r.sel == selectSpecific {
-		missing = unprojected(t, ix, c.proj.TopNames())
-	}
-	var filterMissing []string
-	if c.hasFilter && c.filterNamesOK {
-		filterMissing = unprojected(t, ix, c.filterNames)
-	}
-	if !ix.Local {
-		if len(missing) > 0 {
-			return apierr.Validationf("One or more parameter values were invalid: Global secondary index %s does not project [%s]", ix.Name, strings.Join(missing, ", "))
-		}
-		if len(filterMissing) > 0 {
-			return apierr.Validationf("One or more parameter values were invalid: Secondary index %s does not project one or more filter attributes: [%s]", ix.Name, strings.Join(filterMissing, ", "))
-		}
-		return nil
-	}
-	r.fetchBase = r.sel == selectAll || len(missing) > 0 || len(filterMissing) > 0 ||
-		(c.hasFilter && !c.filterNamesOK)
+	r.limit, r.capacityMode, r.consistent = rules.Limit, rules.CapacityMode, rules.Consistent
+	r.sel, r.proj, r.fetchBase = rules.Select, c.Proj, rules.FetchBase
 	return nil
-}
-
-// unprojected returns the names that index ix does not hold.
-func unprojected(t *schema.Table, ix *schema.Index, names []string) []string {
-	var out []string
-	for _, n := range names {
-		if !t.Projects(ix, n) {
-			out = append(out, n)
-		}
-	}
-	return out
 }
 
 func errStartKey(format string, args ...any) error {

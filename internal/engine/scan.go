@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"github.com/tenantdb/tenantdb/internal/readreq"
 
 	"github.com/tenantdb/tenantdb/internal/apierr"
 	"github.com/tenantdb/tenantdb/internal/keyspace"
@@ -45,28 +46,14 @@ func (e *Engine) Scan(ctx context.Context, s tenancy.Scope, in *wire.ScanInput) 
 }
 
 // scanExprs compiles a Scan's expressions (or legacy parameters).
-func scanExprs(in *wire.ScanInput) (*readExprs, error) {
-	ein := scanExprInput(in)
-	return ein.compile("", "")
-}
-
-// scanExprInput returns the expression part of a Scan.
-func scanExprInput(in *wire.ScanInput) readExprInput {
-	return readExprInput{
-		filterExpr:   in.FilterExpression,
-		legacyFilter: in.ScanFilter,
-		legacyName:   "ScanFilter",
-		condOp:       in.ConditionalOperator,
-		projExpr:     in.ProjectionExpression,
-		attrsToGet:   in.AttributesToGet,
-		names:        in.ExpressionAttributeNames,
-		values:       in.ExpressionAttributeValues,
-	}
+func scanExprs(in *wire.ScanInput) (*readreq.Exprs, error) {
+	ein := readreq.ScanInput(in)
+	return ein.Compile("", "")
 }
 
 // planScan validates a Scan whose expressions are compiled and resolves it
 // to a readSpec.
-func (h *handle) planScan(in *wire.ScanInput, ex *readExprs) (*readSpec, error) {
+func (h *handle) planScan(in *wire.ScanInput, ex *readreq.Exprs) (*readSpec, error) {
 	t := h.Table
 	seg, total, err := scanSegment(in.Segment, in.TotalSegments)
 	if err != nil {
@@ -76,21 +63,21 @@ func (h *handle) planScan(in *wire.ScanInput, ex *readExprs) (*readSpec, error) 
 	if err != nil {
 		return nil, err
 	}
-	r := &readSpec{h: h, ix: ix, forward: true, filter: ex.filter}
+	r := &readSpec{h: h, ix: ix, forward: true, filter: ex.Filter}
 	c := readCommon{
-		ix:            ix,
-		selectParam:   in.Select,
-		consistent:    in.ConsistentRead,
-		limit:         in.Limit,
-		capacity:      in.ReturnConsumedCapacity,
-		filterNames:   ex.filterNames,
-		filterNamesOK: ex.filterNamesOK,
-		hasFilter:     ex.filter != nil,
-		filterParam:   ex.filterParam,
-		proj:          ex.proj,
-		projParam:     ex.projParam,
+		Index:         ix,
+		Select:        in.Select,
+		Consistent:    in.ConsistentRead,
+		Limit:         in.Limit,
+		Capacity:      in.ReturnConsumedCapacity,
+		FilterNames:   ex.FilterNames,
+		FilterNamesOK: ex.FilterNamesOK,
+		HasFilter:     ex.Filter != nil,
+		FilterParam:   ex.FilterParam,
+		Proj:          ex.Proj,
+		ProjParam:     ex.ProjParam,
 	}
-	if err := c.resolve(h, r); err != nil {
+	if err := resolveCommon(h, c, r); err != nil {
 		return nil, err
 	}
 

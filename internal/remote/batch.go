@@ -6,6 +6,8 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
+	"github.com/tenantdb/tenantdb/internal/attr"
+	"github.com/tenantdb/tenantdb/internal/expr"
 	"slices"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -390,11 +392,73 @@ func (b *Backend) txUpdate(ctx context.Context, s tenancy.Scope, in *wire.Transa
 			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 		}}, p.tg.Namespace, c, nil
 	}
+	if err != nil {
+		return types.TransactWriteItem{}, nil, nil, err
+	}
+	if deletesOnlyUpdate(in.UpdateExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues) {
+		return b.txDeletesOnly(ctx, k, upd, names, values, in, p.tg.Namespace)
+	}
 	return types.TransactWriteItem{Update: &types.Update{
 		TableName: &b.table, Key: k, UpdateExpression: &upd, ConditionExpression: str(in.ConditionExpression),
 		ExpressionAttributeNames: names, ExpressionAttributeValues: values,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailure(in.ReturnValuesOnConditionCheckFailure),
-	}}, p.tg.Namespace, nil, err
+	}}, p.tg.Namespace, nil, nil
+}
+
+// txDeletesOnly serves a transaction's update that only removes
+// attributes or deletes from sets. DynamoDB applies it to a missing item
+// by creating nothing, which the gateway's SET of the key attributes
+// would not: it reads the item, and if it is missing the action becomes
+// a check of the client's condition on the missing item (which must stay
+// missing), else the update requires the item to exist. An item created
+// or deleted in between cancels the transaction with TransactionConflict
+// (txErr, as for the updates the gateway computes), which clients retry.
+func (b *Backend) txDeletesOnly(ctx context.Context, k map[string]types.AttributeValue, upd string, names map[string]string, values map[string]types.AttributeValue,
+	in *wire.TransactUpdate, ns []byte) (types.TransactWriteItem, []byte, *computed, error) {
+	got, err := b.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &b.table, Key: k, ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		return types.TransactWriteItem{}, nil, nil, engineErr(err, strip)
+	}
+	c := &computed{exists: got.Item != nil}
+	if v, ok := got.Item[attrVersion].(*types.AttributeValueMemberB); ok {
+		c.ver = v.Value
+	}
+	ph := phPrefixName + "e"
+	if c.exists {
+		cond := "attribute_exists(" + ph + ")"
+		if in.ConditionExpression != nil {
+			cond = "(" + *in.ConditionExpression + ") AND " + cond
+		}
+		names[ph] = attrPK
+		return types.TransactWriteItem{Update: &types.Update{
+			TableName: &b.table, Key: k, UpdateExpression: &upd, ConditionExpression: &cond,
+			ExpressionAttributeNames: names, ExpressionAttributeValues: values,
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		}}, ns, c, nil
+	}
+	// An invalid path is refused as on an existing item (the embedded
+	// engine applies the update to the empty item).
+	u, err := expr.NewParams(in.ExpressionAttributeNames, in.ExpressionAttributeValues).Update(in.UpdateExpression)
+	if err != nil {
+		return types.TransactWriteItem{}, nil, nil, err
+	}
+	if _, _, err := u.Apply(attr.Item{}); err != nil {
+		return types.TransactWriteItem{}, nil, nil, err
+	}
+	cond := "attribute_not_exists(" + ph + ")"
+	if in.ConditionExpression != nil {
+		cond = "(" + *in.ConditionExpression + ") AND " + cond
+	}
+	cn, cv := keep(in.ExpressionAttributeNames, in.ExpressionAttributeValues, &cond)
+	cn[ph] = attrPK
+	if len(cv) == 0 {
+		cv = nil
+	}
+	return types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{
+		TableName: &b.table, Key: k, ConditionExpression: &cond,
+		ExpressionAttributeNames: cn, ExpressionAttributeValues: cv,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	}}, ns, c, nil
 }
 
 // txErr corrects the cancellation reasons of updates the gateway

@@ -313,17 +313,37 @@ func (b *Backend) UpdateItem(ctx context.Context, s tenancy.Scope, in *wire.Upda
 	if err != nil {
 		return nil, err
 	}
+	cond, onFailure := str(in.ConditionExpression), in.ReturnValuesOnConditionCheckFailure
+	deletesOnly := deletesOnly(in)
+	if deletesOnly {
+		// NB: DynamoDB creates nothing when an update that only removes
+		// attributes or deletes from sets meets a missing item; the
+		// gateway's SET of the key attributes would create it, so such an
+		// update requires the item to exist, and a missing item is then
+		// answered here (missingItemUpdate).
+		names[phPrefixName+"e"] = attrPK
+		exists := "attribute_exists(" + phPrefixName + "e)"
+		if cond != nil {
+			exists = "(" + *cond + ") AND " + exists
+		}
+		cond = &exists
+	}
 	res, err := b.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                           &b.table,
 		Key:                                 key,
 		UpdateExpression:                    &upd,
-		ConditionExpression:                 str(in.ConditionExpression),
+		ConditionExpression:                 cond,
 		ExpressionAttributeNames:            names,
 		ExpressionAttributeValues:           values,
 		ReturnValues:                        types.ReturnValue(in.ReturnValues),
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailure(in.ReturnValuesOnConditionCheckFailure),
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailure(onFailure),
 		ReturnConsumedCapacity:              types.ReturnConsumedCapacityTotal,
 	})
+	if err != nil && deletesOnly {
+		if out, ok, merr := b.missingItemUpdate(ctx, err, key, in); ok {
+			return out, merr
+		}
+	}
 	if err != nil {
 		return nil, b.oldOnFailure(ctx, engineErr(err, strip), key, in.ReturnValuesOnConditionCheckFailure)
 	}
@@ -339,6 +359,72 @@ func (b *Backend) UpdateItem(ctx context.Context, s tenancy.Scope, in *wire.Upda
 	out := &wire.UpdateItemOutput{Attributes: attrs, ConsumedCapacity: capacity(res.ConsumedCapacity, in.TableName, in.ReturnConsumedCapacity)}
 	out.U = wire.Usage{WriteUnits: units(res.ConsumedCapacity), Table: in.TableName}
 	return out, nil
+}
+
+// deletesOnly reports whether in's update only removes attributes or
+// deletes from sets (an update DynamoDB applies to a missing item by
+// creating nothing). in's expressions were validated already.
+func deletesOnly(in *wire.UpdateItemInput) bool {
+	return in.UpdateExpression != nil && deletesOnlyUpdate(*in.UpdateExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues)
+}
+
+// deletesOnlyUpdate reports whether the (validated) update expression upd
+// only removes attributes or deletes from sets.
+func deletesOnlyUpdate(upd string, names map[string]string, values map[string]attr.Value) bool {
+	if upd == "" {
+		return false
+	}
+	u, err := expr.NewParams(names, values).Update(upd)
+	if err != nil {
+		return false
+	}
+	d, ok := u.(interface{ DeletesOnly() bool })
+	return ok && d.DeletesOnly()
+}
+
+// missingItemUpdate answers a deletes-only update whose existence
+// condition failed (err, from the engine) when the item is missing: the
+// client's own condition decides on the missing item, and nothing is
+// written, as in DynamoDB. ok is false if the item exists (the client's
+// condition failed on it; the caller reports err).
+func (b *Backend) missingItemUpdate(ctx context.Context, err error, key map[string]types.AttributeValue, in *wire.UpdateItemInput) (*wire.UpdateItemOutput, bool, error) {
+	var ccf *types.ConditionalCheckFailedException
+	if !errors.As(err, &ccf) || ccf.Item != nil {
+		return nil, false, nil
+	}
+	got, gerr := b.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &b.table, Key: key, ConsistentRead: aws.Bool(true)})
+	if gerr != nil {
+		return nil, true, engineErr(gerr, strip)
+	}
+	if got.Item != nil {
+		return nil, false, nil
+	}
+	params := expr.NewParams(in.ExpressionAttributeNames, in.ExpressionAttributeValues)
+	if in.ConditionExpression != nil {
+		c, err := params.Condition(*in.ConditionExpression)
+		if err != nil {
+			return nil, true, err
+		}
+		if ok, err := c.Eval(attr.Item{}); err != nil || !ok {
+			if err == nil {
+				err = apierr.New(apierr.ConditionalCheckFailed, "The conditional request failed")
+			}
+			return nil, true, err
+		}
+	}
+	// An invalid path is refused as on an existing item (the embedded
+	// engine's decision: the update is applied to the empty item).
+	u, err := params.Update(*in.UpdateExpression)
+	if err != nil {
+		return nil, true, err
+	}
+	if _, _, err := u.Apply(attr.Item{}); err != nil {
+		return nil, true, err
+	}
+	// NB: DynamoDB charges the write it did not need to make.
+	out := &wire.UpdateItemOutput{ConsumedCapacity: capacity(&types.ConsumedCapacity{CapacityUnits: aws.Float64(1)}, in.TableName, in.ReturnConsumedCapacity)}
+	out.U = wire.Usage{WriteUnits: 1, Table: in.TableName}
+	return out, true, nil
 }
 
 // oldOnFailure completes a ConditionalCheckFailed error for a client that

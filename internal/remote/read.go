@@ -2,8 +2,8 @@ package remote
 
 import (
 	"context"
+	"github.com/tenantdb/tenantdb/internal/readreq"
 	"regexp"
-	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -215,43 +215,35 @@ func (c coll) lastKey(lek map[string]types.AttributeValue) (attr.Item, error) {
 	return key, nil
 }
 
-// checkSelect applies DynamoDB's rules on what a read of an index may
-// return; it reports whether results must be cut down to the index's
-// projection (the engine's index projects everything).
-func (c coll) checkSelect(sel string, proj expr.Projection) (bool, error) {
-	ix := c.ix
-	if ix == nil || ix.ProjectionType == "ALL" {
-		return false, nil
-	}
-	t := c.p.tg.Table
-	switch {
-	case sel == "ALL_ATTRIBUTES" && !ix.Local:
-		return false, apierr.Validationf("One or more parameter values were invalid: Select type ALL_ATTRIBUTES is not supported for global secondary index %s because its projection type is not ALL", ix.Name)
-	case proj != nil && !ix.Local:
-		var missing []string
-		for _, n := range proj.TopNames() {
-			if !t.Projects(ix, n) {
-				missing = append(missing, n)
-			}
-		}
-		if len(missing) > 0 {
-			return false, apierr.Validationf("One or more parameter values were invalid: Global secondary index %s does not project [%s]", ix.Name, strings.Join(missing, ", "))
-		}
-	}
-	return (sel == "" || sel == "ALL_PROJECTED_ATTRIBUTES") && proj == nil, nil
-}
-
 // page converts the engine's answer to a Query or Scan.
-func (c coll) page(res *dynamodb.QueryOutput, table, want string, project bool) (*wire.QueryOutput, error) {
+func (c coll) page(res *dynamodb.QueryOutput, table, want string, project bool, gw *gatewayFilter) (*wire.QueryOutput, error) {
 	out := &wire.QueryOutput{Count: int(res.Count), ScannedCount: int(res.ScannedCount), ConsumedCapacity: capacity(res.ConsumedCapacity, table, want)}
 	t := c.p.tg.Table
+	if gw != nil {
+		out.Count, out.ScannedCount = 0, len(res.Items)
+	}
 	for _, it := range res.Items {
 		item := strip(it)
-		if project {
+		if project || gw != nil {
 			for n := range item {
 				if !t.Projects(c.ix, n) {
 					delete(item, n)
 				}
+			}
+		}
+		if gw != nil {
+			if ok, err := gw.filter.Eval(item); err != nil || !ok {
+				if err != nil {
+					return nil, err
+				}
+				continue
+			}
+			out.Count++
+			if gw.count {
+				continue
+			}
+			if gw.proj != nil {
+				item = gw.proj.Apply(item)
 			}
 		}
 		out.Items = append(out.Items, item)
@@ -280,9 +272,6 @@ func (c coll) consistent(cr *bool) error {
 // Query is one engine Query on the tenant's item collection (or an
 // index's), its key condition rewritten onto the physical sort key.
 func (b *Backend) Query(ctx context.Context, s tenancy.Scope, in *wire.QueryInput) (*wire.QueryOutput, error) {
-	if err := legacy("QueryFilter", in.QueryFilter != nil || in.ConditionalOperator != ""); err != nil {
-		return nil, err
-	}
 	p, err := b.open(ctx, s, in.TableName)
 	if err != nil {
 		return nil, err
@@ -291,17 +280,19 @@ func (b *Backend) Query(ctx context.Context, s tenancy.Scope, in *wire.QueryInpu
 	if err != nil {
 		return nil, err
 	}
-	if in.KeyConditionExpression == nil && in.KeyConditions == nil {
-		return nil, apierr.Validationf("Either the KeyConditions or KeyConditionExpression parameter must be specified in the request.")
-	}
-	if in.KeyConditionExpression != nil && (in.KeyConditions != nil || in.AttributesToGet != nil) {
-		l := "KeyConditions"
-		if in.KeyConditions == nil {
-			l = "AttributesToGet"
-		}
-		return nil, apierr.Validationf("Can not use both expression and non-expression parameters in the same request: Non-expression parameters: {%s} Expression parameters: {KeyConditionExpression}", l)
-	}
 	if err := checkPlaceholders(in.ExpressionAttributeNames, in.ExpressionAttributeValues); err != nil {
+		return nil, err
+	}
+	ex, err := readreq.QueryInput(in).Compile(c.hash.Name, c.rng.Name)
+	if err != nil {
+		return nil, err
+	}
+	project, err := c.check(ex, readreq.Params{Select: in.Select, Consistent: in.ConsistentRead, Limit: in.Limit,
+		Capacity: in.ReturnConsumedCapacity, QueryKeyFilter: true})
+	if err != nil {
+		return nil, err
+	}
+	if err := legacy("QueryFilter", in.QueryFilter != nil || in.ConditionalOperator != ""); err != nil {
 		return nil, err
 	}
 	pe, exprNames, err := projection(in.AttributesToGet, in.ProjectionExpression, in.ExpressionAttributeNames)
@@ -311,22 +302,9 @@ func (b *Backend) Query(ctx context.Context, s tenancy.Scope, in *wire.QueryInpu
 	q := *in // the request with the legacy projection as an expression
 	q.ProjectionExpression, q.ExpressionAttributeNames = pe, exprNames
 	in = &q
-	params := expr.NewParams(in.ExpressionAttributeNames, in.ExpressionAttributeValues)
-	var kc *expr.KeyCondition
-	if in.KeyConditions != nil {
-		kc, err = expr.LegacyKeyConditions(in.KeyConditions, c.hash.Name, c.rng.Name)
-	} else {
-		kc, err = params.KeyCondition(*in.KeyConditionExpression, c.hash.Name, c.rng.Name)
-	}
-	if err != nil {
-		return nil, err
-	}
-	project, err := c.readParams(params, in.FilterExpression, in.ProjectionExpression, in.Select, in.ConsistentRead)
-	if err != nil {
-		return nil, err
-	}
-	names, values := keep(in.ExpressionAttributeNames, in.ExpressionAttributeValues, in.FilterExpression, in.ProjectionExpression)
-	cond, err := c.keyRange(kc, in.KeyConditions == nil, names, values)
+	gw := c.gatewayFilterFor(ex, in.Select)
+	names, values := keep(in.ExpressionAttributeNames, in.ExpressionAttributeValues, usedBy(gw, in.FilterExpression, in.ProjectionExpression)...)
+	cond, err := c.keyRange(ex.KC, in.KeyConditions == nil, names, values)
 	if err != nil {
 		return nil, err
 	}
@@ -345,32 +323,24 @@ func (b *Backend) Query(ctx context.Context, s tenancy.Scope, in *wire.QueryInpu
 		ConsistentRead:            in.ConsistentRead,
 		ScanIndexForward:          in.ScanIndexForward,
 		ExclusiveStartKey:         esk,
-	}, in.TableName, in.ReturnConsumedCapacity, project)
+	}, in.TableName, in.ReturnConsumedCapacity, project, gw)
 }
 
-// readParams validates a Query's or Scan's filter and projection as
-// DynamoDB does (placeholders included) and reports whether results must
-// be cut down to an index's projection.
-func (c coll) readParams(params *expr.Params, filter, projection *string, sel string, consistent *bool) (bool, error) {
-	if filter != nil {
-		if _, err := params.Filter(*filter); err != nil {
-			return false, err
-		}
-	}
-	var proj expr.Projection
-	if projection != nil {
-		var err error
-		if proj, err = params.Projection(*projection); err != nil {
-			return false, err
-		}
-	}
-	if err := params.CheckUnused(); err != nil {
+// check applies DynamoDB's rules on a read's parameters (package
+// readreq, the embedded engine's too) to the compiled expressions ex and
+// p, and reports whether results must be cut down to an index's
+// projection (the engine's index slots project everything).
+func (c coll) check(ex *readreq.Exprs, p readreq.Params) (bool, error) {
+	if err := c.consistent(p.Consistent); err != nil {
 		return false, err
 	}
-	if err := c.consistent(consistent); err != nil {
+	p.Index = c.ix
+	ex.Fill(&p)
+	rules, err := readreq.Check(c.p.tg.Table, p)
+	if err != nil {
 		return false, err
 	}
-	return c.checkSelect(sel, proj)
+	return rules.Select == readreq.Projected && c.ix.ProjectionType != "ALL", nil
 }
 
 // Scan is one engine Query over the tenant's whole item collection (or
@@ -378,9 +348,6 @@ func (c coll) readParams(params *expr.Params, filter, projection *string, sel st
 // segments, segment 0 returns every item and the others none (a valid
 // partition of the items while a table has one collection).
 func (b *Backend) Scan(ctx context.Context, s tenancy.Scope, in *wire.ScanInput) (*wire.ScanOutput, error) {
-	if err := legacy("ScanFilter", in.ScanFilter != nil || in.ConditionalOperator != ""); err != nil {
-		return nil, err
-	}
 	p, err := b.open(ctx, s, in.TableName)
 	if err != nil {
 		return nil, err
@@ -403,6 +370,18 @@ func (b *Backend) Scan(ctx context.Context, s tenancy.Scope, in *wire.ScanInput)
 	if err := checkPlaceholders(in.ExpressionAttributeNames, in.ExpressionAttributeValues); err != nil {
 		return nil, err
 	}
+	ex, err := readreq.ScanInput(in).Compile("", "")
+	if err != nil {
+		return nil, err
+	}
+	project, err := c.check(ex, readreq.Params{Select: in.Select, Consistent: in.ConsistentRead, Limit: in.Limit,
+		Capacity: in.ReturnConsumedCapacity})
+	if err != nil {
+		return nil, err
+	}
+	if err := legacy("ScanFilter", in.ScanFilter != nil || in.ConditionalOperator != ""); err != nil {
+		return nil, err
+	}
 	pe, exprNames, err := projection(in.AttributesToGet, in.ProjectionExpression, in.ExpressionAttributeNames)
 	if err != nil {
 		return nil, err
@@ -410,11 +389,6 @@ func (b *Backend) Scan(ctx context.Context, s tenancy.Scope, in *wire.ScanInput)
 	q := *in // the request with the legacy projection as an expression
 	q.ProjectionExpression, q.ExpressionAttributeNames = pe, exprNames
 	in = &q
-	params := expr.NewParams(in.ExpressionAttributeNames, in.ExpressionAttributeValues)
-	project, err := c.readParams(params, in.FilterExpression, in.ProjectionExpression, in.Select, in.ConsistentRead)
-	if err != nil {
-		return nil, err
-	}
 	esk, err := c.startKey(in.ExclusiveStartKey)
 	if err != nil {
 		return nil, err
@@ -422,7 +396,8 @@ func (b *Backend) Scan(ctx context.Context, s tenancy.Scope, in *wire.ScanInput)
 	if in.Segment != nil && *in.Segment > 0 {
 		return &wire.ScanOutput{}, nil
 	}
-	names, values := keep(in.ExpressionAttributeNames, in.ExpressionAttributeValues, in.FilterExpression, in.ProjectionExpression)
+	gw := c.gatewayFilterFor(ex, in.Select)
+	names, values := keep(in.ExpressionAttributeNames, in.ExpressionAttributeValues, usedBy(gw, in.FilterExpression, in.ProjectionExpression)...)
 	names["#tenantdb_p"] = c.pkAttr
 	values[":tenantdb_p"] = &types.AttributeValueMemberS{Value: c.part}
 	return b.query(ctx, c, &dynamodb.QueryInput{
@@ -435,17 +410,50 @@ func (b *Backend) Scan(ctx context.Context, s tenancy.Scope, in *wire.ScanInput)
 		Limit:                     in.Limit,
 		ConsistentRead:            in.ConsistentRead,
 		ExclusiveStartKey:         esk,
-	}, in.TableName, in.ReturnConsumedCapacity, project)
+	}, in.TableName, in.ReturnConsumedCapacity, project, gw)
 }
 
 // query runs q on c's collection (or its index slot) and converts the
 // engine's page for the client.
-func (b *Backend) query(ctx context.Context, c coll, q *dynamodb.QueryInput, table, want string, project bool) (*wire.QueryOutput, error) {
+func (b *Backend) query(ctx context.Context, c coll, q *dynamodb.QueryInput, table, want string, project bool, gw *gatewayFilter) (*wire.QueryOutput, error) {
 	q.TableName, q.IndexName = &b.table, str(&c.index)
 	q.ReturnConsumedCapacity = types.ReturnConsumedCapacityTotal
+	if gw != nil {
+		// The engine returns what the index holds; the gateway filters,
+		// projects and counts.
+		q.FilterExpression, q.ProjectionExpression, q.Select = nil, nil, ""
+	}
 	res, err := b.db.Query(ctx, q)
 	if err != nil {
 		return nil, engineErr(err, strip)
 	}
-	return c.page(res, table, want, project)
+	return c.page(res, table, want, project, gw)
+}
+
+// gatewayFilter is a filter the gateway evaluates itself: on a global
+// secondary index that does not project every attribute, DynamoDB
+// evaluates a filter on what the index holds (an attribute it does not
+// project is absent), while the engine's index slots hold whole items.
+type gatewayFilter struct {
+	filter expr.Condition
+	proj   expr.Projection // the client's projection, applied after the filter
+	count  bool            // Select COUNT
+}
+
+// gatewayFilterFor returns the gateway's filter for a read of c with the
+// compiled expressions ex and Select sel, or nil if the engine can filter.
+func (c coll) gatewayFilterFor(ex *readreq.Exprs, sel string) *gatewayFilter {
+	if ex.Filter == nil || c.ix == nil || c.ix.Local || c.ix.ProjectionType == "ALL" {
+		return nil
+	}
+	return &gatewayFilter{filter: ex.Filter, proj: ex.Proj, count: sel == "COUNT"}
+}
+
+// usedBy returns exprs without the filter if gw filters at the gateway:
+// the engine refuses placeholders no expression it receives uses.
+func usedBy(gw *gatewayFilter, filter, projection *string) []*string {
+	if gw != nil {
+		return nil
+	}
+	return []*string{filter, projection}
 }

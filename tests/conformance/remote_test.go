@@ -25,6 +25,12 @@ func TestRemote(t *testing.T) {
 		{"ScanSegments", TestScanSegments}, {"TableLifecycle", TestTableLifecycle}, {"ListTablesPaged", TestListTablesPaged},
 		{"DescribeEndpointsAndLimits", TestDescribeEndpointsAndLimits}, {"TagRules", TestTagRules},
 		{"PartiQLStatements", TestPartiQLStatements}, {"PartiQLTransaction", TestPartiQLTransaction},
+		{"AttributeNameLimits", TestAttributeNameLimits}, {"KeyNameLimits", TestKeyNameLimits},
+		{"NestingBoundary", TestNestingBoundary}, {"ExpressionLength", TestExpressionLength},
+		{"IndexKeySizeLimits", TestIndexKeySizeLimits}, {"TransactionSizeLimit", TestTransactionSizeLimit},
+		{"NumberMessages", TestNumberMessages}, {"UnknownAttributeValueType", TestUnknownAttributeValueType},
+		{"LegacyAndExpressionParameters", TestLegacyAndExpressionParameters}, {"UpdateItemOnMissingItem", TestUpdateItemOnMissingItem},
+		{"MemberTypeWording", TestMemberTypeWording},
 	} {
 		t.Run(c.name, c.fn)
 	}

@@ -111,6 +111,7 @@ func describeRecords(rs []stypes.Record) string {
 // dynamodbstreams client, for every view type.
 func TestStreamsSDK(t *testing.T) {
 	srv, c := start(t)
+	skipRemoteStreams(t, srv)
 	ctx := ctxT(t)
 	sc := streamsClient(srv, srv.Default)
 	want := map[types.StreamViewType]string{
@@ -169,6 +170,7 @@ func TestStreamsSDK(t *testing.T) {
 // TestStreamsIteratorsAndLifecycle: positions, errors, paging, disabling.
 func TestStreamsIteratorsAndLifecycle(t *testing.T) {
 	srv, c := start(t)
+	skipRemoteStreams(t, srv)
 	ctx := ctxT(t)
 	sc := streamsClient(srv, srv.Default)
 	arn := createStreamTable(t, ctx, c, "streams_life", types.StreamViewTypeNewImage)
@@ -275,6 +277,7 @@ func TestStreamsIteratorsAndLifecycle(t *testing.T) {
 func TestStreamsCLI(t *testing.T) {
 	needAWSCLI(t)
 	srv, c := start(t)
+	skipRemoteStreams(t, srv)
 	ctx := ctxT(t)
 	arn := createStreamTable(t, ctx, c, "streams_cli", types.StreamViewTypeNewAndOldImages)
 	for _, v := range []string{"1", "2"} {
@@ -317,5 +320,14 @@ func TestStreamsCLI(t *testing.T) {
 	sort.Strings(got[:0])
 	if strings.Join(got, ";") != "INSERT false true;MODIFY true true" {
 		t.Errorf("get-records: %v", got)
+	}
+}
+
+// skipRemoteStreams skips a streams test on the remote backend, which
+// does not serve streams yet (README).
+func skipRemoteStreams(t *testing.T, srv *harness.Server) {
+	t.Helper()
+	if srv.Remote {
+		t.Skip("remote backend: streams are not served yet (README)")
 	}
 }
