@@ -51,6 +51,9 @@ const (
 	DuplicateItem     // PartiQL INSERT of an existing key
 	ExpiredIterator   // DynamoDB Streams: a shard iterator older than 15 minutes
 	TrimmedDataAccess // DynamoDB Streams: a position past the retention period
+	ExportNotFound    // DescribeExport of an export the caller has not made
+	ImportNotFound    // DescribeImport of an import the caller has not made
+	InvalidExportTime // ExportTableToPointInTime at a time the history does not cover
 
 	kindCount // NB: keep last; wire's table test ranges up to it.
 )
@@ -146,6 +149,9 @@ var kindNames = [...]string{
 	DuplicateItem:                   "DuplicateItemException",
 	ExpiredIterator:                 "ExpiredIteratorException",
 	TrimmedDataAccess:               "TrimmedDataAccessException",
+	ExportNotFound:                  "ExportNotFoundException",
+	ImportNotFound:                  "ImportNotFoundException",
+	InvalidExportTime:               "InvalidExportTimeException",
 }
 
 // String returns the DynamoDB error type name of k.

@@ -196,8 +196,9 @@ func TestTables(t *testing.T) {
 		"ExecuteTransaction":    {`{"TransactStatements":[{"Statement":"INSERT INTO a VALUE {'pk': 'x'}"},{"Statement":"EXISTS(SELECT * FROM b WHERE pk = 'x')"}]}`, []string{"a", "b"}},
 		"TransactWriteItems": {`{"TransactItems":[{"Put":{"TableName":"a","Item":{"pk":{"S":"x"}}}},{"Update":{"TableName":"b","Key":{"pk":{"S":"x"}},"UpdateExpression":"SET v = :v","ExpressionAttributeValues":{":v":{"N":"1"}}}},{"Delete":{"TableName":"c","Key":{"pk":{"S":"x"}}}},{"ConditionCheck":{"TableName":"d","Key":{"pk":{"S":"x"}},"ConditionExpression":"attribute_exists(pk)"}}]}`,
 			[]string{"a", "b", "c", "d"}},
-		"GetShardIterator": {`{"StreamArn":"arn:aws:dynamodb:r:1:table/a/stream/2026-01-01T00:00:00.000","ShardId":"s","ShardIteratorType":"LATEST"}`, []string{"a"}},
-		"GetRecords":       {`{"ShardIterator":"x"}`, nil}, // the table is inside the sealed iterator
+		"GetShardIterator":         {`{"StreamArn":"arn:aws:dynamodb:r:1:table/a/stream/2026-01-01T00:00:00.000","ShardId":"s","ShardIteratorType":"LATEST"}`, []string{"a"}},
+		"GetRecords":               {`{"ShardIterator":"x"}`, nil}, // the table is inside the sealed iterator
+		"ExportTableToPointInTime": {`{"TableArn":"arn:aws:dynamodb:r:1:table/a","S3Bucket":"b"}`, []string{"a"}},
 	}
 	for _, op := range table {
 		c, ok := cases[op.Name]

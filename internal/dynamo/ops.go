@@ -44,6 +44,13 @@ type Backend interface {
 	DescribeStream(context.Context, tenancy.Scope, *wire.DescribeStreamInput) (*wire.DescribeStreamOutput, error)
 	GetShardIterator(context.Context, tenancy.Scope, *wire.GetShardIteratorInput) (*wire.GetShardIteratorOutput, error)
 	GetRecords(context.Context, tenancy.Scope, *wire.GetRecordsInput) (*wire.GetRecordsOutput, error)
+
+	ExportTableToPointInTime(context.Context, tenancy.Scope, *wire.ExportTableToPointInTimeInput) (*wire.ExportTableToPointInTimeOutput, error)
+	DescribeExport(context.Context, tenancy.Scope, *wire.DescribeExportInput) (*wire.DescribeExportOutput, error)
+	ListExports(context.Context, tenancy.Scope, *wire.ListExportsInput) (*wire.ListExportsOutput, error)
+	ImportTable(context.Context, tenancy.Scope, *wire.ImportTableInput) (*wire.ImportTableOutput, error)
+	DescribeImport(context.Context, tenancy.Scope, *wire.DescribeImportInput) (*wire.DescribeImportOutput, error)
+	ListImports(context.Context, tenancy.Scope, *wire.ListImportsInput) (*wire.ListImportsOutput, error)
 }
 
 // The services whose X-Amz-Target prefixes tenantdb answers, all on the
@@ -108,6 +115,17 @@ var table = []*Op{
 	// per-table quota applies to it; its unit is charged to the tenant's
 	// reads and metered against the table (wire.Usage.Table).
 	define(dynamoDBStreams, "GetRecords", tenancy.ClassRead, Backend.GetRecords, func(*wire.GetRecordsInput) []string { return nil }),
+
+	// NB: an export reads every item of a table (a read key may, as it may
+	// Scan), and its request is charged to that table; an import creates
+	// the table it fills (DDL, admin keys), and its items are written
+	// through BatchWriteItem, admitted and metered as any.
+	define(dynamoDB, "ExportTableToPointInTime", tenancy.ClassRead, Backend.ExportTableToPointInTime, func(in *wire.ExportTableToPointInTimeInput) []string { return arnTable(in.TableArn) }),
+	define(dynamoDB, "DescribeExport", tenancy.ClassMeta, Backend.DescribeExport, nil),
+	define(dynamoDB, "ListExports", tenancy.ClassMeta, Backend.ListExports, nil),
+	define(dynamoDB, "ImportTable", tenancy.ClassDDL, Backend.ImportTable, nil),
+	define(dynamoDB, "DescribeImport", tenancy.ClassMeta, Backend.DescribeImport, nil),
+	define(dynamoDB, "ListImports", tenancy.ClassMeta, Backend.ListImports, nil),
 }
 
 // streamTable returns the table named in a stream ARN
@@ -119,6 +137,16 @@ func streamTable(arn string) []string {
 	}
 	name, _, ok := strings.Cut(rest, "/stream/")
 	if !ok || name == "" {
+		return nil
+	}
+	return []string{name}
+}
+
+// arnTable returns the table named in a table ARN (arn:...:table/<name>),
+// or nil if there is none.
+func arnTable(arn string) []string {
+	_, name, ok := strings.Cut(arn, ":table/")
+	if !ok || name == "" || strings.Contains(name, "/") {
 		return nil
 	}
 	return []string{name}

@@ -95,7 +95,9 @@ type Engine struct {
 	log    *slog.Logger
 	locks  lockTable
 	closed chan struct{}
-	wg     sync.WaitGroup
+	// transfers serves the export and import operations (transfers.go).
+	transfers Transfers
+	wg        sync.WaitGroup
 
 	// res resolves table names for scopes and holds the published
 	// definitions; the engine persists them (defstore.go) and publishes.

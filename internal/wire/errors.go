@@ -63,6 +63,9 @@ var errorTable = [apierr.KindCount]ErrorShape{
 	apierr.DuplicateItem:                   {nsDynamo + "DuplicateItemException", 400},
 	apierr.ExpiredIterator:                 {nsDynamo + "ExpiredIteratorException", 400},
 	apierr.TrimmedDataAccess:               {nsDynamo + "TrimmedDataAccessException", 400},
+	apierr.ExportNotFound:                  {nsDynamo + "ExportNotFoundException", 400},
+	apierr.ImportNotFound:                  {nsDynamo + "ImportNotFoundException", 400},
+	apierr.InvalidExportTime:               {nsDynamo + "InvalidExportTimeException", 400},
 }
 
 // internalMessage is what an untyped error tells the client.
