@@ -44,6 +44,10 @@ type Client struct {
 	Token string
 	// HTTP is the HTTP client used; nil means one with a 30 s timeout.
 	HTTP *http.Client
+	// Session, if set, signs every request with these temporary
+	// credentials (SigV4) instead of sending Key: a tenant's session that
+	// the operator minted (CreateSession) to act for the tenant.
+	Session *Session
 }
 
 // New returns a Client for the server at endpoint acting with the API
@@ -73,8 +77,8 @@ func (c *Client) do(ctx context.Context, method, path, bearer string, in, out an
 	if in != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	if bearer != "" {
-		req.Header.Set("Authorization", "Bearer "+bearer)
+	if err := c.authorize(ctx, req, bearer); err != nil {
+		return err
 	}
 	hc := c.HTTP
 	if hc == nil {

@@ -81,6 +81,11 @@ type Config struct {
 	// StreamRollover is how long each shard of a new stream is open (0:
 	// the default, 4h).
 	StreamRollover time.Duration
+	// ExportRoot is the directory under which DynamoDB's
+	// ExportTableToPointInTime and ImportTable find their S3 buckets, one
+	// directory tree per tenant (TENANTDB_EXPORT_ROOT); "" turns those
+	// operations off.
+	ExportRoot string
 }
 
 // DefaultConfig returns the defaults.
@@ -107,6 +112,7 @@ func (c *Config) applyEnv(getenv func(string) string) error {
 	}
 	str("TENANTDB_ADDR", &c.Addr)
 	str("TENANTDB_DATA_DIR", &c.DataDir)
+	str("TENANTDB_EXPORT_ROOT", &c.ExportRoot)
 	str("TENANTDB_LOG_LEVEL", &c.LogLevel)
 	str("TENANTDB_LOG_FORMAT", &c.LogFormat)
 	str(auth.OperatorKeyEnv, &c.OperatorKey)
@@ -204,6 +210,7 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	fs.StringVar(&cfg.BackendTablePrefix, "backend-table-prefix", cfg.BackendTablePrefix, "prefix of the remote engine's table name, <prefix>tenantdb (env TENANTDB_BACKEND_TABLE_PREFIX)")
 	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", cfg.ShutdownTimeout, "how long to wait for in-flight requests on shutdown")
 	fs.DurationVar(&cfg.StreamRetention, "stream-retention", cfg.StreamRetention, "how long DynamoDB Streams records are kept")
+	fs.StringVar(&cfg.ExportRoot, "export-root", cfg.ExportRoot, "directory holding the S3 buckets of ExportTableToPointInTime and ImportTable (each tenant's under <root>/<tenant>/<env>/<bucket>); empty turns those operations off (env TENANTDB_EXPORT_ROOT)")
 	fs.DurationVar(&cfg.StreamRollover, "stream-rollover", cfg.StreamRollover, "how long each shard of a new stream is open before it closes and a child starts (0: 4h)")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
@@ -301,6 +308,7 @@ func (c Config) nodeOptions(endpoint, serverKey string, log *slog.Logger) node.O
 
 		StreamRetention: c.StreamRetention,
 		StreamRollover:  c.StreamRollover,
+		ExportRoot:      c.ExportRoot,
 	}
 	c.benchConfig.apply(&o)
 	return o

@@ -215,11 +215,17 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) Routes() []string { return append([]string(nil), h.patterns...) }
 
 func (h *Handler) handle(pattern string, aud audience, fn func(*call) error) {
+	h.handleLimit(pattern, aud, maxBody, fn)
+}
+
+// handleLimit is handle for a route whose bodies may hold up to limit
+// bytes.
+func (h *Handler) handleLimit(pattern string, aud audience, limit int64, fn func(*call) error) {
 	h.patterns = append(h.patterns, pattern)
 	method, path, _ := strings.Cut(pattern, " ")
 	action := method + " " + path
 	h.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
-		r.Body = http.MaxBytesReader(w, r.Body, maxBody)
+		r.Body = http.MaxBytesReader(w, r.Body, limit)
 		c := &call{w: w, r: r, ctx: audit.WithSource(r.Context(), r.RemoteAddr), action: action}
 		if err := h.authorize(c, aud); err != nil {
 			writeError(w, err)

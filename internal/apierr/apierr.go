@@ -54,6 +54,7 @@ const (
 	ExportNotFound    // DescribeExport of an export the caller has not made
 	ImportNotFound    // DescribeImport of an import the caller has not made
 	InvalidExportTime // ExportTableToPointInTime at a time the history does not cover
+	TableNotFound     // ExportTableToPointInTime of a table the caller does not see
 
 	kindCount // NB: keep last; wire's table test ranges up to it.
 )
@@ -152,6 +153,7 @@ var kindNames = [...]string{
 	ExportNotFound:                  "ExportNotFoundException",
 	ImportNotFound:                  "ImportNotFoundException",
 	InvalidExportTime:               "InvalidExportTimeException",
+	TableNotFound:                   "TableNotFoundException",
 }
 
 // String returns the DynamoDB error type name of k.

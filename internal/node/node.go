@@ -36,6 +36,7 @@ import (
 	"github.com/tenantdb/tenantdb/internal/server"
 	"github.com/tenantdb/tenantdb/internal/storage"
 	"github.com/tenantdb/tenantdb/internal/tenancy"
+	"github.com/tenantdb/tenantdb/internal/transfer"
 )
 
 // Options configure a Node. Set DataDir or InMemory; the rest may stay
@@ -101,6 +102,9 @@ type Options struct {
 	Backend string
 	// Remote configures the remote backend (Backend BackendDynamoDB).
 	Remote Remote
+	// ExportRoot is the directory of the S3 buckets of the DynamoDB API's
+	// exports and imports (internal/transfer); "" turns them off.
+	ExportRoot string
 
 	benchOptions
 }
@@ -129,6 +133,7 @@ type Node struct {
 	remote    *remote.Backend
 	quotas    *quota.Manager
 	backend   *quota.Limited
+	transfers *transfer.Service
 	server    *server.Server
 	bootstrap Bootstrap
 	// adminRoutes are the routes the admin API registered.
@@ -241,6 +246,19 @@ func Open(ctx context.Context, o Options) (_ *Node, err error) {
 		return nil, err
 	}
 	adm.ServeQuotas(n.quotas)
+	if n.remote == nil {
+		// NB: exports read the embedded store's snapshot; imports write
+		// through n.backend, so quotas and metering apply (Unlimited skips
+		// only the admission of an import that lifts them).
+		if n.transfers, err = transfer.New(transfer.Options{Engine: n.engine, Handler: n.backend, Unlimited: dynamo.Bind(items),
+			Audit: n.audit, Root: o.ExportRoot, Region: o.Region, Logger: log.With("component", "transfer")}); err != nil {
+			return nil, err
+		}
+		if o.ExportRoot != "" {
+			n.engine.SetTransfers(n.transfers)
+		}
+		adm.ServeTransfers(n.transfers)
+	}
 	n.adminRoutes = adm.Routes()
 
 	dataAuth := o.benchOptions.wrap(n.auth, guard, log) // n.auth itself unless benchbypass
@@ -341,6 +359,9 @@ func (n *Node) Shutdown(ctx context.Context) error {
 func (n *Node) Close() error {
 	n.closeOnce.Do(func() {
 		var errs []error
+		if n.transfers != nil {
+			n.transfers.Close()
+		}
 		if n.quotas != nil {
 			errs = append(errs, n.quotas.Close())
 		}

@@ -66,6 +66,7 @@ var errorTable = [apierr.KindCount]ErrorShape{
 	apierr.ExportNotFound:                  {nsDynamo + "ExportNotFoundException", 400},
 	apierr.ImportNotFound:                  {nsDynamo + "ImportNotFoundException", 400},
 	apierr.InvalidExportTime:               {nsDynamo + "InvalidExportTimeException", 400},
+	apierr.TableNotFound:                   {nsDynamo + "TableNotFoundException", 400},
 }
 
 // internalMessage is what an untyped error tells the client.
