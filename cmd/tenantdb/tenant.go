@@ -24,6 +24,8 @@ func runTenant(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		{"suspend", "suspend ID|SLUG", func(a []string, o, e io.Writer) error { return tenantAction(ctx, "suspend", a, o, e) }},
 		{"resume", "resume ID|SLUG", func(a []string, o, e io.Writer) error { return tenantAction(ctx, "resume", a, o, e) }},
 		{"delete", "delete ID|SLUG   (removes all of the tenant's data and keys)", func(a []string, o, e io.Writer) error { return tenantAction(ctx, "delete", a, o, e) }},
+		{"export", "export ID|SLUG --to DIR [--table NAME]... [--at RFC3339]", func(a []string, o, e io.Writer) error { return tenantExport(ctx, a, o, e) }},
+		{"import", "import ID|SLUG --from DIR [--table NAME] [--dry-run] [--lift-quotas]", func(a []string, o, e io.Writer) error { return tenantImport(ctx, a, o, e) }},
 	}, args, stdout, stderr)
 }
 

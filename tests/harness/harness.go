@@ -82,6 +82,10 @@ type Options struct {
 	// for it with a dummy credential.
 	RemoteEngine string
 
+	// ExportRoot is the directory of the DynamoDB API's export and import
+	// buckets (serve --export-root); "" turns those operations off.
+	ExportRoot string
+
 	engine bool // the stand-in engine of a Remote server: never itself remote
 }
 
@@ -196,6 +200,7 @@ func StartInProcess(o Options) (s *Server, stop func() error, err error) {
 		ConnGate:      o.ConnGate,
 		Platform:      o.Platform,
 		Logger:        log,
+		ExportRoot:    o.ExportRoot,
 	}
 	var stopEngine func() error // the stand-in engine's, for a Remote server
 	if !o.engine && (o.Remote || os.Getenv(RemoteEnv) == "1") {
@@ -305,6 +310,9 @@ func startBinary(t testing.TB, bin, dataDir string, o Options, extraArgs ...stri
 		fmt.Sprintf("--fairness=%v", o.Fairness)}
 	if o.ConnGate {
 		args = append(args, "--conn-gate")
+	}
+	if o.ExportRoot != "" {
+		args = append(args, "--export-root", o.ExportRoot)
 	}
 	for flag, v := range map[string]string{"--jwks": o.Platform.JWKS, "--jwt-hs256-secret": o.Platform.HS256Secret,
 		"--jwt-issuer": o.Platform.Issuer, "--jwt-audience": o.Platform.Audience} {

@@ -1,0 +1,335 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/tenantdb/tenantdb/internal/attr"
+	"github.com/tenantdb/tenantdb/internal/dynexport"
+	"github.com/tenantdb/tenantdb/internal/transfer"
+	"github.com/tenantdb/tenantdb/tests/harness"
+)
+
+// cli runs the tenantdb command against srv and returns its stdout.
+func tcli(t *testing.T, srv *harness.Server, key string, args ...string) string {
+	t.Helper()
+	var out, errb bytes.Buffer
+	args = append(args, "--endpoint", srv.Endpoint, "--key", key)
+	if code := run(context.Background(), args, &out, &errb); code != 0 {
+		t.Fatalf("tenantdb %s: exit %d\n%s%s", strings.Join(args[:2], " "), code, out.String(), errb.String())
+	}
+	return out.String()
+}
+
+// cliErr runs the command and returns its stderr, failing if it succeeds.
+func tcliErr(t *testing.T, srv *harness.Server, key string, args ...string) string {
+	t.Helper()
+	var out, errb bytes.Buffer
+	args = append(args, "--endpoint", srv.Endpoint, "--key", key)
+	if code := run(context.Background(), args, &out, &errb); code == 0 {
+		t.Fatalf("tenantdb %s succeeded; want an error\n%s", strings.Join(args[:2], " "), out.String())
+	}
+	return errb.String()
+}
+
+// createTickets creates a table with a GSI, an LSI and TTL.
+func createTickets(t *testing.T, ddb *dynamodb.Client, name string) {
+	t.Helper()
+	ctx := context.Background()
+	s := types.ScalarAttributeTypeS
+	_, err := ddb.CreateTable(ctx, &dynamodb.CreateTableInput{
+		TableName:   aws.String(name),
+		BillingMode: types.BillingModePayPerRequest,
+		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("pk"), AttributeType: s}, {AttributeName: aws.String("sk"), AttributeType: s},
+			{AttributeName: aws.String("status"), AttributeType: s}, {AttributeName: aws.String("created"), AttributeType: types.ScalarAttributeTypeN}},
+		KeySchema: []types.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash}, {AttributeName: aws.String("sk"), KeyType: types.KeyTypeRange}},
+		GlobalSecondaryIndexes: []types.GlobalSecondaryIndex{{IndexName: aws.String("byStatus"),
+			KeySchema:  []types.KeySchemaElement{{AttributeName: aws.String("status"), KeyType: types.KeyTypeHash}, {AttributeName: aws.String("created"), KeyType: types.KeyTypeRange}},
+			Projection: &types.Projection{ProjectionType: types.ProjectionTypeInclude, NonKeyAttributes: []string{"title"}}}},
+		LocalSecondaryIndexes: []types.LocalSecondaryIndex{{IndexName: aws.String("byCreated"),
+			KeySchema:  []types.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash}, {AttributeName: aws.String("created"), KeyType: types.KeyTypeRange}},
+			Projection: &types.Projection{ProjectionType: types.ProjectionTypeKeysOnly}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ddb.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{TableName: aws.String(name),
+		TimeToLiveSpecification: &types.TimeToLiveSpecification{AttributeName: aws.String("expires"), Enabled: aws.Bool(true)}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// putTickets writes n items of every attribute type into table.
+func putTickets(t *testing.T, ddb *dynamodb.Client, table, tag string, n int) {
+	t.Helper()
+	ctx := context.Background()
+	for i := range n {
+		item := map[string]types.AttributeValue{
+			"pk":      &types.AttributeValueMemberS{Value: fmt.Sprintf("%s#%d", tag, i%7)},
+			"sk":      &types.AttributeValueMemberS{Value: fmt.Sprintf("item#%04d", i)},
+			"title":   &types.AttributeValueMemberS{Value: fmt.Sprintf("Ticket \"%d\" <&> ü\n", i)},
+			"created": &types.AttributeValueMemberN{Value: fmt.Sprintf("%d.%d", 1700000000+i, i%10)},
+			"doc": &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{
+				"z": &types.AttributeValueMemberL{Value: []types.AttributeValue{&types.AttributeValueMemberBOOL{Value: i%2 == 0}, &types.AttributeValueMemberNULL{Value: true}}},
+				"a": &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{"y": &types.AttributeValueMemberNS{Value: []string{"1", "2.5"}}, "b": &types.AttributeValueMemberB{Value: []byte{0, 1, byte(i)}}}},
+			}},
+			"tags":    &types.AttributeValueMemberSS{Value: []string{"x", fmt.Sprint(i)}},
+			"blobs":   &types.AttributeValueMemberBS{Value: [][]byte{{1}, {2, byte(i)}}},
+			"expires": &types.AttributeValueMemberN{Value: "4102444800"},
+		}
+		if i%3 != 0 { // sparse GSI
+			item["status"] = &types.AttributeValueMemberS{Value: []string{"OPEN", "CLOSED"}[i%2]}
+		}
+		if _, err := ddb.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: item}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// exportLines returns the items of the single export of table under dir,
+// sorted, and the export.
+func exportLines(t *testing.T, dir string) ([]string, *dynexport.Export) {
+	t.Helper()
+	dirs, err := dynexport.Find(dir)
+	if err != nil || len(dirs) != 1 {
+		t.Fatalf("exports under %s: %v, %v", dir, dirs, err)
+	}
+	x, err := dynexport.Open(dirs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	if err := x.Scan(dynexport.Position{}, func(_ dynexport.Position, item []byte) error {
+		lines = append(lines, string(item))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(lines)
+	return lines, x
+}
+
+// queryAll returns every page of a Query as canonical JSON lines.
+func queryAll(t *testing.T, ddb *dynamodb.Client, in *dynamodb.QueryInput) []string {
+	t.Helper()
+	var out []string
+	p := dynamodb.NewQueryPaginator(ddb, in)
+	for p.HasMorePages() {
+		page, err := p.NextPage(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, it := range page.Items {
+			b, err := json.Marshal(sdkItem(it))
+			if err != nil {
+				t.Fatal(err)
+			}
+			item, err := attr.ParseItemJSON(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, string(transfer.AppendItem(nil, item)))
+		}
+	}
+	return out
+}
+
+// sdkItem converts an SDK item to DynamoDB JSON values.
+func sdkItem(it map[string]types.AttributeValue) map[string]any {
+	out := map[string]any{}
+	for k, v := range it {
+		out[k] = sdkValue(v)
+	}
+	return out
+}
+
+func sdkValue(v types.AttributeValue) map[string]any {
+	switch v := v.(type) {
+	case *types.AttributeValueMemberS:
+		return map[string]any{"S": v.Value}
+	case *types.AttributeValueMemberN:
+		return map[string]any{"N": v.Value}
+	case *types.AttributeValueMemberB:
+		return map[string]any{"B": v.Value}
+	case *types.AttributeValueMemberBOOL:
+		return map[string]any{"BOOL": v.Value}
+	case *types.AttributeValueMemberNULL:
+		return map[string]any{"NULL": true}
+	case *types.AttributeValueMemberSS:
+		return map[string]any{"SS": v.Value}
+	case *types.AttributeValueMemberNS:
+		return map[string]any{"NS": v.Value}
+	case *types.AttributeValueMemberBS:
+		return map[string]any{"BS": v.Value}
+	case *types.AttributeValueMemberL:
+		l := []any{}
+		for _, e := range v.Value {
+			l = append(l, sdkValue(e))
+		}
+		return map[string]any{"L": l}
+	case *types.AttributeValueMemberM:
+		return map[string]any{"M": sdkItem(v.Value)}
+	}
+	panic(fmt.Sprintf("unknown attribute value %T", v))
+}
+
+// TestExportImportRoundTrip: an export of tenant A (run with the
+// operator's key, which mints a session) imported into a new tenant B
+// gives byte-identical items, the same definition, and the same Query
+// answers on the table and every index.
+func TestExportImportRoundTrip(t *testing.T) {
+	srv := harness.Start(t)
+	a := srv.NewTenant(t, "rt-a", "admin")
+	b := srv.NewTenant(t, "rt-b", "admin")
+	da, db := srv.Client(a), srv.Client(b)
+	createTickets(t, da, "Tickets")
+	putTickets(t, da, "Tickets", "A", 240)
+
+	dirA := t.TempDir()
+	out := tcli(t, srv, srv.Operator.Key, "tenant", "export", a.TenantID, "--to", dirA, "--json")
+	var rep []exportedTable
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || len(rep) != 1 || rep[0].Items != 240 || rep[0].Checksum == "" {
+		t.Fatalf("export report %s (%v)", out, err)
+	}
+	linesA, xa := exportLines(t, dirA)
+	if xa.Definition == nil || len(xa.Definition.GlobalSecondaryIndexes) != 1 || len(xa.Definition.LocalSecondaryIndexes) != 1 ||
+		xa.Definition.TimeToLive == nil || xa.Definition.TimeToLive.AttributeName != "expires" {
+		t.Fatalf("definition %+v", xa.Definition)
+	}
+
+	// B's own admin key imports it; the table is created from the definition.
+	out = tcli(t, srv, b.Key, "tenant", "import", b.TenantID, "--from", dirA, "--json")
+	if !strings.Contains(out, `"created_table": true`) || !strings.Contains(out, `"items": 240`) {
+		t.Fatalf("import report %s", out)
+	}
+	// A second run finds the marker and imports nothing again.
+	if out = tcli(t, srv, b.Key, "tenant", "import", b.TenantID, "--from", dirA, "--json"); !strings.Contains(out, `"skipped": true`) {
+		t.Fatalf("rerun report %s", out)
+	}
+
+	dirB := t.TempDir()
+	tcli(t, srv, b.Key, "tenant", "export", b.TenantID, "--to", dirB, "--table", "Tickets")
+	linesB, xb := exportLines(t, dirB)
+	if strings.Join(linesA, "\n") != strings.Join(linesB, "\n") {
+		t.Fatalf("items differ after the round trip:\nA %d items, B %d items\nA[0] %s\nB[0] %s", len(linesA), len(linesB), linesA[0], linesB[0])
+	}
+	da2, _ := json.Marshal(xa.Definition)
+	db2, _ := json.Marshal(xb.Definition)
+	if string(da2) != string(db2) {
+		t.Fatalf("definitions differ:\n%s\n%s", da2, db2)
+	}
+
+	// The same Query answers on the table and on every index.
+	for i := range 7 {
+		pk := &types.AttributeValueMemberS{Value: fmt.Sprintf("A#%d", i)}
+		for _, ix := range []*string{nil, aws.String("byCreated")} {
+			q := &dynamodb.QueryInput{TableName: aws.String("Tickets"), IndexName: ix, KeyConditionExpression: aws.String("pk = :p"),
+				ExpressionAttributeValues: map[string]types.AttributeValue{":p": pk}}
+			if ga, gb := queryAll(t, da, q), queryAll(t, db, q); len(ga) == 0 || !slices.Equal(ga, gb) {
+				t.Fatalf("Query %v on %v: A %d items, B %d items", pk.Value, ix, len(ga), len(gb))
+			}
+		}
+	}
+	for _, st := range []string{"OPEN", "CLOSED"} {
+		q := &dynamodb.QueryInput{TableName: aws.String("Tickets"), IndexName: aws.String("byStatus"), KeyConditionExpression: aws.String("#s = :s"),
+			ExpressionAttributeNames: map[string]string{"#s": "status"}, ExpressionAttributeValues: map[string]types.AttributeValue{":s": &types.AttributeValueMemberS{Value: st}}}
+		if ga, gb := queryAll(t, da, q), queryAll(t, db, q); len(ga) == 0 || !slices.Equal(ga, gb) {
+			t.Fatalf("Query byStatus %s: A %d items, B %d items", st, len(ga), len(gb))
+		}
+	}
+}
+
+// TestImportAWSExport imports the hand-written file set in DynamoDB's
+// documented format (internal/dynexport/testdata/seed004) into a table
+// created first, and exports it again: the same items.
+func TestImportAWSExport(t *testing.T) {
+	srv := harness.Start(t)
+	c := srv.NewTenant(t, "aws-import", "admin")
+	ddb := srv.Client(c)
+	s := types.ScalarAttributeTypeS
+	if _, err := ddb.CreateTable(context.Background(), &dynamodb.CreateTableInput{TableName: aws.String("Tickets2"), BillingMode: types.BillingModePayPerRequest,
+		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("pk"), AttributeType: s}, {AttributeName: aws.String("sk"), AttributeType: s}},
+		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash}, {AttributeName: aws.String("sk"), KeyType: types.KeyTypeRange}}}); err != nil {
+		t.Fatal(err)
+	}
+	from := copyDir(t, "../../internal/dynexport/testdata/seed004")
+	// Without --table the export's table (SupportTicket) does not exist
+	// and AWS's export carries no definition to create it from.
+	if e := tcliErr(t, srv, c.Key, "tenant", "import", c.TenantID, "--from", from); !strings.Contains(e, "no table SupportTicket") {
+		t.Fatalf("stderr %s", e)
+	}
+	tcli(t, srv, c.Key, "tenant", "import", c.TenantID, "--from", from, "--table", "Tickets2", "--dry-run")
+	dir := t.TempDir()
+	tcli(t, srv, c.Key, "tenant", "export", c.TenantID, "--to", dir)
+	if lines, _ := exportLines(t, dir); len(lines) != 0 {
+		t.Fatalf("the dry run wrote %d items", len(lines))
+	}
+	tcli(t, srv, c.Key, "tenant", "import", c.TenantID, "--from", from, "--table", "Tickets2")
+	dir = t.TempDir()
+	tcli(t, srv, c.Key, "tenant", "export", c.TenantID, "--to", dir)
+	got, _ := exportLines(t, dir)
+	x, err := dynexport.Open(from + "/AWSDynamoDB/01700000000000-5eed0004")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	x.Scan(dynexport.Position{}, func(_ dynexport.Position, raw []byte) error {
+		it, err := attr.ParseItemJSON(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, string(transfer.AppendItem(nil, it)))
+		return nil
+	})
+	slices.Sort(want)
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestExportAtRefused: --at needs history this server does not keep yet.
+func TestExportAtRefused(t *testing.T) {
+	srv := harness.Start(t)
+	c := srv.NewTenant(t, "at", "admin")
+	e := tcliErr(t, srv, c.Key, "tenant", "export", c.TenantID, "--to", t.TempDir(), "--at", "2024-01-01T00:00:00Z")
+	if !strings.Contains(e, "InvalidExportTime") || !strings.Contains(e, "point-in-time") {
+		t.Fatalf("stderr %s", e)
+	}
+}
+
+// copyDir copies a directory tree into a temporary one (imports keep
+// their progress markers beside the exports).
+func copyDir(t *testing.T, src string) string {
+	t.Helper()
+	dst := t.TempDir()
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
