@@ -51,6 +51,8 @@ var adminRouteBodies = map[string]string{
 	"GET /v1/tenants/{tenant}/quota":              "",
 	"PUT /v1/tenants/{tenant}/quota":              `{"read_units":1}`,
 	"GET /v1/tenants/{tenant}/usage":              "",
+	"POST /v1/tenants/{tenant}/exports":           `{}`,
+	"POST /v1/tenants/{tenant}/imports":           `{"table":"iso_ns","items":[{"pk":{"S":"p0"},"sk":{"S":"s0"},"v":{"S":"planted"}}]}`,
 }
 
 // adminRoutes returns the routes of the admin API of a node assembled as
