@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -129,7 +130,9 @@ func (c *Client) Export(ctx context.Context, tenant string, req ExportRequest, f
 		line, err := br.ReadBytes('\n')
 		if len(bytes.TrimSpace(line)) > 0 {
 			var ev ExportEvent
-			if jerr := json.Unmarshal(line, &ev); jerr != nil {
+			if item, size, ok := itemEvent(line); ok {
+				ev.Item, ev.Size = item, size
+			} else if jerr := json.Unmarshal(line, &ev); jerr != nil {
 				return fmt.Errorf("client: malformed export stream: %w", jerr)
 			}
 			if ev.Error != nil {
@@ -186,4 +189,24 @@ func (c *Client) authorize(ctx context.Context, req *http.Request, bearer string
 		return fmt.Errorf("client: signing: %w", err)
 	}
 	return nil
+}
+
+// itemEvent parses the item lines the server writes,
+// {"item":<object>,"size":<n>}, without a JSON decoder; anything else
+// (ok false) goes to encoding/json. The item must be valid JSON.
+func itemEvent(line []byte) (json.RawMessage, int64, bool) {
+	rest, ok := bytes.CutPrefix(bytes.TrimRight(line, "\r\n"), []byte(`{"item":`))
+	if !ok {
+		return nil, 0, false
+	}
+	i := bytes.LastIndex(rest, []byte(`,"size":`))
+	if i < 0 || !bytes.HasSuffix(rest, []byte("}")) {
+		return nil, 0, false
+	}
+	size, err := strconv.ParseInt(string(rest[i+len(`,"size":`):len(rest)-1]), 10, 64)
+	item := rest[:i]
+	if err != nil || !json.Valid(item) {
+		return nil, 0, false
+	}
+	return json.RawMessage(item), size, true
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/tenantdb/tenantdb/client"
@@ -84,6 +85,17 @@ func (h *Handler) exportStream(c *call, t Transfers, req client.ExportRequest) e
 			c.w.Header().Set("Content-Type", "application/x-ndjson")
 			c.w.WriteHeader(http.StatusOK)
 			bw = bufio.NewWriterSize(c.w, 256<<10)
+		}
+		if ev.Item != nil && ev.Table == nil && ev.End == nil && ev.Error == nil {
+			// NB: the hot path, written by hand: the item is already
+			// compact DynamoDB JSON (transfer.AppendItem), which
+			// json.Marshal would validate and copy once more.
+			bw.WriteString(`{"item":`)
+			bw.Write(ev.Item)
+			bw.WriteString(`,"size":`)
+			bw.Write(strconv.AppendInt(nil, ev.Size, 10))
+			_, err := bw.WriteString("}\n")
+			return err
 		}
 		b, err := json.Marshal(ev)
 		if err != nil {

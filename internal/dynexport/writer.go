@@ -174,7 +174,7 @@ func (w *Writer) openFile() error {
 		return fmt.Errorf("dynexport: %w", err)
 	}
 	w.f, w.hash = f, md5.New()
-	w.gz = gzip.NewWriter(io.MultiWriter(f, w.hash))
+	w.gz, _ = gzip.NewWriterLevel(io.MultiWriter(f, w.hash), gzip.BestSpeed) // NB: any level reads the same
 	w.buf = bufio.NewWriterSize(w.gz, 256<<10)
 	w.n, w.size = 0, 0
 	return nil

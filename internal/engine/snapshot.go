@@ -111,3 +111,38 @@ func (sn *Snapshot) Close() error {
 	sn.snaps = nil
 	return first
 }
+
+// RawItems calls fn with the stored bytes of every item of table i, as
+// Items reads them but without decoding: the raw scan rate of the store,
+// the baseline of export benchmarks. value is valid only during the call.
+func (sn *Snapshot) RawItems(ctx context.Context, i int, fn func(value []byte) error) error {
+	t := sn.tables[i]
+	lo := keyspace.Items(t.h.Namespace, t.h.Table.ID)
+	it := t.snap.NewIter(lo, keyspace.PrefixEnd(lo))
+	defer it.Close()
+	for ok := it.First(); ok; ok = it.Next() {
+		if err := fn(it.Value()); err != nil {
+			return err
+		}
+	}
+	return it.Error()
+}
+
+// TableKeys returns the names of the key attributes (partition key, then
+// sort key if any) of table name as scope s resolves it for data access,
+// without DescribeTable's statistics. Errors: those of Scan's table
+// resolution.
+func (e *Engine) TableKeys(ctx context.Context, s tenancy.Scope, name string) ([]string, error) {
+	if err := check(ctx, s); err != nil {
+		return nil, err
+	}
+	tg, err := e.res.Open(ctx, s, name)
+	if err != nil {
+		return nil, err
+	}
+	keys := []string{tg.Table.Hash.Name}
+	if tg.Table.Range.Name != "" {
+		keys = append(keys, tg.Table.Range.Name)
+	}
+	return keys, nil
+}

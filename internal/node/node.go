@@ -337,6 +337,9 @@ func (n *Node) Quotas() *quota.Manager { return n.quotas }
 // calls for every data-plane request (benchmarks drive it directly).
 func (n *Node) Backend() *quota.Limited { return n.backend }
 
+// Engine returns the embedded engine (benchmarks read its snapshots).
+func (n *Node) Engine() *engine.Engine { return n.engine }
+
 // Serve accepts connections on l until Shutdown or Close and then returns
 // nil; otherwise it returns the listener's error.
 func (n *Node) Serve(l net.Listener) error { return n.server.Serve(l) }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/tenantdb/tenantdb/client"
 	"github.com/tenantdb/tenantdb/internal/apierr"
 	"github.com/tenantdb/tenantdb/internal/attr"
@@ -164,49 +166,64 @@ func (s *Service) checkKeys(ctx context.Context, sc tenancy.Scope, name string, 
 	return nil
 }
 
+// writers is how many BatchWriteItem requests of one import run at once:
+// each waits for its WAL sync, and concurrent ones share one (group
+// commit).
+const writers = 8
+
 // write puts items into table through h with scope sc, in BatchWriteItem
-// requests of at most 25 distinct keys, retrying unprocessed items and
-// throttled requests with a growing pause until ctx ends.
+// requests of at most 25 distinct keys (up to writers at once), retrying
+// unprocessed items and throttled requests with a growing pause until
+// ctx ends.
+// NB: requests run concurrently only when no key repeats among items;
+// otherwise in order, so that the last of a key's items wins, as it would
+// item by item.
 func (s *Service) write(ctx context.Context, h dynamo.Handler, sc tenancy.Scope, table string, items []attr.Item) error {
 	keys, err := s.keyNames(ctx, sc, table)
 	if err != nil {
 		return err
 	}
+	var batches [][]wire.WriteRequest
 	batch := make([]wire.WriteRequest, 0, maxWrite)
-	seen := map[string]bool{}
+	inBatch := map[string]bool{}
+	all := make(map[string]bool, len(items))
+	repeats := false
 	var kb []byte
 	for _, it := range items {
 		kb = kb[:0]
 		for _, k := range keys {
 			kb = attr.AppendJSON(kb, it[k])
 		}
-		if len(batch) == maxWrite || seen[string(kb)] {
-			if err := s.put(ctx, h, sc, table, batch); err != nil {
-				return err
-			}
-			batch = batch[:0]
-			clear(seen)
+		if all[string(kb)] {
+			repeats = true
 		}
-		seen[string(kb)] = true
+		all[string(kb)] = true
+		if len(batch) == maxWrite || inBatch[string(kb)] {
+			batches = append(batches, batch)
+			batch = make([]wire.WriteRequest, 0, maxWrite)
+			clear(inBatch)
+		}
+		inBatch[string(kb)] = true
 		batch = append(batch, wire.WriteRequest{PutRequest: &wire.PutRequest{Item: it}})
 	}
 	if len(batch) > 0 {
-		return s.put(ctx, h, sc, table, batch)
+		batches = append(batches, batch)
 	}
-	return nil
+	g, gctx := errgroup.WithContext(ctx)
+	if repeats {
+		g.SetLimit(1)
+	} else {
+		g.SetLimit(writers)
+	}
+	for _, b := range batches {
+		g.Go(func() error { return s.put(gctx, h, sc, table, b) })
+	}
+	return g.Wait()
 }
 
 // keyNames returns the key attribute names of table as sc sees it.
 func (s *Service) keyNames(ctx context.Context, sc tenancy.Scope, table string) ([]string, error) {
-	out, err := s.o.Handler.Handle(ctx, sc, opDescribe, &wire.DescribeTableInput{TableName: table})
-	if err != nil {
-		return nil, err
-	}
-	var names []string
-	for _, k := range out.(*wire.DescribeTableOutput).Table.KeySchema {
-		names = append(names, k.AttributeName)
-	}
-	return names, nil
+	return s.o.Engine.TableKeys(ctx, sc, table)
 }
 
 func (s *Service) put(ctx context.Context, h dynamo.Handler, sc tenancy.Scope, table string, batch []wire.WriteRequest) error {

@@ -219,7 +219,7 @@ func TestTransfersIsolation(t *testing.T) {
 		}
 		// B importing from a bucket of the same name reads its own (empty) tree.
 		imp, err := db.ImportTable(ctx, &dynamodb.ImportTableInput{InputFormat: types.InputFormatDynamodbJson,
-			S3BucketSource:          &types.S3BucketSource{S3Bucket: aws.String("shared-name")},
+			S3BucketSource: &types.S3BucketSource{S3Bucket: aws.String("shared-name")},
 			TableCreationParameters: &types.TableCreationParameters{TableName: aws.String("xfer_stolen"), BillingMode: types.BillingModePayPerRequest,
 				AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("pk"), AttributeType: types.ScalarAttributeTypeS}},
 				KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash}}}})
@@ -263,7 +263,7 @@ func TestTransfersIsolation(t *testing.T) {
 				t.Errorf("export to bucket %q prefix %q: %v, want ValidationException", c.bucket, c.prefix, err)
 			}
 			_, err = da.ImportTable(ctx, &dynamodb.ImportTableInput{InputFormat: types.InputFormatDynamodbJson,
-				S3BucketSource:          &types.S3BucketSource{S3Bucket: aws.String(c.bucket), S3KeyPrefix: aws.String(c.prefix)},
+				S3BucketSource: &types.S3BucketSource{S3Bucket: aws.String(c.bucket), S3KeyPrefix: aws.String(c.prefix)},
 				TableCreationParameters: &types.TableCreationParameters{TableName: aws.String("xfer_trav"), BillingMode: types.BillingModePayPerRequest,
 					AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("pk"), AttributeType: types.ScalarAttributeTypeS}},
 					KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash}}}})
