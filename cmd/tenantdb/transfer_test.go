@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -11,10 +12,12 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
 
 	"github.com/tenantdb/tenantdb/internal/attr"
 	"github.com/tenantdb/tenantdb/internal/dynexport"
@@ -332,4 +335,144 @@ func copyDir(t *testing.T, src string) string {
 		t.Fatal(err)
 	}
 	return dst
+}
+
+func errCodeOf(err error) string {
+	var ae smithy.APIError
+	if errors.As(err, &ae) {
+		return ae.ErrorCode()
+	}
+	return ""
+}
+
+// scanAll returns a table's items as sorted canonical JSON lines.
+func scanAll(t *testing.T, ddb *dynamodb.Client, table string) []string {
+	t.Helper()
+	var out []string
+	p := dynamodb.NewScanPaginator(ddb, &dynamodb.ScanInput{TableName: aws.String(table)})
+	for p.HasMorePages() {
+		page, err := p.NextPage(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, it := range page.Items {
+			b, _ := json.Marshal(sdkItem(it))
+			item, err := attr.ParseItemJSON(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, string(transfer.AppendItem(nil, item)))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestAPIExportImport: DynamoDB's ExportTableToPointInTime into a bucket of
+// the export root, then ImportTable of its data files into a new table,
+// through aws-sdk-go-v2: the same items; and the operations' refusals.
+func TestAPIExportImport(t *testing.T) {
+	root := t.TempDir()
+	srv := harness.Start(t, harness.Options{ExportRoot: root})
+	a := srv.NewTenant(t, "api-xfer", "admin")
+	ddb := srv.Client(a)
+	ctx := context.Background()
+	createTickets(t, ddb, "Tickets")
+	putTickets(t, ddb, "Tickets", "A", 120)
+	d, err := ddb.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String("Tickets")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	arn := d.Table.TableArn
+
+	for _, c := range []struct {
+		in   *dynamodb.ExportTableToPointInTimeInput
+		code string
+	}{
+		{&dynamodb.ExportTableToPointInTimeInput{TableArn: arn, S3Bucket: aws.String("backups"), ExportTime: aws.Time(time.Now().Add(-time.Hour))}, "InvalidExportTimeException"},
+		{&dynamodb.ExportTableToPointInTimeInput{TableArn: arn, S3Bucket: aws.String("backups"), ExportFormat: types.ExportFormatIon}, "ValidationException"},
+		{&dynamodb.ExportTableToPointInTimeInput{TableArn: aws.String(strings.Replace(*arn, "Tickets", "Nope", 1)), S3Bucket: aws.String("backups")}, "TableNotFoundException"},
+		{&dynamodb.ExportTableToPointInTimeInput{TableArn: arn, S3Bucket: aws.String("Bad_Bucket")}, "ValidationException"},
+	} {
+		if _, err := ddb.ExportTableToPointInTime(ctx, c.in); errCodeOf(err) != c.code {
+			t.Errorf("ExportTableToPointInTime %+v: %v, want %s", c.in, err, c.code)
+		}
+	}
+
+	ex, err := ddb.ExportTableToPointInTime(ctx, &dynamodb.ExportTableToPointInTimeInput{TableArn: arn, S3Bucket: aws.String("backups"), S3Prefix: aws.String("daily/1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ex.ExportDescription.ExportStatus != types.ExportStatusInProgress {
+		t.Fatalf("export answered %s", ex.ExportDescription.ExportStatus)
+	}
+	var de *types.ExportDescription
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		out, err := ddb.DescribeExport(ctx, &dynamodb.DescribeExportInput{ExportArn: ex.ExportDescription.ExportArn})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if de = out.ExportDescription; de.ExportStatus != types.ExportStatusInProgress || time.Now().After(deadline) {
+			break
+		}
+	}
+	if de.ExportStatus != types.ExportStatusCompleted || aws.ToInt64(de.ItemCount) != 120 || aws.ToString(de.ExportManifest) == "" {
+		t.Fatalf("export: %s %d items, manifest %q, %s", de.ExportStatus, aws.ToInt64(de.ItemCount), aws.ToString(de.ExportManifest), aws.ToString(de.FailureMessage))
+	}
+	id := (*de.ExportArn)[strings.LastIndex(*de.ExportArn, "/")+1:]
+	if _, err := os.Stat(filepath.Join(root, a.TenantID, "live", "backups", "daily", "1", "AWSDynamoDB", id, "manifest-summary.json")); err != nil {
+		t.Fatal(err)
+	}
+	if l, err := ddb.ListExports(ctx, &dynamodb.ListExportsInput{TableArn: arn}); err != nil || len(l.ExportSummaries) != 1 {
+		t.Fatalf("ListExports: %+v %v", l, err)
+	}
+
+	s := types.ScalarAttributeTypeS
+	imp, err := ddb.ImportTable(ctx, &dynamodb.ImportTableInput{InputFormat: types.InputFormatDynamodbJson, InputCompressionType: types.InputCompressionTypeGzip,
+		S3BucketSource: &types.S3BucketSource{S3Bucket: aws.String("backups"), S3KeyPrefix: aws.String("daily/1/AWSDynamoDB/" + id + "/data")},
+		TableCreationParameters: &types.TableCreationParameters{TableName: aws.String("Restored"), BillingMode: types.BillingModePayPerRequest,
+			AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("pk"), AttributeType: s}, {AttributeName: aws.String("sk"), AttributeType: s}},
+			KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash}, {AttributeName: aws.String("sk"), KeyType: types.KeyTypeRange}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var di *types.ImportTableDescription
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		out, err := ddb.DescribeImport(ctx, &dynamodb.DescribeImportInput{ImportArn: imp.ImportTableDescription.ImportArn})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if di = out.ImportTableDescription; di.ImportStatus != types.ImportStatusInProgress || time.Now().After(deadline) {
+			break
+		}
+	}
+	if di.ImportStatus != types.ImportStatusCompleted || di.ImportedItemCount != 120 || di.ErrorCount != 0 {
+		t.Fatalf("import: %s, %d items, %d errors, %s", di.ImportStatus, di.ImportedItemCount, di.ErrorCount, aws.ToString(di.FailureMessage))
+	}
+	if got, want := scanAll(t, ddb, "Restored"), scanAll(t, ddb, "Tickets"); !slices.Equal(got, want) {
+		t.Fatalf("Restored has %d items, Tickets %d", len(got), len(want))
+	}
+	if l, err := ddb.ListImports(ctx, &dynamodb.ListImportsInput{}); err != nil || len(l.ImportSummaryList) != 1 {
+		t.Fatalf("ListImports: %+v %v", l, err)
+	}
+	// ImportTable into an existing table is refused, as in DynamoDB.
+	_, err = ddb.ImportTable(ctx, &dynamodb.ImportTableInput{InputFormat: types.InputFormatDynamodbJson,
+		S3BucketSource: &types.S3BucketSource{S3Bucket: aws.String("backups")},
+		TableCreationParameters: &types.TableCreationParameters{TableName: aws.String("Restored"), BillingMode: types.BillingModePayPerRequest,
+			AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("pk"), AttributeType: s}},
+			KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash}}}})
+	if errCodeOf(err) != "ResourceInUseException" {
+		t.Errorf("ImportTable into an existing table: %v", err)
+	}
+}
+
+// TestAPIExportWithoutRoot: without --export-root the operations say so.
+func TestAPIExportWithoutRoot(t *testing.T) {
+	srv := harness.Start(t)
+	a := srv.NewTenant(t, "no-root", "admin")
+	ddb := srv.Client(a)
+	_, err := ddb.ListExports(context.Background(), &dynamodb.ListExportsInput{})
+	if errCodeOf(err) != "ValidationException" || !strings.Contains(err.Error(), "--export-root") {
+		t.Fatalf("ListExports without a root: %v", err)
+	}
 }
