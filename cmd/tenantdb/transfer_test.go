@@ -19,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
 
+	"github.com/tenantdb/tenantdb/client"
 	"github.com/tenantdb/tenantdb/internal/attr"
 	"github.com/tenantdb/tenantdb/internal/dynexport"
 	"github.com/tenantdb/tenantdb/internal/transfer"
@@ -233,6 +234,27 @@ func TestExportImportRoundTrip(t *testing.T) {
 	if string(da2) != string(db2) {
 		t.Fatalf("definitions differ:\n%s\n%s", da2, db2)
 	}
+
+	// Both are in the tenants' audit logs: the operator's session of A and
+	// A's export; B's import, begun and done.
+	audited := func(tenant string, actions ...string) {
+		t.Helper()
+		page, err := srv.Admin().Audit(context.Background(), tenant, client.AuditQuery{Limit: 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := map[string]bool{}
+		for _, r := range page.Records {
+			seen[r.Action] = true
+		}
+		for _, a := range actions {
+			if !seen[a] {
+				t.Errorf("tenant %s's audit log has no %s record", tenant, a)
+			}
+		}
+	}
+	audited(a.TenantID, "session.issue", "export")
+	audited(b.TenantID, "import.begin", "import.done", "export")
 
 	// The same Query answers on the table and on every index.
 	for i := range 7 {
