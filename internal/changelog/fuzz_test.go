@@ -50,3 +50,15 @@ func FuzzOpenIterator(f *testing.F) {
 		}
 	})
 }
+
+func FuzzParseCursor(f *testing.F) {
+	f.Add(Cursor{Stream: 1_799_000_000_000, Shard: 3, Seq: 42}.String())
+	f.Add("0000000000000000-00000000-0000000000000000")
+	f.Add("")
+	f.Fuzz(func(t *testing.T, s string) {
+		c, err := ParseCursor(s)
+		if err == nil && c.String() != s {
+			t.Errorf("ParseCursor(%q) accepted it as %q", s, c.String())
+		}
+	})
+}

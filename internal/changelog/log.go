@@ -89,7 +89,8 @@ type Log struct {
 	idKey []byte      // tags shard ids and derives event ids
 	log   *slog.Logger
 
-	ddl sync.Mutex // serializes stream descriptor changes
+	ddl    sync.Mutex // serializes stream descriptor changes
+	trimMu sync.Mutex // one Trim pass at a time
 
 	mu     sync.Mutex
 	stores map[*storage.DB]*store
@@ -167,26 +168,86 @@ func (l *Log) CloseStore(db *storage.DB) {
 // Owner and Meta. Its ID is its creation time in ms, made larger than any
 // earlier stream of the table.
 func (l *Log) CreateStream(table uint64, view ViewType, name string, owner, meta []byte) (Stream, error) {
-	if _, ok := viewNames[view]; !ok {
-		return Stream{}, fmt.Errorf("changelog: invalid view type %d", view)
+	return l.Create(StreamConfig{Table: table, View: view, Name: name, Owner: owner, Meta: meta})
+}
+
+// StreamConfig is what Create makes a stream of.
+type StreamConfig struct {
+	Table       uint64
+	View        ViewType
+	Name        string
+	Owner, Meta []byte
+	// Capture widens what the stream stores beyond View (and
+	// Options.Capture), e.g. both images for the log's consumers.
+	Capture ViewType
+	// Hidden: a stream for the log's consumers only (Stream.Hidden).
+	Hidden bool
+	// Retention is Stream.Retention.
+	Retention time.Duration
+}
+
+// Create creates and persists a new, enabled stream as c says (see
+// CreateStream).
+func (l *Log) Create(c StreamConfig) (Stream, error) {
+	if _, ok := viewNames[c.View]; !ok {
+		return Stream{}, fmt.Errorf("changelog: invalid view type %d", c.View)
+	}
+	if c.Retention < 0 {
+		return Stream{}, fmt.Errorf("changelog: negative retention %v", c.Retention)
 	}
 	l.ddl.Lock()
 	defer l.ddl.Unlock()
 	id := uint64(l.now().UnixMilli())
-	prev, err := l.Streams(table)
+	prev, err := l.Streams(c.Table)
 	if err != nil {
 		return Stream{}, err
 	}
 	if n := len(prev); n > 0 && prev[n-1].ID >= id {
 		id = prev[n-1].ID + 1
 	}
-	s := Stream{Table: table, ID: id, View: view, Capture: widen(view, l.opts.Capture), Rollover: l.opts.Rollover,
-		TableName: name, Owner: bytes.Clone(owner), Meta: bytes.Clone(meta)}
+	capture := widen(c.View, l.opts.Capture)
+	if c.Capture != 0 {
+		capture = widen(capture, c.Capture)
+	}
+	s := Stream{Table: c.Table, ID: id, View: c.View, Capture: capture, Rollover: l.opts.Rollover,
+		TableName: c.Name, Owner: bytes.Clone(c.Owner), Meta: bytes.Clone(c.Meta),
+		Hidden: c.Hidden, Retention: c.Retention}
 	if err := l.putStream(s); err != nil {
 		return Stream{}, err
 	}
 	return s, nil
 }
+
+// SetRetention sets the Retention of every stream of table (enabled or
+// not, visible or hidden) to d: trimming keeps their records for
+// max(d, Options.Retention).
+func (l *Log) SetRetention(table uint64, d time.Duration) error {
+	if d < 0 {
+		return fmt.Errorf("changelog: negative retention %v", d)
+	}
+	l.ddl.Lock()
+	defer l.ddl.Unlock()
+	streams, err := l.Streams(table)
+	if err != nil {
+		return err
+	}
+	for _, s := range streams {
+		if s.Retention == d {
+			continue
+		}
+		s.Retention = d
+		if err := l.putStream(s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// retention returns how long the records of s are kept.
+func (l *Log) retention(s Stream) time.Duration { return max(l.opts.Retention, s.Retention) }
+
+// Widen returns the view type showing everything a or b shows.
+func Widen(a, b ViewType) ViewType { return widen(a, b) }
 
 // widen returns the view type showing everything a or b shows.
 func widen(a, b ViewType) ViewType {
@@ -260,8 +321,17 @@ func (l *Log) Stream(table, id uint64) (Stream, error) {
 // namespace ns may read: those of shared tables and those ns owns. It
 // scans every descriptor: it is for reaching the streams of deleted
 // tables, which no table definition names any more.
+//
+// Hidden streams are never found: the Streams API does not show them.
 func (l *Log) FindStreams(name string, id uint64, ns []byte) ([]Stream, error) {
-	return l.findStreams(name, id, func(owner []byte) bool { return owner == nil || bytes.Equal(owner, ns) })
+	found, err := l.findStreams(name, id, func(owner []byte) bool { return owner == nil || bytes.Equal(owner, ns) })
+	out := found[:0]
+	for _, s := range found {
+		if !s.Hidden {
+			out = append(out, s)
+		}
+	}
+	return out, err
 }
 
 func (l *Log) findStreams(name string, id uint64, match func(owner []byte) bool) ([]Stream, error) {

@@ -85,6 +85,9 @@ type nsState struct {
 	// inflight are the allocations not yet released, in sequence order.
 	inflight []*alloc
 	streams  map[streamKey]*streamState
+	// wake, if not nil, is closed (and cleared) when an allocation is
+	// released: Log.Changed's waiters.
+	wake chan struct{}
 }
 
 // streamState is what a namespace knows of one stream's records.
@@ -194,6 +197,10 @@ func (a *alloc) release() {
 	defer n.mu.Unlock()
 	if i := slices.Index(n.inflight, a); i >= 0 {
 		n.inflight = slices.Delete(n.inflight, i, i+1)
+	}
+	if n.wake != nil {
+		close(n.wake)
+		n.wake = nil
 	}
 }
 

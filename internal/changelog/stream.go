@@ -31,6 +31,15 @@ type Stream struct {
 	TableName string
 	Owner     []byte
 	Meta      []byte
+
+	// Hidden marks a stream that exists only for the log's own consumers
+	// (Log.Follow): the table has consumers but no DynamoDB stream. The
+	// Streams API never shows or reads it.
+	Hidden bool
+	// Retention is how long this stream's records are kept when longer
+	// than the log's (a consumer such as point-in-time restore asks for
+	// days); 0 means the log's.
+	Retention time.Duration
 }
 
 // Created returns the stream's creation time.
@@ -93,11 +102,13 @@ type descriptor struct {
 	Name     string `json:"name,omitempty"`
 	Owner    []byte `json:"owner,omitempty"`
 	Meta     []byte `json:"meta,omitempty"`
+	Hidden   bool   `json:"hidden,omitempty"`
+	Keep     int64  `json:"retentionMs,omitempty"`
 }
 
 func (s Stream) encode() []byte {
 	d := descriptor{View: s.View.String(), Capture: s.Capture.String(), Rollover: s.Rollover.Milliseconds(),
-		Name: s.TableName, Owner: s.Owner, Meta: s.Meta}
+		Name: s.TableName, Owner: s.Owner, Meta: s.Meta, Hidden: s.Hidden, Keep: s.Retention.Milliseconds()}
 	if !s.Disabled.IsZero() {
 		d.Disabled = s.Disabled.UnixMilli()
 	}
@@ -111,7 +122,7 @@ func decodeStream(table, id uint64, v []byte) (Stream, error) {
 		return Stream{}, fmt.Errorf("changelog: stream descriptor: %w", err)
 	}
 	s := Stream{Table: table, ID: id, Rollover: time.Duration(d.Rollover) * time.Millisecond,
-		TableName: d.Name, Owner: d.Owner, Meta: d.Meta}
+		TableName: d.Name, Owner: d.Owner, Meta: d.Meta, Hidden: d.Hidden, Retention: time.Duration(d.Keep) * time.Millisecond}
 	var ok1, ok2 bool
 	s.View, ok1 = ParseViewType(d.View)
 	s.Capture, ok2 = ParseViewType(d.Capture)

@@ -25,9 +25,13 @@ type TrimStats struct {
 // takes, and never deletes a record newer than the retention period, so
 // writers are not stalled. Run it periodically for every store.
 func (l *Log) Trim(db *storage.DB) (TrimStats, error) {
+	// NB: one pass at a time: the trimmed markers are read, raised and
+	// written back.
+	l.trimMu.Lock()
+	defer l.trimMu.Unlock()
 	var st TrimStats
 	now := l.now()
-	cutoff := now.Add(-l.opts.Retention).UnixMilli()
+	cutoffOf := func(s Stream) int64 { return now.Add(-l.retention(s)).UnixMilli() }
 	streams := map[streamKey]*Stream{} // nil: gone
 	lo, hi := keyspace.ChangeLogEntries()
 	it := db.NewIter(lo, hi)
@@ -51,14 +55,14 @@ func (l *Log) Trim(db *storage.DB) (TrimStats, error) {
 			}
 			streams[k] = s
 		}
-		if s == nil || !s.Enabled() && s.Disabled.UnixMilli() <= cutoff {
+		if s == nil || !s.Enabled() && s.Disabled.UnixMilli() <= cutoffOf(*s) {
 			if err := l.forget(db, ns, table, id); err != nil {
 				return st, err
 			}
 			st.Forgotten++
 			continue
 		}
-		moved, err := l.trimRange(db, ns, *s, cutoff)
+		moved, err := l.trimRange(db, ns, *s, cutoffOf(*s))
 		if err != nil {
 			return st, err
 		}
@@ -70,7 +74,7 @@ func (l *Log) Trim(db *storage.DB) (TrimStats, error) {
 		return st, fmt.Errorf("changelog: listing change logs: %w", err)
 	}
 	if db == l.main {
-		if err := l.dropExpiredStreams(cutoff); err != nil {
+		if err := l.dropExpiredStreams(cutoffOf); err != nil {
 			return st, err
 		}
 	}
@@ -83,6 +87,9 @@ func (l *Log) forget(db *storage.DB, ns []byte, table, id uint64) error {
 	b := db.NewBatch()
 	defer b.Close()
 	lo, hi := keyspace.ChangeStreamRange(ns, table, id)
+	if err := l.markTrimmed(db, b, ns, table, lo, hi); err != nil {
+		return err
+	}
 	b.DeleteRange(lo, hi)
 	b.Delete(keyspace.ChangeHorizon(ns, table, id))
 	entry := keyspace.ChangeLogEntry(ns, table, id)
@@ -134,7 +141,11 @@ func (l *Log) trimRange(db *storage.DB, ns []byte, s Stream, cutoff int64) (bool
 	}
 	b := db.NewBatch()
 	defer b.Close()
-	b.DeleteRange(keyspace.ChangeStream(ns, s.Table, s.ID), keyspace.ChangeRecord(ns, s.Table, s.ID, h.Shard, h.Seq))
+	lo, hi = keyspace.ChangeStream(ns, s.Table, s.ID), keyspace.ChangeRecord(ns, s.Table, s.ID, h.Shard, h.Seq)
+	if err := l.markTrimmed(db, b, ns, s.Table, lo, hi); err != nil {
+		return false, err
+	}
+	b.DeleteRange(lo, hi)
 	// NB: the horizon moves in the same batch as the deletion, so a reader
 	// sees either the records or the horizon past them, never a gap.
 	b.Set(keyspace.ChangeHorizon(ns, s.Table, s.ID), encodePosition(h))
@@ -145,9 +156,9 @@ func (l *Log) trimRange(db *storage.DB, ns []byte, s Stream, cutoff int64) (bool
 }
 
 // dropExpiredStreams deletes the descriptors of streams disabled before
-// cutoff (ms). Stores still holding their records find the descriptor
-// gone and delete them in their next Trim.
-func (l *Log) dropExpiredStreams(cutoff int64) error {
+// their cutoff (ms). Stores still holding their records find the
+// descriptor gone and delete them in their next Trim.
+func (l *Log) dropExpiredStreams(cutoffOf func(Stream) int64) error {
 	l.ddl.Lock()
 	defer l.ddl.Unlock()
 	lo, hi := keyspace.AllStreamDescriptors()
@@ -161,7 +172,7 @@ func (l *Log) dropExpiredStreams(cutoff int64) error {
 		if err != nil {
 			return err
 		}
-		if !s.Enabled() && s.Disabled.UnixMilli() <= cutoff {
+		if !s.Enabled() && s.Disabled.UnixMilli() <= cutoffOf(s) {
 			b.Delete(k)
 		}
 	}
@@ -174,6 +185,34 @@ func (l *Log) dropExpiredStreams(cutoff int64) error {
 	if err := l.main.Apply(b); err != nil {
 		return fmt.Errorf("changelog: deleting expired streams: %w", err)
 	}
+	return nil
+}
+
+// markTrimmed adds to b, which deletes the records of a table in ns in
+// [lo, hi), the raise of the table's trimmed marker to the newest of
+// them (Follow reports a cursor before it as trimmed). REQUIRES:
+// l.trimMu held.
+func (l *Log) markTrimmed(db *storage.DB, b *storage.Batch, ns []byte, table uint64, lo, hi []byte) error {
+	it := db.NewIter(lo, hi)
+	defer it.Close()
+	if !it.Last() {
+		return it.Error()
+	}
+	m := trimMark{Seq: seqOf(it.Key())}
+	ms, err := recordTime(it.Value())
+	if err != nil {
+		return fmt.Errorf("changelog: trimming: %w", err)
+	}
+	m.MS = ms
+	old, err := readTrimMark(db, ns, table)
+	if err != nil {
+		return err
+	}
+	if old.Seq >= m.Seq && old.MS >= m.MS {
+		return nil
+	}
+	m.Seq, m.MS = max(m.Seq, old.Seq), max(m.MS, old.MS)
+	b.Set(keyspace.ChangeTrimmed(ns, table), m.encode())
 	return nil
 }
 

@@ -62,6 +62,9 @@ func (e *Engine) DeleteTable(ctx context.Context, s tenancy.Scope, in *wire.Dele
 		// readable until retention trims them, as in DynamoDB.
 		e.endStream(t.ID, t.LatestStream)
 	}
+	if t.HiddenStream != 0 {
+		e.endStream(t.ID, t.HiddenStream)
+	}
 	if err := e.drop(rec); err != nil {
 		// The record stays; the next start finishes the drop.
 		e.log.Error("engine: dropping table data", "table", t.Name, "err", err)

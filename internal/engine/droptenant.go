@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"slices"
+
 	"bytes"
 	"context"
 	"os"
@@ -9,6 +11,7 @@ import (
 
 	"github.com/tenantdb/tenantdb/internal/apierr"
 	"github.com/tenantdb/tenantdb/internal/keyspace"
+	"github.com/tenantdb/tenantdb/internal/schema"
 	"github.com/tenantdb/tenantdb/internal/tenancy"
 )
 
@@ -56,6 +59,10 @@ func (e *Engine) DropTenant(ctx context.Context, s tenancy.Scope) error {
 		return apierr.Wrap(apierr.Internal, err, "dropping tenant change log entries")
 	}
 
+	if err := e.releaseTenantLogs(t); err != nil {
+		return err
+	}
+
 	// Stores of the tenant being opened when it was marked are closed
 	// below with the rest; none can start opening after the mark.
 	e.waitSiloOpens(func(key string) bool { return strings.HasPrefix(key, t.String()+"/") })
@@ -93,3 +100,25 @@ func (e *Engine) DropTenant(ctx context.Context, s tenancy.Scope) error {
 // with a deleted tenant's id (the seeding path), after the deletion has
 // completed.
 func (e *Engine) ReviveTenant(s tenancy.Scope) { e.dropped.Delete(s.Tenant()) }
+
+// releaseTenantLogs ends every hold tenant t's consumers have on the
+// change log of shared tables (its own tables go with it).
+func (e *Engine) releaseTenantLogs(t tenancy.TenantID) error {
+	e.ddl.Lock()
+	defer e.ddl.Unlock()
+	for _, tb := range e.res.Shared() {
+		keep := slices.DeleteFunc(slices.Clone(tb.LogConsumers), func(c schema.LogConsumer) bool { return c.Tenant == t })
+		if len(keep) == len(tb.LogConsumers) {
+			continue
+		}
+		c := tb.Clone()
+		c.LogConsumers = keep
+		if len(keep) == 0 {
+			c.LogConsumers, c.HiddenStream = nil, 0
+		}
+		if err := e.publishLog(tb, c); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -46,7 +46,7 @@ func (e *Engine) GetRecords(ctx context.Context, s tenancy.Scope, in *wire.GetRe
 		return nil, err // e.g. a narrowed credential's policy
 	}
 	st, serr := e.clog.Stream(it.Table, it.Stream)
-	if serr != nil || st.TableName != it.Name || st.Owner != nil && !bytes.Equal(st.Owner, resolve.Namespace(s)) {
+	if serr != nil || !e.streamShown(st) || st.TableName != it.Name || st.Owner != nil && !bytes.Equal(st.Owner, resolve.Namespace(s)) {
 		return nil, apierr.New(apierr.ResourceNotFound, "Requested resource not found: Stream of table %s not found", it.Name)
 	}
 	if err != nil || h.Table.ID != it.Table {

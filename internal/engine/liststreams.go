@@ -43,6 +43,9 @@ func (e *Engine) ListStreams(ctx context.Context, s tenancy.Scope, in *wire.List
 			return nil, apierr.Wrap(apierr.Internal, err, "listing streams")
 		}
 		for _, st := range streams {
+			if !e.streamShown(st) {
+				continue // hidden (the log's own) or long disabled
+			}
 			arn := e.streamARN(name, st)
 			if !started {
 				started = arn == in.ExclusiveStartStreamArn

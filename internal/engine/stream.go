@@ -62,21 +62,41 @@ func specEnabled(spec *wire.StreamSpecification) bool {
 // streamEnabled reports whether t's stream receives its changes.
 func streamEnabled(t *schema.Table) bool { return t.LatestStream != 0 && specEnabled(t.Stream) }
 
-// streamOf returns the change log stream receiving t's changes; ok is
-// false if t has none. Descriptors are cached: a stream's settings never
-// change while it receives changes.
+// logStream returns the id of the change log stream receiving t's
+// changes: its DynamoDB stream while enabled, else its hidden stream
+// while it has log consumers; 0 if none.
+func logStream(t *schema.Table) uint64 {
+	if streamEnabled(t) {
+		return t.LatestStream
+	}
+	return t.HiddenStream
+}
+
+// streamOf returns the change log stream receiving t's changes, its
+// capture widened to both images while t has log consumers; ok is false
+// if t has none. Descriptors are cached: a stream's settings that
+// writers use never change while it receives changes.
+//
+// NB: the widening follows the definition, which writers read with
+// their stripes held, so every change committed after RetainLog's
+// barrier keeps both images.
 func (e *Engine) streamOf(t *schema.Table) (s changelog.Stream, ok bool, err error) {
-	if !streamEnabled(t) {
+	id := logStream(t)
+	if id == 0 {
 		return s, false, nil
 	}
-	k := [2]uint64{t.ID, t.LatestStream}
+	k := [2]uint64{t.ID, id}
 	if v, hit := e.streams.Load(k); hit {
-		return v.(changelog.Stream), true, nil
+		s = v.(changelog.Stream)
+	} else {
+		if s, err = e.clog.Stream(t.ID, id); err != nil {
+			return s, false, apierr.Wrap(apierr.Internal, err, "reading stream")
+		}
+		e.streams.Store(k, s)
 	}
-	if s, err = e.clog.Stream(t.ID, t.LatestStream); err != nil {
-		return s, false, apierr.Wrap(apierr.Internal, err, "reading stream")
+	if len(t.LogConsumers) > 0 {
+		s.Capture = changelog.Widen(s.Capture, changelog.NewAndOldImage)
 	}
-	e.streams.Store(k, s)
 	return s, true, nil
 }
 
@@ -118,20 +138,44 @@ func (e *Engine) newStream(t *schema.Table, spec *wire.StreamSpecification) erro
 	if !ok {
 		return apierr.Validationf("One or more parameter values were invalid: invalid StreamViewType %s", apierr.Clip(spec.StreamViewType))
 	}
+	s, err := e.createStream(t, view, false)
+	if err != nil {
+		return err
+	}
+	t.LatestStream = s.ID
+	return nil
+}
+
+// newHiddenStream creates the hidden stream of table t, which has log
+// consumers and no enabled DynamoDB stream, and records it in t.
+func (e *Engine) newHiddenStream(t *schema.Table) error {
+	s, err := e.createStream(t, changelog.NewAndOldImage, true)
+	if err != nil {
+		return err
+	}
+	t.HiddenStream = s.ID
+	return nil
+}
+
+func (e *Engine) createStream(t *schema.Table, view changelog.ViewType, hidden bool) (changelog.Stream, error) {
 	var owner []byte
 	if !t.Shared() {
 		owner = keyspace.Namespace(t.Owner, t.OwnerEnv)
 	}
 	meta, err := json.Marshal(keySchema(t.Hash, t.Range))
 	if err != nil {
-		return apierr.Wrap(apierr.Internal, err, "encoding key schema")
+		return changelog.Stream{}, apierr.Wrap(apierr.Internal, err, "encoding key schema")
 	}
-	s, err := e.clog.CreateStream(t.ID, view, t.Name, owner, meta)
+	cfg := changelog.StreamConfig{Table: t.ID, View: view, Name: t.Name, Owner: owner, Meta: meta,
+		Hidden: hidden, Retention: t.LogRetention()}
+	if len(t.LogConsumers) > 0 {
+		cfg.Capture = changelog.NewAndOldImage
+	}
+	s, err := e.clog.Create(cfg)
 	if err != nil {
-		return apierr.Wrap(apierr.Internal, err, "creating stream")
+		return changelog.Stream{}, apierr.Wrap(apierr.Internal, err, "creating stream")
 	}
-	t.LatestStream = s.ID
-	return nil
+	return s, nil
 }
 
 // endStream disables stream id of table, whose definition without the
@@ -143,6 +187,13 @@ func (e *Engine) endStream(table, id uint64) {
 		e.log.Error("engine: disabling stream", "table", table, "stream", id, "err", err)
 	}
 	e.streams.Delete([2]uint64{table, id})
+}
+
+// streamShown reports whether the Streams API shows stream st: not a
+// hidden one, nor one disabled longer ago than the Streams retention (a
+// log consumer may keep its records longer).
+func (e *Engine) streamShown(st changelog.Stream) bool {
+	return !st.Hidden && (st.Enabled() || st.Disabled.After(e.opts.Now().Add(-e.clog.Retention())))
 }
 
 // trimInterval is how often the change log is trimmed.

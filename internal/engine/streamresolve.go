@@ -47,10 +47,10 @@ func (e *Engine) openStream(ctx context.Context, s tenancy.Scope, arn string) (*
 	case err == nil:
 		live = h.Table.ID
 		st, err := e.clog.Stream(h.Table.ID, a.Stream)
-		if err == nil {
+		if err == nil && e.streamShown(st) {
 			return h, st, nil
 		}
-		if !errors.Is(err, changelog.ErrStreamNotFound) {
+		if err != nil && !errors.Is(err, changelog.ErrStreamNotFound) {
 			return nil, changelog.Stream{}, apierr.Wrap(apierr.Internal, err, "reading stream")
 		}
 	case !apierr.Is(err, apierr.ResourceNotFound):
@@ -64,7 +64,7 @@ func (e *Engine) openStream(ctx context.Context, s tenancy.Scope, arn string) (*
 		return nil, changelog.Stream{}, apierr.Wrap(apierr.Internal, err, "reading stream")
 	}
 	for _, st := range found {
-		if st.Table != live {
+		if st.Table != live && e.streamShown(st) {
 			return e.goneTableHandle(s, st), st, nil
 		}
 	}

@@ -248,6 +248,20 @@ func (e *Engine) UpdateTable(ctx context.Context, s tenancy.Scope, in *wire.Upda
 			return nil, err
 		}
 	}
+	// With log consumers, the log goes on in a hidden stream while the
+	// DynamoDB stream is disabled, and in the DynamoDB stream while it is
+	// enabled (see RetainLog).
+	var endedHidden uint64 // the hidden stream to disable once writers see c
+	if in.StreamSpecification != nil && len(c.LogConsumers) > 0 {
+		switch {
+		case streamEnabled(c) && c.HiddenStream != 0:
+			endedHidden, c.HiddenStream = c.HiddenStream, 0
+		case !streamEnabled(c) && c.HiddenStream == 0:
+			if err := e.newHiddenStream(c); err != nil {
+				return nil, err
+			}
+		}
+	}
 
 	// Persist the definition with drop records for deleted indexes.
 	b := e.db.NewBatch()
@@ -269,13 +283,16 @@ func (e *Engine) UpdateTable(ctx context.Context, s tenancy.Scope, in *wire.Upda
 		return nil, apierr.Wrap(apierr.Internal, err, "saving table definition")
 	}
 	e.res.Publish(c)
-	if len(created)+len(dropped) > 0 || in.StreamSpecification != nil && e.opts.Streams {
+	if len(created)+len(dropped) > 0 || in.StreamSpecification != nil && (e.opts.Streams || len(c.LogConsumers) > 0) {
 		// NB: every write committed from now on maintains the new index
 		// set; the backfill and the drop cover everything before.
 		e.locks.barrier()
 	}
 	if endedStream != 0 {
 		e.endStream(c.ID, endedStream)
+	}
+	if endedHidden != 0 {
+		e.endStream(c.ID, endedHidden)
 	}
 	for _, rec := range drops {
 		if err := e.drop(rec); err != nil {

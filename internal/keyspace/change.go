@@ -13,6 +13,7 @@ import (
 //	<ns> c <table:8> <stream:8> <shard:4> <seq:8>   a change record
 //	<ns> C s                                        the namespace's leased sequence ceiling
 //	<ns> C h <table:8> <stream:8>                   a stream's trim horizon in the namespace
+//	<ns> C t <table:8>                              the newest record of the table trimmed in the namespace
 //	s chs/ <table:8> <stream:8>                     a stream's descriptor (server-wide)
 //	s chl/ <ns> <table:8> <stream:8>                ns holds records of the stream (for trimming)
 
@@ -50,6 +51,12 @@ func ChangeCeiling(ns []byte) []byte { return append(clone(ns), nsChgMeta, chgCe
 func ChangeHorizon(ns []byte, table, stream uint64) []byte {
 	b := binary.BigEndian.AppendUint64(append(clone(ns), nsChgMeta, chgHorizon), table)
 	return binary.BigEndian.AppendUint64(b, stream)
+}
+
+// ChangeTrimmed returns the key of the sequence number and time of the
+// newest record of a table (any of its streams) trimmed away in ns.
+func ChangeTrimmed(ns []byte, table uint64) []byte {
+	return binary.BigEndian.AppendUint64(append(clone(ns), nsChgMeta, chgTrimmed), table)
 }
 
 // StreamDescriptor returns the key of a stream's descriptor.

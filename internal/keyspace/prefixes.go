@@ -52,6 +52,7 @@ const (
 const (
 	chgCeiling = 's' // the leased ceiling of the namespace's sequence numbers
 	chgHorizon = 'h' // <table:8> <stream:8>: the first position not trimmed
+	chgTrimmed = 't' // <table:8>: the newest record of the table trimmed away
 )
 
 // Separators.

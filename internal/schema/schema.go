@@ -65,6 +65,36 @@ type Table struct {
 	// package changelog), 0 if it never had one. The stream receives the
 	// table's changes while Stream is enabled.
 	LatestStream uint64 `json:"latest_stream,omitempty"`
+
+	// LogConsumers hold the table's change log (engine.RetainLog): while
+	// there is one, every change is recorded with both images, whether
+	// or not Stream is enabled. Sorted by tenant, environment and name.
+	LogConsumers []LogConsumer `json:"log_consumers,omitempty"`
+	// HiddenStream is the id of the change log stream receiving the
+	// table's changes while it has LogConsumers and no enabled Stream: a
+	// stream the Streams API never shows. 0 otherwise.
+	HiddenStream uint64 `json:"hidden_stream,omitempty"`
+}
+
+// LogConsumer is one holder of a table's change log: a feature of a
+// tenant environment (a webhook, an aggregate, point-in-time recovery)
+// that reads the tenant's changes and needs them kept for Retention
+// (0: the log's default).
+type LogConsumer struct {
+	Tenant    tenancy.TenantID `json:"tenant"`
+	Env       string           `json:"env"`
+	Name      string           `json:"name"`
+	Retention time.Duration    `json:"retention,omitempty"`
+}
+
+// LogRetention returns the longest Retention its consumers ask of t's
+// change log (0: none asks for more than the default).
+func (t *Table) LogRetention() time.Duration {
+	var d time.Duration
+	for _, c := range t.LogConsumers {
+		d = max(d, c.Retention)
+	}
+	return d
 }
 
 // Index is a GSI or LSI definition. Index number 0 is the base table, so
@@ -120,6 +150,7 @@ func (t *Table) Clone() *Table {
 	c := *t
 	c.AttrDefs = append([]wire.AttributeDefinition(nil), t.AttrDefs...)
 	c.Tags = append([]wire.Tag(nil), t.Tags...)
+	c.LogConsumers = append([]LogConsumer(nil), t.LogConsumers...)
 	c.Indexes = make([]*Index, len(t.Indexes))
 	for i, ix := range t.Indexes {
 		cp := *ix
