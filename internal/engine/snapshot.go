@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"time"
 
 	"github.com/tenantdb/tenantdb/internal/apierr"
 	"github.com/tenantdb/tenantdb/internal/attr"
@@ -145,4 +146,45 @@ func (e *Engine) TableKeys(ctx context.Context, s tenancy.Scope, name string) ([
 		keys = append(keys, tg.Table.Range.Name)
 	}
 	return keys, nil
+}
+
+// logCoverageMargin is how long after a change log stream's creation its
+// coverage is trusted: the stream exists before the definition naming it
+// is published and every writer has read it (a DDL barrier, milliseconds).
+const logCoverageMargin = time.Second
+
+// LogCoverage returns since when table's change log, as scope s resolves
+// it, holds every change with its old image, without a gap, up to now:
+// the creation of the oldest of an unbroken chain of streams capturing
+// old images that ends with the one receiving changes now (plus
+// logCoverageMargin). ok is false when nothing receives the table's
+// changes with old images now. Trimming is not considered (LogCursorAt
+// reports it). Errors: those of table resolution.
+func (e *Engine) LogCoverage(ctx context.Context, s tenancy.Scope, table string) (since time.Time, ok bool, err error) {
+	if err := check(ctx, s); err != nil {
+		return time.Time{}, false, err
+	}
+	tg, err := e.res.Open(ctx, s, table)
+	if err != nil {
+		return time.Time{}, false, err
+	}
+	streams, err := e.clog.Streams(tg.Table.ID)
+	if err != nil {
+		return time.Time{}, false, apierr.Wrap(apierr.Internal, err, "listing change log streams")
+	}
+	n := len(streams)
+	if n == 0 || !streams[n-1].Disabled.IsZero() || !streams[n-1].Capture.WantsOld() {
+		return time.Time{}, false, nil
+	}
+	start := streams[n-1].Created()
+	for i := n - 2; i >= 0; i-- {
+		p := streams[i]
+		// NB: a switch creates the new stream before it disables the old
+		// one, so an unbroken chain overlaps.
+		if !p.Capture.WantsOld() || p.Disabled.Before(start) {
+			break
+		}
+		start = p.Created()
+	}
+	return start.Add(logCoverageMargin), true, nil
 }

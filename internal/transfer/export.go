@@ -37,50 +37,67 @@ type TableEnd struct {
 	Items, Bytes int64
 }
 
-// errPastTime refuses an export at a past time.
-func errPastTime() error {
-	return apierr.New(apierr.InvalidExportTime, "exports at a past time need the change-log history of point-in-time restore, which this server does not keep yet; export the current state (omit the time)")
-}
-
 // Export writes tables (all the scope sees when empty) from one snapshot:
-// for each table, start returns the sink of its items. at must be nil
-// (exports at a past time are not available yet). Errors: the scope is
-// the operator's (AccessDenied), the tables' resolution (ResourceNotFound,
-// AccessDenied), at given (InvalidExportTime), the sinks'.
+// for each table, start returns the sink of its items. With at, the items
+// are those of that past time: the snapshot with every change made since
+// undone from the table's change log (history.go), which must hold them
+// all with their old images; the definitions are today's. Errors: the
+// scope is the operator's (AccessDenied), the tables' resolution
+// (ResourceNotFound, AccessDenied), at in the future or not covered by
+// the history (InvalidExportTime), the sinks'.
 func (s *Service) Export(ctx context.Context, sc tenancy.Scope, tables []string, at *time.Time, start func(TableStart) (TableSink, error)) ([]TableEnd, error) {
 	if err := dataScope(sc); err != nil {
 		return nil, err
 	}
-	if at != nil {
-		return nil, errPastTime()
+	now := s.o.Now()
+	if at != nil && at.After(now) {
+		return nil, apierr.New(apierr.InvalidExportTime, "the export time %s is in the future", at.UTC().Format(time.RFC3339Nano))
 	}
 	snap, err := s.o.Engine.Snapshot(ctx, sc, tables)
 	if err != nil {
 		return nil, err
 	}
 	defer snap.Close()
-	now := s.o.Now()
 	var ends []TableEnd
 	for i, t := range snap.Tables() {
 		def, td, err := s.describe(ctx, sc, t.Name)
 		if err != nil {
 			return ends, err
 		}
+		exportTime := now
+		var past *history
+		if at != nil {
+			if past, err = s.historyAt(ctx, sc, t, *at); err != nil {
+				return ends, err
+			}
+			exportTime = *at
+		}
 		id := dynexport.NewExportID(now)
 		sink, err := start(TableStart{Name: t.Name, TableArn: td.TableArn, TableID: td.TableId, ExportID: id,
-			ExportArn: td.TableArn + "/export/" + id, ExportTime: now, Definition: def})
+			ExportArn: td.TableArn + "/export/" + id, ExportTime: exportTime, Definition: def})
 		if err != nil {
 			return ends, err
 		}
 		end := TableEnd{Name: t.Name}
 		var buf []byte
-		err = snap.Items(ctx, i, func(item attr.Item) error {
+		add := func(item attr.Item) error {
 			buf = AppendItem(buf[:0], item)
 			size := int64(attr.ItemSize(item))
 			end.Items++
 			end.Bytes += size
 			return sink.Add(buf, size)
+		}
+		err = snap.Items(ctx, i, func(item attr.Item) error {
+			if past != nil {
+				if item = past.at(item); item == nil {
+					return nil
+				}
+			}
+			return add(item)
 		})
+		if err == nil && past != nil {
+			err = past.rest(add)
+		}
 		if cerr := sink.Close(); err == nil {
 			err = cerr
 		}

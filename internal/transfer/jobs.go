@@ -247,13 +247,14 @@ func (s *Service) ExportTableToPointInTime(ctx context.Context, sc tenancy.Scope
 		return nil, err
 	}
 	now := s.o.Now()
+	var at *time.Time
 	if in.ExportTime != nil {
-		at := time.UnixMilli(int64(*in.ExportTime * 1000))
-		if at.After(now.Add(time.Second)) {
-			return nil, apierr.New(apierr.InvalidExportTime, "ExportTime %s is in the future", at.UTC().Format(time.RFC3339))
+		t := time.UnixMilli(int64(*in.ExportTime * 1000))
+		if t.After(now.Add(time.Second)) {
+			return nil, apierr.New(apierr.InvalidExportTime, "ExportTime %s is in the future", t.UTC().Format(time.RFC3339))
 		}
-		if now.Sub(at) > time.Minute {
-			return nil, errPastTime()
+		if t.Before(now) {
+			at = &t
 		}
 	}
 	name, ok := tableOfARN(in.TableArn)
@@ -276,9 +277,18 @@ func (s *Service) ExportTableToPointInTime(ctx context.Context, sc tenancy.Scope
 		}
 	}
 	id := dynexport.NewExportID(now)
+	exportTime := now
+	if at != nil {
+		// NB: checked now, so that a time the history does not cover is
+		// the request's error, as in DynamoDB, not a failed export.
+		if err := s.checkHistory(ctx, sc, name, *at); err != nil {
+			return nil, err
+		}
+		exportTime = *at
+	}
 	d := &wire.ExportDescription{
 		ExportArn: td.TableArn + "/export/" + id, ExportStatus: "IN_PROGRESS", StartTime: epoch(now),
-		TableArn: td.TableArn, TableId: td.TableId, ExportTime: epoch(now), ClientToken: in.ClientToken,
+		TableArn: td.TableArn, TableId: td.TableId, ExportTime: epoch(exportTime), ClientToken: in.ClientToken,
 		S3Bucket: in.S3Bucket, S3Prefix: in.S3Prefix, ExportFormat: dynexport.FormatDynamoDBJSON, ExportType: "FULL_EXPORT",
 	}
 	path := j.recordPath(sc, exportsDir, id)
@@ -290,15 +300,15 @@ func (s *Service) ExportTableToPointInTime(ctx context.Context, sc tenancy.Scope
 	j.wg.Add(1)
 	go func() {
 		defer j.wg.Done()
-		s.runExport(j.ctx, sc, path, d, name, bucketDir, id)
+		s.runExport(j.ctx, sc, path, d, name, bucketDir, id, at)
 	}()
 	return &wire.ExportTableToPointInTimeOutput{ExportDescription: &out}, nil
 }
 
-func (s *Service) runExport(ctx context.Context, sc tenancy.Scope, path string, d *wire.ExportDescription, table, bucketDir, id string) {
+func (s *Service) runExport(ctx context.Context, sc tenancy.Scope, path string, d *wire.ExportDescription, table, bucketDir, id string, at *time.Time) {
 	var summary dynexport.Summary
 	var w *dynexport.Writer
-	ends, err := s.Export(ctx, sc, []string{table}, nil, func(ts TableStart) (TableSink, error) {
+	ends, err := s.Export(ctx, sc, []string{table}, at, func(ts TableStart) (TableSink, error) {
 		var err error
 		w, err = dynexport.Create(bucketDir, dynexport.WriterOptions{ExportID: id, ExportArn: d.ExportArn, TableArn: ts.TableArn,
 			TableID: ts.TableID, Bucket: d.S3Bucket, Prefix: d.S3Prefix, Start: s.o.Now(), ExportTime: ts.ExportTime, Definition: ts.Definition})
