@@ -90,6 +90,40 @@ func TestTransfersIsolation(t *testing.T) {
 		}
 	})
 
+	t.Run("export at a past time holds nothing of B", func(t *testing.T) {
+		in := isoTable("xfer_log")
+		in.StreamSpecification = &types.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: types.StreamViewTypeNewAndOldImages}
+		if _, err := op.CreateTable(ctx, in); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(1100 * time.Millisecond) // the log's coverage starts a second after its stream
+		put(t, da, "xfer_log", "same-key", "secret-of-A")
+		put(t, db, "xfer_log", "same-key", "secret-of-B")
+		put(t, db, "xfer_log", "only-B", "secret-of-B-2")
+		time.Sleep(5 * time.Millisecond)
+		at := time.Now()
+		time.Sleep(5 * time.Millisecond)
+		// B's changes after the time: A's history must not see them.
+		put(t, db, "xfer_log", "same-key", "secret-of-B-3")
+		if _, err := db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String("xfer_log"), Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "only-B"}}}); err != nil {
+			t.Fatal(err)
+		}
+		put(t, db, "xfer_log", "new-B", "secret-of-B-4")
+		var items []string
+		err := ca.Export(ctx, a.TenantID, client.ExportRequest{Tables: []string{"xfer_log"}, At: &at}, func(ev client.ExportEvent) error {
+			if ev.Item != nil {
+				items = append(items, string(ev.Item))
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(items) != 1 || !strings.Contains(items[0], "secret-of-A") {
+			t.Fatalf("A's export of xfer_log at a past time: %v", items)
+		}
+	})
+
 	t.Run("admin routes of another tenant", func(t *testing.T) {
 		err := ca.Export(ctx, b.TenantID, client.ExportRequest{}, func(client.ExportEvent) error { return nil })
 		if !client.IsNotFound(err) {
