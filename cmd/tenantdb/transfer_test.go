@@ -558,3 +558,61 @@ func TestAPIExportWithoutRoot(t *testing.T) {
 		t.Fatalf("ListExports without a root: %v", err)
 	}
 }
+
+// writeExport writes n items of table name (with its definition) under dir.
+func writeExport(t *testing.T, dir, name, tag string, n int) {
+	t.Helper()
+	now := time.Now()
+	def := &dynexport.Definition{TableName: name, BillingMode: "PAY_PER_REQUEST",
+		AttributeDefinitions: []dynexport.AttributeDefinition{{AttributeName: "pk", AttributeType: "S"}},
+		KeySchema:            []dynexport.KeySchemaElement{{AttributeName: "pk", KeyType: "HASH"}}}
+	w, err := dynexport.Create(dir, dynexport.WriterOptions{ExportID: dynexport.NewExportID(now), Start: now, ExportTime: now, Definition: def})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		item := fmt.Sprintf(`{"pk":{"S":"%s-%d"},"v":{"S":"%s"}}`, tag, i, strings.Repeat("x", 100))
+		if err := w.Add([]byte(item), int64(len(item))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := w.Close(now); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestImportQuotas: an import's writes are admitted by the tenant's
+// quotas (a tight write quota throttles them, the import waits and
+// completes), unless --lift-quotas lifts them for the import.
+func TestImportQuotas(t *testing.T) {
+	srv := harness.Start(t, harness.Options{Fairness: true})
+	c := srv.NewTenant(t, "quota-import", "admin")
+	units, burst := 100.0, 1.0
+	if _, err := srv.Admin().SetQuota(context.Background(), c.TenantID, "", client.QuotaUpdate{WriteUnits: &units, BurstSeconds: &burst}); err != nil {
+		t.Fatal(err)
+	}
+	throttled := func() int64 {
+		t.Helper()
+		time.Sleep(1500 * time.Millisecond) // throttles reach usage at the next flush (1 s)
+		u, err := srv.Admin().Usage(context.Background(), c.TenantID, time.Time{}, time.Time{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return u.ThrottledRequests
+	}
+	quoted, lifted := t.TempDir(), t.TempDir()
+	writeExport(t, quoted, "Quoted", "a", 500)
+	writeExport(t, lifted, "Quoted", "b", 500)
+	tcli(t, srv, c.Key, "tenant", "import", c.TenantID, "--from", quoted)
+	after := throttled()
+	if after == 0 {
+		t.Fatal("an import of 500 items at 100 write units/s was never throttled: the quota did not apply")
+	}
+	tcli(t, srv, c.Key, "tenant", "import", c.TenantID, "--from", lifted, "--lift-quotas")
+	if again := throttled(); again != after {
+		t.Fatalf("the import with --lift-quotas was throttled %d times", again-after)
+	}
+	if got := scanAll(t, srv.Client(c), "Quoted"); len(got) != 1000 {
+		t.Fatalf("the table holds %d items, want 1000", len(got))
+	}
+}
