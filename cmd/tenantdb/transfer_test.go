@@ -616,3 +616,44 @@ func TestImportQuotas(t *testing.T) {
 		t.Fatalf("the table holds %d items, want 1000", len(got))
 	}
 }
+
+// TestImportTableClientToken: ImportTable retried with its ClientToken
+// answers the import it started instead of starting another.
+func TestImportTableClientToken(t *testing.T) {
+	root := t.TempDir()
+	srv := harness.Start(t, harness.Options{ExportRoot: root})
+	a := srv.NewTenant(t, "import-token", "admin")
+	ddb := srv.Client(a)
+	writeExport(t, filepath.Join(root, a.TenantID, "live", "src-bucket"), "Tokened", "a", 10)
+	in := &dynamodb.ImportTableInput{ClientToken: aws.String("token-1"), InputFormat: types.InputFormatDynamodbJson,
+		S3BucketSource: &types.S3BucketSource{S3Bucket: aws.String("src-bucket")},
+		TableCreationParameters: &types.TableCreationParameters{TableName: aws.String("Tokened"), BillingMode: types.BillingModePayPerRequest,
+			AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("pk"), AttributeType: types.ScalarAttributeTypeS}},
+			KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash}}}}
+	first, err := ddb.ImportTable(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := ddb.ImportTable(context.Background(), in)
+	if err != nil || aws.ToString(again.ImportTableDescription.ImportArn) != aws.ToString(first.ImportTableDescription.ImportArn) {
+		t.Fatalf("retry: %v, %v", again, err)
+	}
+	if l, err := ddb.ListImports(context.Background(), &dynamodb.ListImportsInput{}); err != nil || len(l.ImportSummaryList) != 1 {
+		t.Fatalf("ListImports: %+v %v", l, err)
+	}
+}
+
+// TestTransfersRemote: a gateway over the remote backend refuses exports
+// and imports, saying why.
+func TestTransfersRemote(t *testing.T) {
+	srv := harness.Start(t, harness.Options{Remote: true, ExportRoot: t.TempDir()})
+	a := srv.NewTenant(t, "remote-xfer", "admin")
+	e := tcliErr(t, srv, a.Key, "tenant", "export", a.TenantID, "--to", t.TempDir())
+	if !strings.Contains(e, "gateway over a remote") {
+		t.Fatalf("export: %s", e)
+	}
+	_, err := srv.Client(a).ListExports(context.Background(), &dynamodb.ListExportsInput{})
+	if errCodeOf(err) != "ValidationException" || !strings.Contains(err.Error(), "remote backend") {
+		t.Fatalf("ListExports: %v", err)
+	}
+}

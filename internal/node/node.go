@@ -258,6 +258,8 @@ func Open(ctx context.Context, o Options) (_ *Node, err error) {
 			n.engine.SetTransfers(n.transfers)
 		}
 		adm.ServeTransfers(n.transfers)
+	} else {
+		adm.ServeTransfers(transfer.Unavailable("they read a snapshot of the embedded engine, and this server is a gateway over a remote one"))
 	}
 	n.adminRoutes = adm.Routes()
 

@@ -373,6 +373,22 @@ func (j *jobs) byClientToken(sc tenancy.Scope, token string) (*wire.ExportDescri
 	return nil, nil
 }
 
+func (j *jobs) importByClientToken(sc tenancy.Scope, token string) (*wire.ImportTableDescription, error) {
+	ids, err := j.ids(sc, importsDir)
+	if err != nil {
+		return nil, err
+	}
+	for _, id := range ids {
+		var d wire.ImportTableDescription
+		if ok, err := j.load(j.recordPath(sc, importsDir, id), &d); err != nil {
+			return nil, err
+		} else if ok && d.ClientToken == token {
+			return &d, nil
+		}
+	}
+	return nil, nil
+}
+
 // tableOfARN returns the table name of a table ARN.
 func tableOfARN(arn string) (string, bool) {
 	_, name, ok := strings.Cut(arn, ":table/")
@@ -491,6 +507,15 @@ func (s *Service) ImportTable(ctx context.Context, sc tenancy.Scope, in *wire.Im
 	bucketDir, err := j.bucketDir(sc, "S3BucketSource.S3Bucket", src.S3Bucket)
 	if err != nil {
 		return nil, err
+	}
+	if in.ClientToken != "" {
+		// NB: a retry with the same token answers the import it started.
+		if d, err := j.importByClientToken(sc, in.ClientToken); err != nil || d != nil {
+			if d == nil {
+				return nil, err
+			}
+			return &wire.ImportTableOutput{ImportTableDescription: d}, nil
+		}
 	}
 	create := &wire.CreateTableInput{TableName: tp.TableName, AttributeDefinitions: tp.AttributeDefinitions, KeySchema: tp.KeySchema,
 		BillingMode: tp.BillingMode, ProvisionedThroughput: tp.ProvisionedThroughput, SSESpecification: tp.SSESpecification,

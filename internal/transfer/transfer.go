@@ -20,6 +20,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/tenantdb/tenantdb/client"
 	"github.com/tenantdb/tenantdb/internal/apierr"
 	"github.com/tenantdb/tenantdb/internal/audit"
 	"github.com/tenantdb/tenantdb/internal/dynamo"
@@ -115,4 +116,19 @@ func (s *Service) record(ctx context.Context, sc tenancy.Scope, ev audit.Event) 
 	if _, err := s.o.Audit.Append(ctx, sc, ev); err != nil {
 		s.log.Error("audit append failed", "action", ev.Action, "err", err)
 	}
+}
+
+// Unavailable serves the admin API's export and import routes where the
+// server cannot run them (a gateway over the remote backend, which has no
+// local snapshot to read), refusing each with reason.
+type Unavailable string
+
+// ExportStream refuses the export.
+func (u Unavailable) ExportStream(context.Context, tenancy.Scope, client.ExportRequest, func(client.ExportEvent) error) error {
+	return apierr.New(apierr.Validation, "exports are not available: %s", string(u))
+}
+
+// ImportBatch refuses the import.
+func (u Unavailable) ImportBatch(context.Context, tenancy.Scope, client.ImportRequest) (client.ImportResult, error) {
+	return client.ImportResult{}, apierr.New(apierr.Validation, "imports are not available: %s", string(u))
 }
