@@ -59,7 +59,7 @@ type Summary struct {
 	ExportTime         string  `json:"exportTime"`
 	S3Bucket           string  `json:"s3Bucket"`
 	S3Prefix           *string `json:"s3Prefix"`
-	S3SseAlgorithm     string  `json:"s3SseAlgorithm"`
+	S3SseAlgorithm     *string `json:"s3SseAlgorithm"` // null: the files are not encrypted
 	S3SseKmsKeyID      *string `json:"s3SseKmsKeyId"`
 	ManifestFilesS3Key string  `json:"manifestFilesS3Key"`
 	BilledSizeBytes    int64   `json:"billedSizeBytes"`

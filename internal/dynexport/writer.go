@@ -235,8 +235,8 @@ func (w *Writer) Close(end time.Time) (Summary, error) {
 		Version: Version, ExportArn: w.o.ExportArn,
 		StartTime: FormatTime(w.o.Start), EndTime: FormatTime(end), ExportTime: FormatTime(w.o.ExportTime),
 		TableArn: w.o.TableArn, TableID: w.o.TableID, S3Bucket: w.o.Bucket,
-		S3SseAlgorithm: "AES256", ManifestFilesS3Key: w.keyPrefix() + "/" + FilesFile,
-		BilledSizeBytes: w.bytes, ItemCount: w.items, OutputFormat: FormatDynamoDBJSON,
+		ManifestFilesS3Key: w.keyPrefix() + "/" + FilesFile,
+		BilledSizeBytes:    w.bytes, ItemCount: w.items, OutputFormat: FormatDynamoDBJSON,
 	}
 	if w.o.Prefix != "" {
 		p := w.o.Prefix
