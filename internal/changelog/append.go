@@ -22,6 +22,14 @@ type Appender struct {
 	allocs []*alloc
 	regs   []pendingReg
 	done   bool
+	// last is the (store, namespace, stream) of the previous Append, whose
+	// entry is then known to be registered or pending: a commit's records
+	// are mostly of one stream and namespace.
+	last struct {
+		st *store
+		ns []byte
+		s  streamKey
+	}
 }
 
 type pendingReg struct {
@@ -48,7 +56,7 @@ func (a *Appender) Append(db *storage.DB, b *storage.Batch, ns []byte, s Stream,
 	if !s.Enabled() {
 		return ErrStreamDisabled
 	}
-	if !c.Existed && c.Old == nil && c.New == nil {
+	if !c.Existed && !c.hasOld() && !c.hasNew() {
 		return fmt.Errorf("changelog: a change of an absent item to nothing is no change")
 	}
 	st := a.l.store(db)
@@ -60,11 +68,15 @@ func (a *Appender) Append(db *storage.DB, b *storage.Batch, ns []byte, s Stream,
 	a.l.noteShard(s, al.shard)
 	v, _ := encodeRecord(c, s.Capture, ms)
 	b.Set(keyspace.ChangeRecord(ns, s.Table, s.ID, al.shard, al.seq), v)
+	if a.last.st == st && a.last.s == (streamKey{s.Table, s.ID}) && string(a.last.ns) == string(ns) {
+		return nil
+	}
 	reg := keyspace.ChangeLogEntry(ns, s.Table, s.ID)
 	if _, ok := st.registered.Load(string(reg)); !ok {
 		b.Set(reg, nil)
 		a.regs = append(a.regs, pendingReg{st, string(reg)})
 	}
+	a.last.st, a.last.ns, a.last.s = st, ns, streamKey{s.Table, s.ID}
 	return nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -159,6 +160,44 @@ func TestRecordRoundTrip(t *testing.T) {
 	for v, n := range viewNames {
 		if got, ok := ParseViewType(n); !ok || got != v {
 			t.Errorf("ParseViewType(%q) = %v %v", n, got, ok)
+		}
+	}
+}
+
+// TestRecordFromEncodedImages: a change given with its images already
+// encoded (as the engine passes them) stores the same record as one given
+// with decoded items, for every capture and event; a large image (long
+// length prefix) included.
+func TestRecordFromEncodedImages(t *testing.T) {
+	big := item("a", strings.Repeat("x", 300_000))
+	for _, c := range []Change{
+		{Keys: key("a"), Old: item("a", "1"), New: item("a", "2")},
+		{Keys: key("a"), New: item("a", "2")},
+		{Keys: key("a"), Old: item("a", "1"), Expired: true},
+		{Keys: key("a"), Old: big, New: item("a", "2")},
+		{Keys: key("a"), Existed: true, Old: item("a", "1"), New: big},
+	} {
+		enc := c
+		enc.Old, enc.New = nil, nil
+		if c.Old != nil {
+			enc.Existed, enc.OldEnc = true, attr.EncodeItem(c.Old)
+		}
+		if c.New != nil {
+			enc.NewEnc = attr.EncodeItem(c.New)
+		}
+		for _, capture := range []ViewType{KeysOnly, NewImage, OldImage, NewAndOldImage} {
+			v1, ev1 := encodeRecord(c, capture, 7)
+			v2, ev2 := encodeRecord(enc, capture, 7)
+			r1, err1 := decodeRecord(v1)
+			r2, err2 := decodeRecord(v2)
+			if err1 != nil || err2 != nil {
+				t.Fatalf("%s: decode: %v, %v", capture, err1, err2)
+			}
+			if ev1 != ev2 || r1.Event != r2.Event || r1.Expired != r2.Expired || len(v1) != len(v2) ||
+				!attr.EqualItems(r1.Keys, r2.Keys) || !attr.EqualItems(r1.Old, r2.Old) || !attr.EqualItems(r1.New, r2.New) ||
+				(r1.Old == nil) != (r2.Old == nil) || (r1.New == nil) != (r2.New == nil) {
+				t.Errorf("%s: from items %+v (%d bytes), from encodings %+v (%d bytes)", capture, r1.Event, len(v1), r2.Event, len(v2))
+			}
 		}
 	}
 }

@@ -88,7 +88,15 @@ type Change struct {
 	// Expired marks a deletion by TTL expiry: its record carries the
 	// service's userIdentity.
 	Expired bool
+	// OldEnc and NewEnc, if not nil, are the attr.EncodeItem encodings of
+	// the old and new item; the log then stores them as they are rather
+	// than encoding Old and New again, and the item need not be given
+	// decoded. The engine passes the bytes it read or writes.
+	OldEnc, NewEnc []byte
 }
+
+func (c Change) hasOld() bool { return c.Old != nil || c.OldEnc != nil }
+func (c Change) hasNew() bool { return c.New != nil || c.NewEnc != nil }
 
 // Record is a change as read back from the log.
 type Record struct {
@@ -140,41 +148,80 @@ const (
 
 var errBadRecord = errors.New("changelog: malformed record")
 
-// encodeRecord encodes a change captured with view capture at time ms.
+// encodeRecord encodes a change captured with view capture at time ms,
+// in one allocation, using the change's encoded images where it has them.
 func encodeRecord(c Change, capture ViewType, ms int64) ([]byte, Event) {
 	ev := eventOf(c)
 	var flags byte
 	if c.Expired {
 		flags |= flagExpired
 	}
-	var keys, old, nu []byte
-	keys = attr.EncodeItem(c.Keys)
-	if capture.WantsOld() && c.Old != nil {
-		old = attr.EncodeItem(c.Old)
+	var kb [128]byte
+	keys := attr.AppendItem(kb[:0], c.Keys)
+	old, oldOK := image(c.Old, c.OldEnc, capture.WantsOld())
+	nu, newOK := image(c.New, c.NewEnc, capture.WantsNew())
+	n := recordHeader + 3*binary.MaxVarintLen32 + len(keys)
+	if oldOK {
 		flags |= flagOld
+		n += imageSize(c.Old, old)
 	}
-	if capture.WantsNew() && c.New != nil {
-		nu = attr.EncodeItem(c.New)
+	if newOK {
 		flags |= flagNew
+		n += imageSize(c.New, nu)
 	}
-	b := make([]byte, 0, recordHeader+3*binary.MaxVarintLen32+len(keys)+len(old)+len(nu))
+	b := make([]byte, 0, n)
 	b = append(b, recordV1, byte(ev), flags)
 	b = binary.BigEndian.AppendUint64(b, uint64(ms))
 	b = appendBytes(b, keys)
-	if flags&flagOld != 0 {
-		b = appendBytes(b, old)
+	if oldOK {
+		b = appendImage(b, c.Old, old)
 	}
-	if flags&flagNew != 0 {
-		b = appendBytes(b, nu)
+	if newOK {
+		b = appendImage(b, c.New, nu)
 	}
 	return b, ev
 }
 
+// image returns the encoding of an image the record stores (enc if the
+// caller encoded it, else nil, to be encoded from it) and whether the
+// record stores it at all: wanted by the capture and present.
+func image(it attr.Item, enc []byte, want bool) ([]byte, bool) {
+	return enc, want && (it != nil || enc != nil)
+}
+
+// imageSize bounds the encoded size of an image: enc's length, or the
+// item's size plus its encoding's overhead.
+func imageSize(it attr.Item, enc []byte) int {
+	if enc != nil {
+		return binary.MaxVarintLen32 + len(enc)
+	}
+	return 2*binary.MaxVarintLen32 + 64 + attr.ItemSize(it) + 8*len(it)
+}
+
+// appendImage appends an image with its length: enc as it is, or the
+// encoding of it, written in place and its length prefix fitted after.
+func appendImage(b []byte, it attr.Item, enc []byte) []byte {
+	if enc != nil {
+		return appendBytes(b, enc)
+	}
+	// NB: reserve the longest length prefix, encode, then move the
+	// encoding left if its prefix is shorter.
+	at := len(b)
+	b = append(b, make([]byte, binary.MaxVarintLen32)...)
+	b = attr.AppendItem(b, it)
+	n := len(b) - at - binary.MaxVarintLen32
+	var pre [binary.MaxVarintLen32]byte
+	k := binary.PutUvarint(pre[:], uint64(n))
+	copy(b[at:], pre[:k])
+	copy(b[at+k:], b[at+binary.MaxVarintLen32:])
+	return b[:at+k+n]
+}
+
 func eventOf(c Change) Event {
 	switch {
-	case !c.Existed && c.Old == nil:
+	case !c.Existed && !c.hasOld():
 		return Insert
-	case c.New == nil:
+	case !c.hasNew():
 		return Remove
 	}
 	return Modify

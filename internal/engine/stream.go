@@ -121,9 +121,9 @@ func (e *Engine) record(app **changelog.Appender, b *storage.Batch, w *itemWrite
 	if *app == nil {
 		*app = e.clog.NewAppender()
 	}
-	c := changelog.Change{Keys: w.key, Existed: w.found, Old: w.old, Expired: w.expired}
+	c := changelog.Change{Keys: w.key, Existed: w.found, Old: w.old, OldEnc: w.oldEnc, Expired: w.expired}
 	if w.put {
-		c.New = w.new
+		c.New, c.NewEnc = w.new, w.newEnc
 	}
 	if err := (*app).Append(w.h.db, b, w.h.Namespace, s, c); err != nil {
 		return apierr.Wrap(apierr.Internal, err, "appending to the change log")

@@ -44,6 +44,9 @@ type itemWrite struct {
 	found   bool
 	oldSize int
 	old     attr.Item
+	// oldEnc is the current item's stored encoding, kept instead of
+	// decoding it when only a stream's old image needs it (sizeOnly).
+	oldEnc []byte
 	// sizeOnly says that the operation needs only found and oldSize (no
 	// condition, no ReturnValues): locked then decodes the current item
 	// only if the table has indexes, whose old entries stage must find.
@@ -53,6 +56,9 @@ type itemWrite struct {
 	put bool
 	del bool
 	new attr.Item
+	// newEnc is new's encoding once stage has made it (for the change
+	// record, so that the item is encoded once).
+	newEnc []byte
 	// expired marks a deletion by TTL expiry (its change record names the
 	// service as the user).
 	expired bool
@@ -108,9 +114,11 @@ func (e *Engine) locked(ws []*itemWrite, extra [][]byte, fn func() error) error 
 		if err != nil {
 			return err
 		}
-		if w.sizeOnly && len(t.Indexes) == 0 && !wantsOld {
-			w.old = nil
-			if w.found, w.oldSize, err = readItemSize(w.h.db, w.pk); err != nil {
+		if w.sizeOnly && len(t.Indexes) == 0 {
+			// NB: a stream's old image is the stored encoding itself; the
+			// record keeps it without a decode and an encode.
+			w.old, w.oldEnc = nil, nil
+			if w.found, w.oldSize, w.oldEnc, err = readItemSize(w.h.db, w.pk, wantsOld); err != nil {
 				return err
 			}
 			continue
@@ -146,22 +154,24 @@ func readItem(db *storage.DB, pk []byte) (attr.Item, error) {
 }
 
 // readItemSize reads whether the item at physical key pk exists and its
-// size, without decoding it.
-func readItemSize(db *storage.DB, pk []byte) (found bool, size int, err error) {
+// size, without decoding it, and with keep a copy of its encoding.
+func readItemSize(db *storage.DB, pk []byte, keep bool) (found bool, size int, enc []byte, err error) {
 	var derr error
 	err = db.View(pk, func(v []byte) error {
-		size, derr = attr.EncodedItemSize(v)
+		if size, derr = attr.EncodedItemSize(v); derr == nil && keep {
+			enc = bytes.Clone(v)
+		}
 		return derr
 	})
 	switch {
 	case errors.Is(err, storage.ErrNotFound):
-		return false, 0, nil
+		return false, 0, nil, nil
 	case derr != nil:
-		return false, 0, apierr.Wrap(apierr.Internal, derr, "decoding item")
+		return false, 0, nil, apierr.Wrap(apierr.Internal, derr, "decoding item")
 	case err != nil:
-		return false, 0, apierr.Wrap(apierr.Internal, err, "reading item")
+		return false, 0, nil, apierr.Wrap(apierr.Internal, err, "reading item")
 	}
-	return true, size, nil
+	return true, size, enc, nil
 }
 
 // commit applies the decided writes of ws: one batch per store, the main
@@ -325,7 +335,8 @@ func (e *Engine) stage(b *storage.Batch, w *itemWrite) error {
 	}
 	checkInNamespace(ns, w.pk)
 	if nu != nil {
-		b.Set(w.pk, attr.EncodeItem(nu))
+		w.newEnc = attr.EncodeItem(nu)
+		b.Set(w.pk, w.newEnc)
 	} else {
 		b.Delete(w.pk)
 	}
