@@ -485,6 +485,14 @@ func TestTrim(t *testing.T) {
 	if _, err := l.TrimHorizon(db, ns, s, 0); !errors.Is(err, ErrTrimmed) {
 		t.Errorf("TrimHorizon of a trimmed shard: %v", err)
 	}
+	// LATEST honours retention as TRIM_HORIZON does: a shard past it is
+	// trimmed, a kept one gives the position after its newest record.
+	if _, err := l.Latest(db, ns, s, 0); !errors.Is(err, ErrTrimmed) {
+		t.Errorf("Latest of a shard past retention: %v", err)
+	}
+	if p, err := l.Latest(db, ns, s, 2); err != nil || p != (Position{Shard: 2, Seq: 7}) {
+		t.Errorf("Latest of the open shard = %+v, %v; want {2 7}", p, err)
+	}
 	rs := readAll(t, l, db, ns, s, 1)
 	if got := events(rs); got != "INSERT 3;" {
 		t.Errorf("shard 1 after trim: %q", got)

@@ -140,6 +140,19 @@ func encodePosition(p Position) []byte {
 // TrimHorizon returns the position of the oldest record of shard k that
 // ns can read (TRIM_HORIZON), or ErrTrimmed if the whole shard is.
 func (l *Log) TrimHorizon(db *storage.DB, ns []byte, s Stream, k uint32) (Position, error) {
+	h, err := l.checkShardKept(db, ns, s, k)
+	if err != nil {
+		return Position{}, err
+	}
+	if h.Shard == k {
+		return h, nil
+	}
+	return Position{Shard: k}, nil
+}
+
+// checkShardKept returns ErrTrimmed if shard k of s is wholly past
+// retention or trimmed in ns, else the horizon of s in ns.
+func (l *Log) checkShardKept(db *storage.DB, ns []byte, s Stream, k uint32) (Position, error) {
 	if s.shardStart(k+1) <= l.now().Add(-l.opts.Retention).UnixMilli() {
 		return Position{}, ErrTrimmed
 	}
@@ -149,25 +162,36 @@ func (l *Log) TrimHorizon(db *storage.DB, ns []byte, s Stream, k uint32) (Positi
 		return Position{}, err
 	case h.Shard > k:
 		return Position{}, ErrTrimmed
-	case h.Shard == k:
-		return h, nil
 	}
-	return Position{Shard: k}, nil
+	return h, nil
 }
 
 // Latest returns the position just after the newest record of shard k in
 // ns (LATEST): reading from it returns only records committed later.
-// Changes in flight count as later.
+// Changes in flight count as later. A shard past retention, or trimmed,
+// is ErrTrimmed, as for TrimHorizon.
 func (l *Log) Latest(db *storage.DB, ns []byte, s Stream, k uint32) (Position, error) {
+	if _, err := l.checkShardKept(db, ns, s, k); err != nil {
+		return Position{}, err
+	}
 	v, err := l.store(db).ns(ns).view(s)
 	if err != nil {
 		return Position{}, err
 	}
 	p := Position{Shard: k, Seq: v.next}
 	if v.limit != 0 {
-		p.Seq = v.limit
+		return Position{Shard: k, Seq: v.limit}, nil
 	}
-	return p, nil
+	// NB: records numbered in another store (a dropped silo table's,
+	// copied into the main store) may lie above this store's counter;
+	// with nothing in flight, every record at or above it is committed.
+	lo, hi := shardBounds(ns, s, k, p.Seq, 0)
+	it := db.NewIter(lo, hi)
+	defer it.Close()
+	if it.Last() {
+		p.Seq = seqOf(it.Key()) + 1
+	}
+	return p, it.Error()
 }
 
 // CheckKept returns ErrTrimmed if p lies before what ns keeps of s.
