@@ -599,3 +599,88 @@ func TestFindStreams(t *testing.T) {
 		t.Errorf("a shared stream after dropping a tenant: %v", err)
 	}
 }
+
+// TestStreamNameIndex: descriptors are indexed by owner and table name, so
+// FindStreams and VisibleStreams read only the shared part and the
+// caller's own part; a descriptor without its index key (written before
+// the index existed) is indexed when the log opens; dropping a tenant or
+// expiring a stream deletes its index key with the descriptor.
+func TestStreamNameIndex(t *testing.T) {
+	c := &clock{t: time.Unix(1_800_000_000, 0)}
+	db := openDB(t, "")
+	l := newLog(t, db, c, func(o *Options) { o.Retention = time.Hour })
+	var ta, tb tenancy.TenantID
+	ta[0], tb[0] = 1, 2
+	a, b := keyspace.Namespace(ta, "live"), keyspace.Namespace(tb, "live")
+	shared, _ := l.CreateStream(1, KeysOnly, "orders", nil, nil)
+	c.add(time.Millisecond)
+	own, _ := l.CreateStream(2, KeysOnly, "orders", a, nil)
+	c.add(time.Millisecond)
+	other, _ := l.CreateStream(3, KeysOnly, "orders", b, nil)
+	c.add(time.Millisecond)
+	gone, _ := l.CreateStream(2, NewImage, "orders", a, nil) // a later stream of a's table
+	names := func(ss []Stream) string {
+		out := ""
+		for _, s := range ss {
+			out += fmt.Sprintf("%d/%d;", s.Table, s.ID)
+		}
+		return out
+	}
+	if got, want := names(mustStreams(t)(l.VisibleStreams(a))), fmt.Sprintf("1/%d;2/%d;2/%d;", shared.ID, own.ID, gone.ID); got != want {
+		t.Errorf("VisibleStreams(a) = %s, want %s", got, want)
+	}
+	if got, want := names(mustStreams(t)(l.VisibleStreams(b))), fmt.Sprintf("1/%d;3/%d;", shared.ID, other.ID); got != want {
+		t.Errorf("VisibleStreams(b) = %s, want %s", got, want)
+	}
+	// Every descriptor has its index key; one without is indexed on open.
+	lo, hi := keyspace.OwnerStreamNames(b)
+	if n := countKeys(t, db, lo, hi); n != 1 {
+		t.Fatalf("%d index keys of b, want 1", n)
+	}
+	del := db.NewBatch()
+	del.Delete(keyspace.StreamName(b, "orders", 3, other.ID))
+	if err := db.Apply(del); err != nil {
+		t.Fatal(err)
+	}
+	del.Close()
+	if got, _ := l.FindStreams("orders", other.ID, b); len(got) != 0 {
+		t.Fatalf("found an unindexed stream: %+v", got)
+	}
+	l = newLog(t, db, c, func(o *Options) { o.Retention = time.Hour })
+	if got, err := l.FindStreams("orders", other.ID, b); err != nil || len(got) != 1 || got[0].Table != 3 {
+		t.Errorf("FindStreams after reopening = %+v, %v", got, err)
+	}
+	// Dropping tenant a deletes its descriptors and their index keys.
+	if err := l.DropTenant(db, ta); err != nil {
+		t.Fatal(err)
+	}
+	lo, hi = keyspace.TenantStreamNames(ta)
+	if n := countKeys(t, db, lo, hi); n != 0 {
+		t.Errorf("%d index keys of a dropped tenant", n)
+	}
+	// A stream disabled past retention goes with its index key.
+	if _, err := l.DisableStream(1, shared.ID); err != nil {
+		t.Fatal(err)
+	}
+	c.add(2 * time.Hour)
+	if _, err := l.Trim(db); err != nil {
+		t.Fatal(err)
+	}
+	lo, hi = keyspace.OwnerStreamNames(nil)
+	if n := countKeys(t, db, lo, hi); n != 0 {
+		t.Errorf("%d index keys of an expired shared stream", n)
+	}
+	if got := names(mustStreams(t)(l.VisibleStreams(b))); got != fmt.Sprintf("3/%d;", other.ID) {
+		t.Errorf("VisibleStreams(b) at the end = %s", got)
+	}
+}
+
+func mustStreams(t *testing.T) func([]Stream, error) []Stream {
+	return func(ss []Stream, err error) []Stream {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ss
+	}
+}

@@ -135,6 +135,11 @@ func New(main *storage.DB, opts Options) (*Log, error) {
 	if l.idKey, err = hkdf.Key(sha256.New, opts.Secret, nil, "tenantdb changelog ids v1", 32); err != nil {
 		return nil, fmt.Errorf("changelog: derive key: %w", err)
 	}
+	if main != nil { // nil: tokens only (tests)
+		if err := l.indexNames(); err != nil {
+			return nil, err
+		}
+	}
 	return l, nil
 }
 
@@ -299,6 +304,7 @@ func (l *Log) putStream(s Stream) error {
 	b := l.main.NewBatch()
 	defer b.Close()
 	b.Set(keyspace.StreamDescriptor(s.Table, s.ID), s.encode())
+	b.Set(keyspace.StreamName(s.Owner, s.TableName, s.Table, s.ID), nil)
 	if err := l.main.Apply(b); err != nil {
 		return fmt.Errorf("changelog: writing stream descriptor: %w", err)
 	}
@@ -319,12 +325,13 @@ func (l *Log) Stream(table, id uint64) (Stream, error) {
 
 // FindStreams returns the streams with id of tables named name that
 // namespace ns may read: those of shared tables and those ns owns. It
-// scans every descriptor: it is for reaching the streams of deleted
-// tables, which no table definition names any more.
+// reads the descriptors' index by owner and table name (of those two
+// owners only): it is for reaching the streams of deleted tables, which
+// no table definition names any more.
 //
 // Hidden streams are never found: the Streams API does not show them.
 func (l *Log) FindStreams(name string, id uint64, ns []byte) ([]Stream, error) {
-	found, err := l.findStreams(name, id, func(owner []byte) bool { return owner == nil || bytes.Equal(owner, ns) })
+	found, err := l.findStreams(name, id, ns)
 	out := found[:0]
 	for _, s := range found {
 		if !s.Hidden {
@@ -332,30 +339,6 @@ func (l *Log) FindStreams(name string, id uint64, ns []byte) ([]Stream, error) {
 		}
 	}
 	return out, err
-}
-
-func (l *Log) findStreams(name string, id uint64, match func(owner []byte) bool) ([]Stream, error) {
-	lo, hi := keyspace.AllStreamDescriptors()
-	it := l.main.NewIter(lo, hi)
-	defer it.Close()
-	var out []Stream
-	for ok := it.First(); ok; ok = it.Next() {
-		k := it.Key()
-		if beUint64(k[len(k)-8:]) != id {
-			continue
-		}
-		s, err := decodeStream(beUint64(k[len(k)-16:]), id, it.Value())
-		if err != nil {
-			return nil, err
-		}
-		if s.TableName == name && match(s.Owner) {
-			out = append(out, s)
-		}
-	}
-	if err := it.Error(); err != nil {
-		return nil, fmt.Errorf("changelog: listing streams: %w", err)
-	}
-	return out, nil
 }
 
 // Streams returns the streams of a table that still exist, oldest first.

@@ -1,7 +1,6 @@
 package changelog
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 
@@ -173,7 +172,7 @@ func (l *Log) dropExpiredStreams(cutoffOf func(Stream) int64) error {
 			return err
 		}
 		if !s.Enabled() && s.Disabled.UnixMilli() <= cutoffOf(s) {
-			b.Delete(k)
+			deleteStream(b, s)
 		}
 	}
 	if err := it.Error(); err != nil {
@@ -237,27 +236,14 @@ func (l *Log) DropTenant(db *storage.DB, t tenancy.TenantID) error {
 func (l *Log) dropOwnedStreams(t tenancy.TenantID) error {
 	l.ddl.Lock()
 	defer l.ddl.Unlock()
-	prefix := keyspace.Tenant(t)
-	lo, hi := keyspace.AllStreamDescriptors()
-	it := l.main.NewIter(lo, hi)
-	defer it.Close()
+	owned, err := l.ownedStreams(t)
+	if err != nil || len(owned) == 0 {
+		return err
+	}
 	b := l.main.NewBatch()
 	defer b.Close()
-	for ok := it.First(); ok; ok = it.Next() {
-		k := it.Key()
-		s, err := decodeStream(beUint64(k[len(k)-16:]), beUint64(k[len(k)-8:]), it.Value())
-		if err != nil {
-			return err
-		}
-		if bytes.HasPrefix(s.Owner, prefix) {
-			b.Delete(k)
-		}
-	}
-	if err := it.Error(); err != nil {
-		return fmt.Errorf("changelog: listing streams: %w", err)
-	}
-	if b.Len() == 0 {
-		return nil
+	for _, s := range owned {
+		deleteStream(b, s)
 	}
 	if err := l.main.Apply(b); err != nil {
 		return fmt.Errorf("changelog: dropping tenant streams: %w", err)

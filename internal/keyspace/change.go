@@ -16,6 +16,7 @@ import (
 //	<ns> C t <table:8>                              the newest record of the table trimmed in the namespace
 //	s chs/ <table:8> <stream:8>                     a stream's descriptor (server-wide)
 //	s chl/ <ns> <table:8> <stream:8>                ns holds records of the stream (for trimming)
+//	s chn/ <owner> <name> 0 <table:8> <stream:8>    a stream's descriptor, indexed by owner and table name
 
 // ChangeStream returns the prefix of the records of one stream of a table
 // in namespace ns.
@@ -100,6 +101,49 @@ func ParseChangeLogEntry(key []byte) (ns []byte, table, stream uint64, ok bool) 
 	rest := key[len(p):]
 	n := len(rest) - 16
 	return clone(rest[:n]), binary.BigEndian.Uint64(rest[n:]), binary.BigEndian.Uint64(rest[n+8:]), true
+}
+
+// StreamName returns the key indexing a stream's descriptor by the owner
+// of its table (the owning namespace, nil for a shared table) and the
+// table's name, so that the streams of a deleted table are found without
+// reading every descriptor.
+func StreamName(owner []byte, name string, table, stream uint64) []byte {
+	b := append(streamNameOwner(owner), name...)
+	b = binary.BigEndian.AppendUint64(append(b, strNameEnd), table)
+	return binary.BigEndian.AppendUint64(b, stream)
+}
+
+// StreamNames returns the range of the StreamName keys of tables named
+// name of owner.
+func StreamNames(owner []byte, name string) (lo, hi []byte) {
+	return prefixRange(append(append(streamNameOwner(owner), name...), strNameEnd))
+}
+
+// OwnerStreamNames returns the range of every StreamName key of owner.
+func OwnerStreamNames(owner []byte) (lo, hi []byte) { return prefixRange(streamNameOwner(owner)) }
+
+// TenantStreamNames returns the range of the StreamName keys of the
+// tables of every namespace of tenant t.
+func TenantStreamNames(t tenancy.TenantID) (lo, hi []byte) {
+	return prefixRange(append(append(System(SysStreamNames), strOwned), Tenant(t)...))
+}
+
+// ParseStreamName returns the table and stream of a StreamName key; ok is
+// false if key is not one.
+func ParseStreamName(key []byte) (table, stream uint64, ok bool) {
+	p := System(SysStreamNames)
+	if len(key) < len(p)+1+1+16 || string(key[:len(p)]) != string(p) || key[len(key)-17] != strNameEnd {
+		return 0, 0, false
+	}
+	n := len(key) - 16
+	return binary.BigEndian.Uint64(key[n:]), binary.BigEndian.Uint64(key[n+8:]), true
+}
+
+func streamNameOwner(owner []byte) []byte {
+	if owner == nil {
+		return append(System(SysStreamNames), strShared)
+	}
+	return append(append(System(SysStreamNames), strOwned), owner...)
 }
 
 // ChangeMetaRange returns the range of namespace ns's change log state

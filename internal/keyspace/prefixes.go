@@ -61,11 +61,19 @@ const (
 	envSep        = 0x00 // ends the environment of a namespace
 )
 
+// Stream name index level: the byte after System(SysStreamNames).
+const (
+	strShared  = 's'  // streams of shared tables: <name> 0x00 <table:8> <stream:8>
+	strOwned   = 'o'  // streams of tenant-owned tables: <ns> <name> 0x00 <table:8> <stream:8>
+	strNameEnd = 0x00 // ends the table name
+)
+
 // System key names, under sysPrefix (System(name)). None may be a prefix
 // of another.
 const (
 	SysTableSeq      = "seq/table" // next table id
 	SysTableRegistry = "tns/"      // <table:8><namespace>: namespace holds data of table
+	SysStreamNames   = "chn/"      // <owner><name>0x00<table:8><stream:8>: stream descriptors by table name
 	SysPendingDrops  = "drop/"     // <table:8><index:2>: pending removal of data
 	SysStreams       = "chs/"      // <table:8><stream:8>: stream descriptors
 	SysChangeLogs    = "chl/"      // <namespace><table:8><stream:8>: namespace holds records of stream
