@@ -2,8 +2,12 @@ package engine
 
 import (
 	"context"
+	"slices"
+	"strings"
 
 	"github.com/tenantdb/tenantdb/internal/apierr"
+	"github.com/tenantdb/tenantdb/internal/changelog"
+	"github.com/tenantdb/tenantdb/internal/resolve"
 	"github.com/tenantdb/tenantdb/internal/tenancy"
 	"github.com/tenantdb/tenantdb/internal/wire"
 )
@@ -11,9 +15,11 @@ import (
 // ListStreams lists the streams of the tables scope s can see (or of the
 // one table named), by table name and then age, paged by
 // ExclusiveStartStreamArn. Streams of a table stay listed after they are
-// disabled, until retention removes them. Errors: ValidationException,
-// ResourceNotFoundException (TableName), AccessDeniedException (the
-// operator, which has no access to table data).
+// disabled, and after the table is deleted, until retention removes them
+// (as DynamoDB keeps them 24 hours). Errors: ValidationException,
+// ResourceNotFoundException (TableName, neither a table nor one with
+// streams still readable), AccessDeniedException (the operator, which has
+// no access to table data).
 func (e *Engine) ListStreams(ctx context.Context, s tenancy.Scope, in *wire.ListStreamsInput) (*wire.ListStreamsOutput, error) {
 	if err := check(ctx, s); err != nil {
 		return nil, err
@@ -28,16 +34,23 @@ func (e *Engine) ListStreams(ctx context.Context, s tenancy.Scope, in *wire.List
 			return nil, err
 		}
 	}
-	out := &wire.ListStreamsOutput{Streams: []wire.StreamSummary{}}
-	started := in.ExclusiveStartStreamArn == ""
+	type listed struct {
+		name string
+		st   changelog.Stream
+	}
+	var all []listed
+	live := map[string]uint64{} // name -> id of the live table
+	var openErr error
 	for _, name := range names {
 		h, err := e.open(ctx, s, name)
 		if err != nil {
-			if in.TableName == "" && apierr.Is(err, apierr.ResourceNotFound) {
-				continue // dropped meanwhile
+			if apierr.Is(err, apierr.ResourceNotFound) {
+				openErr = err // the named table may have been deleted
+				continue
 			}
 			return nil, err
 		}
+		live[name] = h.Table.ID
 		streams, err := e.clog.Streams(h.Table.ID)
 		if err != nil {
 			return nil, apierr.Wrap(apierr.Internal, err, "listing streams")
@@ -46,17 +59,52 @@ func (e *Engine) ListStreams(ctx context.Context, s tenancy.Scope, in *wire.List
 			if !e.streamShown(st) {
 				continue // hidden (the log's own) or long disabled
 			}
-			arn := e.streamARN(name, st)
-			if !started {
-				started = arn == in.ExclusiveStartStreamArn
-				continue
-			}
-			if len(out.Streams) == limit {
-				out.LastEvaluatedStreamArn = out.Streams[limit-1].StreamArn
-				return out, nil
-			}
-			out.Streams = append(out.Streams, wire.StreamSummary{StreamArn: arn, StreamLabel: st.Label(), TableName: name})
+			all = append(all, listed{name, st})
 		}
+	}
+	// The streams of deleted tables (and of earlier tables of a name),
+	// from the index of the shared tables' and the caller's own.
+	var gone []changelog.Stream
+	if !s.Tenant().IsZero() { // NB: the operator has no access to table data
+		if gone, err = e.clog.VisibleStreams(resolve.Namespace(s)); err != nil {
+			return nil, apierr.Wrap(apierr.Internal, err, "listing streams")
+		}
+	}
+	for _, st := range gone {
+		if in.TableName != "" && st.TableName != in.TableName || live[st.TableName] == st.Table ||
+			!s.AllowsTable(st.TableName) || !e.streamShown(st) {
+			continue
+		}
+		all = append(all, listed{st.TableName, st})
+	}
+	if len(all) == 0 && in.TableName != "" && openErr != nil {
+		return nil, openErr
+	}
+	slices.SortStableFunc(all, func(a, b listed) int {
+		if c := strings.Compare(a.name, b.name); c != 0 {
+			return c
+		}
+		switch {
+		case a.st.ID < b.st.ID:
+			return -1
+		case a.st.ID > b.st.ID:
+			return 1
+		}
+		return 0
+	})
+	out := &wire.ListStreamsOutput{Streams: []wire.StreamSummary{}}
+	started := in.ExclusiveStartStreamArn == ""
+	for _, l := range all {
+		arn := e.streamARN(l.name, l.st)
+		if !started {
+			started = arn == in.ExclusiveStartStreamArn
+			continue
+		}
+		if len(out.Streams) == limit {
+			out.LastEvaluatedStreamArn = out.Streams[limit-1].StreamArn
+			return out, nil
+		}
+		out.Streams = append(out.Streams, wire.StreamSummary{StreamArn: arn, StreamLabel: l.st.Label(), TableName: l.name})
 	}
 	return out, nil
 }
