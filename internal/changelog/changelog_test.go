@@ -684,3 +684,50 @@ func mustStreams(t *testing.T) func([]Stream, error) []Stream {
 		return ss
 	}
 }
+
+// TestMoveToMain: a namespace's records of a table in another store (a
+// silo table's) are copied into the main store, horizon and trimming
+// entry included; copying again (after a crash) changes nothing; the
+// main store then reads and trims them as its own.
+func TestMoveToMain(t *testing.T) {
+	c := &clock{t: time.Unix(1_800_000_000, 0)}
+	main, silo := openDB(t, ""), openDB(t, "")
+	l := newLog(t, main, c, func(o *Options) { o.Retention = 3 * time.Hour })
+	s, _ := l.CreateStream(7, NewImage, "silo", nil, nil)
+	ns, other := tenantNS(1, "live"), tenantNS(2, "live")
+	for i := range 4 { // shards 0, 0, 1, 1
+		commit(t, l, silo, ns, s, Change{Keys: key(fmt.Sprint(i)), New: item(fmt.Sprint(i), "x")})
+		commit(t, l, silo, other, s, Change{Keys: key("o"), New: item("o", "x")})
+		c.add(30 * time.Minute)
+	}
+	c.add(135 * time.Minute) // cutoff in shard 1, after record 2 of ns
+	if _, err := l.Trim(silo); err != nil {
+		t.Fatal(err)
+	}
+	s, _ = l.DisableStream(7, s.ID)
+	for range 2 {
+		if err := l.MoveToMain(silo, ns, 7); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := events(readAll(t, l, main, ns, s, 1)); got != "INSERT 3;" {
+		t.Errorf("moved records: %q", got)
+	}
+	if _, err := l.TrimHorizon(main, ns, s, 0); !errors.Is(err, ErrTrimmed) {
+		t.Errorf("the trimmed shard after moving: %v", err)
+	}
+	if got := readAll(t, l, main, other, s, 1); len(got) != 0 {
+		t.Errorf("another namespace's records moved: %d", len(got))
+	}
+	if p, err := l.Latest(main, ns, s, 1); err != nil || p.Seq <= readAll(t, l, main, ns, s, 1)[0].Seq {
+		t.Errorf("LATEST of moved records = %+v, %v", p, err)
+	}
+	c.add(4 * time.Hour)
+	if st, err := l.Trim(main); err != nil || st.Forgotten != 1 {
+		t.Errorf("trimming the moved records past retention: %+v, %v", st, err)
+	}
+	lo, hi := keyspace.ChangeStreamRange(ns, 7, s.ID)
+	if n := countKeys(t, main, lo, hi); n != 0 {
+		t.Errorf("%d moved records left after retention", n)
+	}
+}

@@ -170,6 +170,14 @@ func (e *Engine) drop(r dropRecord) error {
 			}
 		}
 		if r.Index == 0 && r.Isolate == tenancy.Silo {
+			// NB: the stream records of a dropped silo table move to the
+			// main store before its store goes, so that they stay readable
+			// until retention (a dropped tenant's go with it).
+			if !e.isDropped(tenant) {
+				if err := e.clog.MoveToMain(db, ns, r.Table); err != nil {
+					return apierr.Wrap(apierr.Internal, err, "keeping the stream records of a dropped silo table")
+				}
+			}
 			e.closeSilo(tenant, r.Table)
 		}
 	}
@@ -201,8 +209,6 @@ func (e *Engine) closeSilo(tenant tenancy.TenantID, id uint64) {
 	delete(e.silos, key)
 	e.mu.Unlock()
 	if db != nil {
-		// NB: a silo table's change records are in its store, so they go
-		// with the table at once (not after retention, as DynamoDB's).
 		e.clog.CloseStore(db)
 		if err := db.Close(); err != nil {
 			e.log.Warn("engine: closing dropped silo store", "err", err)

@@ -79,11 +79,18 @@ func (e *Engine) openStream(ctx context.Context, s tenancy.Scope, arn string) (*
 }
 
 // goneTableHandle is the handle through which scope s reads its records
-// of stream st of a deleted table: the records are in the main store (a
-// silo table's went with its store).
+// of stream st of a deleted table: they are in the main store (a silo
+// table's drop moves them there), or still in the silo store while the
+// drop that moves them is under way.
 func (e *Engine) goneTableHandle(s tenancy.Scope, st changelog.Stream) *handle {
 	t := &schema.Table{ID: st.Table, Name: st.TableName, Status: "DELETED"}
-	return &handle{Target: resolve.Target{Table: t, Namespace: resolve.Namespace(s), Scope: s}, db: e.db}
+	db := e.db
+	e.mu.RLock()
+	if silo, ok := e.silos[siloKey(s.Tenant(), st.Table)]; ok {
+		db = silo
+	}
+	e.mu.RUnlock()
+	return &handle{Target: resolve.Target{Table: t, Namespace: resolve.Namespace(s), Scope: s}, db: db}
 }
 
 // streamKeys returns the key schema of stream st's table, as recorded
