@@ -136,3 +136,42 @@ func (l *Log) ownedStreams(t tenancy.TenantID) ([]Stream, error) {
 	}
 	return out, nil
 }
+
+// EnabledStreams returns every enabled stream, reading every descriptor:
+// for the engine's check, when it opens, that each is named by a
+// definition (see the engine's repairStreams).
+func (l *Log) EnabledStreams() ([]Stream, error) {
+	lo, hi := keyspace.AllStreamDescriptors()
+	it := l.main.NewIter(lo, hi)
+	defer it.Close()
+	var out []Stream
+	for ok := it.First(); ok; ok = it.Next() {
+		k := it.Key()
+		s, err := decodeStream(beUint64(k[len(k)-16:]), beUint64(k[len(k)-8:]), it.Value())
+		if err != nil {
+			return nil, err
+		}
+		if s.Enabled() {
+			out = append(out, s)
+		}
+	}
+	if err := it.Error(); err != nil {
+		return nil, fmt.Errorf("changelog: listing streams: %w", err)
+	}
+	return out, nil
+}
+
+// DeleteUnused deletes the descriptor of a stream that never took a
+// record: one created for a table definition that was never saved (a
+// crash in between). REQUIRES: no Append of s ever happened.
+func (l *Log) DeleteUnused(s Stream) error {
+	l.ddl.Lock()
+	defer l.ddl.Unlock()
+	b := l.main.NewBatch()
+	defer b.Close()
+	deleteStream(b, s)
+	if err := l.main.Apply(b); err != nil {
+		return fmt.Errorf("changelog: deleting an unused stream: %w", err)
+	}
+	return nil
+}

@@ -196,6 +196,9 @@ func Open(db *storage.DB, opts Options) (*Engine, error) {
 		return nil, err
 	}
 	e.res = res
+	if err := e.repairStreams(); err != nil {
+		return nil, err
+	}
 	if err := e.runDrops(); err != nil {
 		return nil, err
 	}
