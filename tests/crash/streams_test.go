@@ -136,13 +136,18 @@ func follow(t *testing.T, sc *dynamodbstreams.Client, arn string) ([]stypes.Reco
 					if err == nil || attempt == 3 || !errors.As(err, &re) || re.HTTPStatusCode() != 200 {
 						break
 					}
-					// NB: aws-sdk-go-v2 sometimes fails reading a full
-					// (1 MB) answer whose status was 200 ("deserialization
-					// failed ... use of closed network connection": its own
-					// transport closed the connection, as in
-					// aws/aws-sdk-go-v2#1825 and #2737); a consumer retries
-					// with the same iterator, which must give the same
-					// records (checked below: no duplicates).
+					// NB: aws-sdk-go-v2 sometimes fails reading a large
+					// answer whose status was 200 ("deserialization failed
+					// ... use of closed network connection"): net/http's
+					// writeLoop closes the connection when its last read of
+					// the request body fails, the SDK having closed that
+					// body once the answer arrived (aws/aws-sdk-go-v2#2737,
+					// traced in TestStreamsFullPages' comment; the answer's
+					// length, CRC and JSON are checked there). The SDK's
+					// default retryer retries it (#2949); with retries off,
+					// a consumer retries with the same iterator, which
+					// must give the same records (checked below: no
+					// duplicates).
 					t.Logf("GetRecords %s, attempt %d: %v; retrying", id, attempt, err)
 				}
 				if err != nil {
