@@ -25,8 +25,10 @@ func TestBoto3(t *testing.T) {
 	}
 }
 
-// TestBoto3Streams runs testdata/boto3_streams.py: a stream enabled and
-// read back with boto3's dynamodbstreams client.
+// TestBoto3Streams runs testdata/boto3_streams.py: streams of every view
+// type enabled with boto3, written with every write operation and read
+// back in order with boto3's dynamodbstreams client, then one disabled
+// and read to its end.
 func TestBoto3Streams(t *testing.T) {
 	if err := exec.Command("python3", "-c", "import boto3").Run(); err != nil {
 		t.Skip("python3 with boto3 is not installed")
