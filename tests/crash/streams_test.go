@@ -184,7 +184,10 @@ func num(av stypes.AttributeValue) int {
 // restarts it, and follows the stream from TRIM_HORIZON as each tenant:
 // each sees exactly its own acknowledged changes, in per-key order, no
 // duplicates, none missing; a write in flight at a kill is there at most
-// once, where it was written.
+// once, where it was written. Meanwhile a follower per tenant reads the
+// stream live under the load, keeping its position across the kills: it
+// gets exactly the records of the final read, each once (no record it got
+// before a kill is taken back by the restart).
 func TestKill9StreamsKeepAcknowledgedChanges(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and kills the binary")
@@ -194,6 +197,7 @@ func TestKill9StreamsKeepAcknowledgedChanges(t *testing.T) {
 	args := []string{"--fairness=false", "--stream-rollover", streamRollover}
 	var creds []harness.Credential
 	var arn string
+	var followers []*liveFollower // one per tenant, following live across the kills
 	want := make([]map[string][]version, streamTenants)
 	for tn := range want {
 		want[tn] = map[string][]version{}
@@ -220,11 +224,25 @@ func TestKill9StreamsKeepAcknowledgedChanges(t *testing.T) {
 		for _, c := range creds {
 			clients = append(clients, srv.Client(c))
 		}
+		if followers == nil {
+			for range creds {
+				followers = append(followers, newLiveFollower())
+			}
+		}
+		stop := make(chan struct{})
+		var fw sync.WaitGroup
+		for tn, c := range creds {
+			fw.Add(1)
+			go func() { defer fw.Done(); followers[tn].run(streamsOf(srv, c), arn, stop) }()
+		}
 		streamLoad(clients, round, want, func() { srv.Kill(t) })
+		close(stop)
+		fw.Wait()
 	}
 	srv := harness.StartBinary(t, bin, dir, args...)
 	for tn, c := range creds {
 		recs, shards := follow(t, streamsOf(srv, c), arn)
+		checkLiveFollower(t, tn, followers[tn], streamsOf(srv, c), arn, recs)
 		got := map[string][]stypes.Record{}
 		for _, r := range recs {
 			pk := "?"
@@ -277,4 +295,45 @@ func newImages(rs []stypes.Record) []int {
 		vs = append(vs, num(r.Dynamodb.NewImage["v"]))
 	}
 	return vs
+}
+
+// checkLiveFollower finishes f's reading on the final server and checks
+// that it got exactly the records of the final full read recs, in the
+// same order per shard: none twice, none missing, none lost by a kill.
+func checkLiveFollower(t *testing.T, tn int, f *liveFollower, sc *dynamodbstreams.Client, arn string, recs []stypes.Record) {
+	t.Helper()
+	live := len(f.recs) // got while the load ran, across the kills
+	if live == 0 {
+		t.Errorf("tenant %d: the live follower got nothing while the load ran", tn)
+	}
+	var err error
+	for attempt := 0; attempt < 3; attempt++ { // NB: see the retry in follow
+		if err = f.pass(sc, arn); err == nil {
+			break
+		}
+	}
+	if err != nil {
+		t.Fatalf("tenant %d: live follower's last pass: %v", tn, err)
+	}
+	for _, e := range f.errs {
+		t.Errorf("tenant %d: live follower: %s", tn, e)
+	}
+	full := map[string]bool{}
+	for _, r := range recs {
+		full[aws.ToString(r.Dynamodb.SequenceNumber)] = true
+	}
+	for _, r := range f.recs {
+		if seq := aws.ToString(r.Dynamodb.SequenceNumber); !full[seq] {
+			t.Errorf("tenant %d: live follower got record %s (v=%d), which the stream no longer has", tn, seq, num(r.Dynamodb.NewImage["v"]))
+		}
+	}
+	if len(f.recs) != len(recs) {
+		t.Fatalf("tenant %d: live follower got %d records, the stream has %d", tn, len(f.recs), len(recs))
+	}
+	for i := range recs {
+		if a, b := aws.ToString(f.recs[i].Dynamodb.SequenceNumber), aws.ToString(recs[i].Dynamodb.SequenceNumber); a != b {
+			t.Fatalf("tenant %d: record %d: live follower got %s, the stream has %s", tn, i, a, b)
+		}
+	}
+	t.Logf("tenant %d: live follower got all %d records, each once, %d of them while the load ran, across the kills", tn, len(f.recs), live)
 }
