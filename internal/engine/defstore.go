@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/tenantdb/tenantdb/internal/apierr"
@@ -108,4 +109,27 @@ func (d defStore) tableNames(ns []byte) (map[uint64]string, error) {
 		return nil, fmt.Errorf("engine: reading table definitions: %w", err)
 	}
 	return m, nil
+}
+
+// saved reads the saved definition of the table named name owned by the
+// namespace owner (nil: a shared table) straight from the store, nil if
+// there is none: the repair of stream descriptors, on open, checks a
+// descriptor against the definition that should name it.
+func (d defStore) saved(owner []byte, name string) (*schema.Table, error) {
+	k := keyspace.SharedTable(name)
+	if owner != nil {
+		k = keyspace.TenantTable(owner, name)
+	}
+	v, err := d.db.Get(k)
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, apierr.Wrap(apierr.Internal, err, "reading table definition")
+	}
+	t, err := schema.Decode(v)
+	if err != nil {
+		return nil, apierr.Wrap(apierr.Internal, err, "decoding table definition")
+	}
+	return t, nil
 }

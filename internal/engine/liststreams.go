@@ -72,7 +72,7 @@ func (e *Engine) ListStreams(ctx context.Context, s tenancy.Scope, in *wire.List
 	}
 	for _, st := range gone {
 		if in.TableName != "" && st.TableName != in.TableName || live[st.TableName] == st.Table ||
-			!s.AllowsTable(st.TableName) || !e.streamShown(st) {
+			!resolve.MayReadGone(s, st.Owner, st.TableName) || !e.streamShown(st) {
 			continue
 		}
 		all = append(all, listed{st.TableName, st})

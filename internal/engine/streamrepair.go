@@ -5,7 +5,6 @@ import (
 
 	"github.com/tenantdb/tenantdb/internal/apierr"
 	"github.com/tenantdb/tenantdb/internal/changelog"
-	"github.com/tenantdb/tenantdb/internal/keyspace"
 	"github.com/tenantdb/tenantdb/internal/schema"
 	"github.com/tenantdb/tenantdb/internal/storage"
 )
@@ -79,23 +78,9 @@ func definesStream(t *schema.Table, id uint64) bool {
 // owner and name, as the descriptor keeps them), nil if there is none of
 // that table (none of that name, or one of another table since).
 func (e *Engine) definitionOf(st changelog.Stream) (*schema.Table, error) {
-	k := keyspace.SharedTable(st.TableName)
-	if st.Owner != nil {
-		k = keyspace.TenantTable(st.Owner, st.TableName)
-	}
-	v, err := e.db.Get(k)
-	if errors.Is(err, storage.ErrNotFound) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, apierr.Wrap(apierr.Internal, err, "reading table definition")
-	}
-	t, err := schema.Decode(v)
-	if err != nil {
-		return nil, apierr.Wrap(apierr.Internal, err, "decoding table definition")
-	}
-	if t.ID != st.Table {
-		return nil, nil
+	t, err := defStore{e.db}.saved(st.Owner, st.TableName)
+	if err != nil || t == nil || t.ID != st.Table {
+		return nil, err
 	}
 	return t, nil
 }
