@@ -24,7 +24,9 @@ import (
 //   - the definition names it but with the stream disabled, or names a
 //     later stream (UpdateTable disabling): disabled now;
 //   - the definition names an earlier stream (UpdateTable enabling, the
-//     definition never saved): never took a record: deleted.
+//     definition never saved): never took a record: deleted;
+//   - a hidden stream (the log consumers') the definition does not name
+//     is disabled, never deleted.
 //
 // It reads every descriptor once, and one definition per enabled one.
 func (e *Engine) repairStreams() error {
@@ -48,9 +50,11 @@ func (e *Engine) repairStreams() error {
 		case definesStream(t, st.ID):
 			continue
 		default:
-			// NB: a definition names at most its latest stream; one created
-			// after it was never named, so never appended to.
-			unused = st.ID > t.LatestStream
+			// NB: a definition names its latest stream; one created after
+			// it was never named, so never appended to. A hidden stream
+			// (the log consumers') is only ever disabled: the definition
+			// may have dropped it since it took records.
+			unused = !st.Hidden && st.ID > t.LatestStream
 		}
 		if unused {
 			e.log.Warn("engine: deleting a stream no saved definition names", "table", st.TableName, "stream", st.ID)
@@ -68,10 +72,11 @@ func (e *Engine) repairStreams() error {
 }
 
 // definesStream reports whether definition t names stream id as one that
-// receives its changes. NB: every stream a definition can name must be
-// here, or repairStreams ends it when the engine opens.
+// receives its changes: its enabled DynamoDB stream or its hidden one.
+// NB: every stream a definition can name must be here, or repairStreams
+// ends it when the engine opens.
 func definesStream(t *schema.Table, id uint64) bool {
-	return id == t.LatestStream && streamEnabled(t)
+	return id == t.LatestStream && streamEnabled(t) || id == t.HiddenStream
 }
 
 // definitionOf reads the saved definition of stream st's table (by its

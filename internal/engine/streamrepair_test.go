@@ -51,8 +51,15 @@ func TestRepairStreamsAfterCrash(t *testing.T) {
 	noErr(t, saveTable(b, off))
 	noErr(t, env.db.Apply(b))
 	b.Close()
-	// A healthy stream is left alone.
+	// A healthy stream is left alone, and so is a hidden one (the log
+	// consumers') its definition names.
 	okArn := op.create(streamTable("Fine", "KEYS_ONLY")).LatestStreamArn
+	op.create(tableInput("Kept", false))
+	noErr(t, e.RetainLog(testCtx, a.scope("GetRecords"), "Kept", "webhook:kept"))
+	kept := env.sharedTable("Kept")
+	if kept.HiddenStream == 0 {
+		t.Fatal("RetainLog made no hidden stream")
+	}
 
 	env.reopen()
 	e = env.e
@@ -74,6 +81,9 @@ func TestRepairStreamsAfterCrash(t *testing.T) {
 	d, err := e.DescribeStream(testCtx, a.scope("DescribeStream"), &wire.DescribeStreamInput{StreamArn: okArn})
 	if err != nil || d.StreamDescription.StreamStatus != "ENABLED" {
 		t.Errorf("a healthy stream after reopening: %+v, %v", d, err)
+	}
+	if st, err := e.clog.Stream(kept.ID, kept.HiddenStream); err != nil || !st.Enabled() {
+		t.Errorf("a hidden stream its definition names, after reopening: %+v, %v", st, err)
 	}
 	got, err := a.listStreams("")
 	if err != nil || len(got) != 3 || strings.Contains(strings.Join(got, ","), "Never") || strings.Contains(strings.Join(got, ","), "Plain") {
