@@ -46,6 +46,7 @@ const (
 	nsCounter = 'm' // statistics counters
 	nsChange  = 'c' // change log records: <table:8> <stream:8> <shard:4> <seq:8>
 	nsChgMeta = 'C' // change log state of the namespace (see chg*)
+	nsAgg     = 'g' // aggregates: <name> 0x00 (see agg*)
 )
 
 // Change log state level: the byte after Namespace(tenant, env) nsChgMeta.
@@ -55,10 +56,18 @@ const (
 	chgTrimmed = 't' // <table:8>: the newest record of the table trimmed away
 )
 
+// Aggregate level: the byte after Namespace(tenant, env) nsAgg <name> aggSep.
+const (
+	aggDefinition = 'd' // the aggregate's definition
+	aggProgress   = 'p' // its consumer cursor and state
+	aggGroup      = 'g' // <type:1> <group value>: one group's count and sums
+)
+
 // Separators.
 const (
 	membershipSep = 0x00 // ends the sub of a membership key
 	envSep        = 0x00 // ends the environment of a namespace
+	aggSep        = 0x00 // ends an aggregate's name
 )
 
 // Stream name index level: the byte after System(SysStreamNames).
@@ -77,4 +86,5 @@ const (
 	SysPendingDrops  = "drop/"     // <table:8><index:2>: pending removal of data
 	SysStreams       = "chs/"      // <table:8><stream:8>: stream descriptors
 	SysChangeLogs    = "chl/"      // <namespace><table:8><stream:8>: namespace holds records of stream
+	SysAggregates    = "agg/"      // <namespace><name>: namespace holds the aggregate
 )
