@@ -25,6 +25,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/tenantdb/tenantdb/internal/admin"
+	"github.com/tenantdb/tenantdb/internal/aggregate"
 	"github.com/tenantdb/tenantdb/internal/audit"
 	"github.com/tenantdb/tenantdb/internal/auth"
 	"github.com/tenantdb/tenantdb/internal/catalog"
@@ -134,8 +135,11 @@ type Node struct {
 	quotas    *quota.Manager
 	backend   *quota.Limited
 	transfers *transfer.Service
-	server    *server.Server
-	bootstrap Bootstrap
+	// aggregates maintains aggregates from the change log (embedded
+	// engine only).
+	aggregates *aggregate.Service
+	server     *server.Server
+	bootstrap  Bootstrap
 	// adminRoutes are the routes the admin API registered.
 	adminRoutes []string
 
@@ -261,6 +265,16 @@ func Open(ctx context.Context, o Options) (_ *Node, err error) {
 	} else {
 		adm.ServeTransfers(transfer.Unavailable("they read a snapshot of the embedded engine, and this server is a gateway over a remote one"))
 	}
+	if n.remote == nil {
+		if n.aggregates, err = aggregate.New(aggregate.Options{DB: n.db, Log: n.engine, Tables: n.engine, Scope: aggregate.WorkerScope,
+			Registerer: reg, Logger: log}); err != nil {
+			return nil, err
+		}
+		adm.ServeAggregates(n.aggregates)
+		if err := n.aggregates.Start(); err != nil {
+			return nil, err
+		}
+	}
 	n.adminRoutes = adm.Routes()
 
 	dataAuth := o.benchOptions.wrap(n.auth, guard, log) // n.auth itself unless benchbypass
@@ -364,6 +378,9 @@ func (n *Node) Shutdown(ctx context.Context) error {
 func (n *Node) Close() error {
 	n.closeOnce.Do(func() {
 		var errs []error
+		if n.aggregates != nil {
+			errs = append(errs, n.aggregates.Close())
+		}
 		if n.transfers != nil {
 			n.transfers.Close()
 		}
