@@ -53,6 +53,12 @@ var adminRouteBodies = map[string]string{
 	"GET /v1/tenants/{tenant}/usage":              "",
 	"POST /v1/tenants/{tenant}/exports":           `{}`,
 	"POST /v1/tenants/{tenant}/imports":           `{"table":"iso_ns","items":[{"pk":{"S":"p0"},"sk":{"S":"s0"},"v":{"S":"planted"}}]}`,
+
+	"POST /v1/tenants/{tenant}/aggregates":                `{"name":"evil","table":"orders","group_by":"status","count":true}`,
+	"GET /v1/tenants/{tenant}/aggregates":                 "",
+	"GET /v1/tenants/{tenant}/aggregates/{name}":          "",
+	"DELETE /v1/tenants/{tenant}/aggregates/{name}":       "",
+	"POST /v1/tenants/{tenant}/aggregates/{name}/rebuild": "",
 }
 
 // adminRoutes returns the routes of the admin API of a node assembled as

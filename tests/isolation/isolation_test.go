@@ -18,6 +18,7 @@ func TestIsolation(t *testing.T) {
 	t.Run("credentials", w.credentialAttacks)
 	t.Run("admin", w.adminAttacks)
 	t.Run("admin-routes", w.adminRouteAttacks)
+	t.Run("aggregates", w.aggregateAttacks)
 	t.Run("lifecycle", w.lifecycleAttacks)
 	t.Run("bytes", func(t *testing.T) {
 		w.byteSweep(t, w.A, w.B, w.Btest)
