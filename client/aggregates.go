@@ -20,9 +20,9 @@ type CreateAggregateRequest struct {
 	Values map[string]json.RawMessage `json:"values,omitempty"`
 	Count  bool                       `json:"count"`
 	Sum    []string                   `json:"sum,omitempty"`
-	// TrimPrefix is removed from string group values starting with it
-	// ("{tenant}" is the tenant id).
-	TrimPrefix string `json:"trim_prefix,omitempty"`
+	// GroupAfter: only the part of a string group value after its last
+	// occurrence of GroupAfter names the group.
+	GroupAfter string `json:"group_after,omitempty"`
 	// Item materialises each group as an item of the table: key attribute
 	// → string template with {group} and {tenant}.
 	Item map[string]string `json:"item,omitempty"`
@@ -38,7 +38,7 @@ type Aggregate struct {
 	Values     map[string]json.RawMessage `json:"values,omitempty"`
 	Count      bool                       `json:"count"`
 	Sum        []string                   `json:"sum,omitempty"`
-	TrimPrefix string                     `json:"trim_prefix,omitempty"`
+	GroupAfter string                     `json:"group_after,omitempty"`
 	Item       map[string]string          `json:"item,omitempty"`
 	CreatedAt  time.Time                  `json:"created_at"`
 	// State is "building" (computing from the table's items) or "ready".

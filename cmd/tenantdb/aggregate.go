@@ -54,7 +54,7 @@ func aggregateCreate(ctx context.Context, args []string, stdout, stderr io.Write
 	count := fs.Bool("count", false, "count the items of each group")
 	var sums, items listFlag
 	fs.Var(&sums, "sum", "sum this number attribute per group (repeatable)")
-	trim := fs.String("trim-prefix", "", "remove this prefix ({tenant}: the tenant id) from string group values")
+	after := fs.String("group-after", "", "group string values by their part after the last occurrence of this separator (\"|\": TENANT#1|OPEN groups as OPEN)")
 	fs.Var(&items, "item", "materialise each group as an item: ATTR=TEMPLATE for each key attribute, {group} and {tenant} in TEMPLATE (repeatable)")
 	usageFunc(fs, stderr, "usage: tenantdb aggregate create --tenant ID --table NAME --name AGG --group-by ATTR [--where EXPR] [--count] [--sum ATTR]... [flags]",
 		"",
@@ -73,7 +73,7 @@ func aggregateCreate(ctx context.Context, args []string, stdout, stderr io.Write
 	if *tenant == "" || *table == "" || *name == "" || *groupBy == "" {
 		return errors.New("--tenant, --table, --name and --group-by are required")
 	}
-	in := client.CreateAggregateRequest{Name: *name, Table: *table, GroupBy: *groupBy, Where: *where, Count: *count, Sum: sums, TrimPrefix: *trim}
+	in := client.CreateAggregateRequest{Name: *name, Table: *table, GroupBy: *groupBy, Where: *where, Count: *count, Sum: sums, GroupAfter: *after}
 	if *names != "" {
 		if err := json.Unmarshal([]byte(*names), &in.Names); err != nil {
 			return fmt.Errorf("--names: %w", err)

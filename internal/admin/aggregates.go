@@ -43,7 +43,7 @@ func (h *Handler) ServeAggregates(svc *aggregate.Service) {
 			return
 		}
 		d := aggregate.Definition{Name: in.Name, Table: in.Table, GroupBy: in.GroupBy, Where: in.Where, Names: in.Names,
-			Count: in.Count, Sum: in.Sum, TrimPrefix: in.TrimPrefix, Item: in.Item}
+			Count: in.Count, Sum: in.Sum, GroupAfter: in.GroupAfter, Item: in.Item}
 		for k, raw := range in.Values {
 			var v attr.Value
 			if err := json.Unmarshal(raw, &v); err != nil {
@@ -114,7 +114,7 @@ func (h *Handler) ServeAggregates(svc *aggregate.Service) {
 func aggregateOut(in aggregate.Info) client.Aggregate {
 	out := client.Aggregate{
 		Name: in.Name, Table: in.Table, GroupBy: in.GroupBy, Where: in.Where, Names: in.Names, Count: in.Definition.Count,
-		Sum: in.Sum, TrimPrefix: in.TrimPrefix, Item: in.Item, CreatedAt: in.Created,
+		Sum: in.Sum, GroupAfter: in.GroupAfter, Item: in.Item, CreatedAt: in.Created,
 		State: in.State, Cursor: in.Cursor, Applied: in.Applied, LagMillis: in.LagMillis, LastChange: in.LastChange,
 		RebuiltAt: in.Rebuilt, Rebuilds: in.Rebuilds, Scanned: in.Scanned, Error: in.Error,
 	}

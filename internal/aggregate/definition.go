@@ -29,10 +29,11 @@ type Definition struct {
 	Count bool `json:"count"`
 	// Sum lists the number attributes summed per group.
 	Sum []string `json:"sum,omitempty"`
-	// TrimPrefix is removed from string group values that start with it
-	// ("{tenant}" stands for the tenant id): groups "TENANT#1|OPEN" read
-	// as "OPEN" with prefix "TENANT#1|".
-	TrimPrefix string `json:"trim_prefix,omitempty"`
+	// GroupAfter, if set, makes only the part of a string group value
+	// after its last occurrence of GroupAfter name the group (a value
+	// without it: the whole value). Single-table keys such as
+	// "TENANT#1|OPEN" group as "OPEN" with "|".
+	GroupAfter string `json:"group_after,omitempty"`
 	// Item, if set, materialises every group as an item of the table: the
 	// key attributes and their string templates, in which "{group}" is
 	// the group value and "{tenant}" the tenant id. The item holds

@@ -33,8 +33,10 @@ func (c *compiled) groupOf(tenant string, img attr.Item) (key string, ok bool, e
 	switch v.Type {
 	case attr.S:
 		typ, text = 'S', v.S
-		if p := c.trim(tenant); p != "" {
-			text = strings.TrimPrefix(text, p)
+		if sep := c.def.GroupAfter; sep != "" {
+			if i := strings.LastIndex(text, sep); i >= 0 {
+				text = text[i+len(sep):]
+			}
 		}
 	case attr.N:
 		typ, text = 'N', v.N.String()
@@ -52,10 +54,6 @@ func (c *compiled) groupOf(tenant string, img attr.Item) (key string, ok bool, e
 		}
 	}
 	return string(typ) + text, true, nil
-}
-
-func (c *compiled) trim(tenant string) string {
-	return strings.ReplaceAll(c.def.TrimPrefix, "{tenant}", tenant)
 }
 
 // groupText returns the group value as shown (the key without its type).

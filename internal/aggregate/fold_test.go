@@ -76,7 +76,7 @@ func (m *foldModel) show() string {
 // TestFold runs testdata/fold: define an aggregate, put and delete items
 // and look at the groups (go test -rewrite updates it; review the diff).
 //
-//	define group-by=A [count] [sum=A,B] [trim=P] [item=pk:T,sk:T]
+//	define group-by=A [count] [sum=A,B] [after=SEP] [item=pk:T,sk:T]
 //	<where expression>            (optional input; values as
 //	:v = {"S": "x"} lines after it)
 //	put key=K / delete key=K [ttl]   (input: the item's JSON)
@@ -101,7 +101,7 @@ func TestFold(t *testing.T) {
 			if s, ok := arg("sum"); ok {
 				def.Sum = strings.Split(s, ",")
 			}
-			def.TrimPrefix, _ = arg("trim")
+			def.GroupAfter, _ = arg("after")
 			if s, ok := arg("item"); ok {
 				def.Item = map[string]string{}
 				for _, kv := range strings.Split(s, ",") {

@@ -7,7 +7,8 @@
 //
 // testdata/seeds holds verbatim copies of the two seed documents, so that
 // the tests check the template and commands against them in any clone.
-// Seed 004 keeps its AGGREGATE items up to date from a change stream;
-// tenantdb has none yet, so the tests update them as the application
-// would and accept only counts that match the tickets.
+// Seed 004 keeps its AGGREGATE items up to date from a change stream; in
+// the AWS CLI test the server maintains them (an aggregate materialised as
+// those items) and the test accepts only counts that match the tickets.
+// The boto3 test still updates them as the application would.
 package seeds

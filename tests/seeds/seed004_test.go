@@ -5,6 +5,7 @@ package seeds
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -14,7 +15,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/tenantdb/tenantdb/client"
 	"github.com/tenantdb/tenantdb/tests/harness"
 )
 
@@ -245,29 +248,69 @@ func (tt *ticketTenant) aggregateKey(status string) [2]string {
 	return [2]string{tt.prefix + "|AGGREGATE", "STATUS#" + status}
 }
 
-// maintainAggregates brings tt's AGGREGATE items up to the model's ticket
-// counts with UpdateItem ADD of the difference, as an application
-// maintaining them would, and records the new counts in the model.
-func (tt *ticketTenant) maintainAggregates(t *testing.T, c rawClient) {
+// aggregateName is the server-maintained aggregate of tt's tickets.
+const aggregateName = "tickets-by-status"
+
+// defineAggregate has the server maintain tt's AGGREGATE items (the
+// seed's Lambda function on the table's stream): the operator defines,
+// for tt's tenant, an aggregate counting ticket summaries by the status
+// after the "|" of tenant_status, materialised as the seed's
+// <prefix>|AGGREGATE / STATUS#<status> items with their "count". It is
+// built from the items already there.
+func (tt *ticketTenant) defineAggregate(t *testing.T, srv *harness.Server) {
 	t.Helper()
-	for status, n := range tt.statusCounts() {
-		k := tt.aggregateKey(status)
-		it := tt.byKey[k]
-		if it == nil {
-			t.Fatalf("the data set has no aggregate %v", k)
+	_, err := srv.Admin().CreateAggregate(context.Background(), tt.cred.TenantID, client.CreateAggregateRequest{
+		Name: aggregateName, Table: "SupportTicket", GroupBy: "tenant_status", GroupAfter: "|", Count: true,
+		Where: "sk = :s", Values: map[string]json.RawMessage{":s": json.RawMessage(`{"S": "SUMMARY"}`)},
+		Item: map[string]string{"pk": tt.prefix + "|AGGREGATE", "sk": "STATUS#{group}"},
+	})
+	if err != nil {
+		t.Fatalf("create the aggregate: %v", err)
+	}
+}
+
+// awaitMaintained waits until the server's aggregate counts the model's
+// tickets by status and its materialised items hold those counts, and
+// records them in the model: nothing but the server keeps them.
+func (tt *ticketTenant) awaitMaintained(t *testing.T, srv *harness.Server, c rawClient, what string) {
+	t.Helper()
+	counts := tt.statusCounts()
+	want := map[string]int64{}
+	for st, n := range counts {
+		want[st] = int64(n)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		a, err := srv.Admin().Aggregate(context.Background(), tt.cred.TenantID, aggregateName)
+		if err != nil {
+			t.Fatalf("%s: show the aggregate: %v", what, err)
 		}
-		old, _ := strconv.Atoi(num(it, "count"))
-		if n == old {
-			continue
+		got := map[string]int64{}
+		for g, v := range a.Groups {
+			if v.Count != nil {
+				got[g] = *v.Count
+			}
 		}
-		c.call(t, "UpdateItem", map[string]any{
-			"TableName":                 "SupportTicket",
-			"Key":                       map[string]any{"pk": map[string]any{"S": k[0]}, "sk": map[string]any{"S": k[1]}},
-			"UpdateExpression":          "ADD #c :d",
-			"ExpressionAttributeNames":  map[string]string{"#c": "count"},
-			"ExpressionAttributeValues": map[string]any{":d": map[string]any{"N": strconv.Itoa(n - old)}},
-		})
-		it["count"] = map[string]any{"N": strconv.Itoa(n)}
+		ok := a.State == "ready" && reflect.DeepEqual(got, want)
+		for st, n := range counts {
+			k := tt.aggregateKey(st)
+			it := c.call(t, "GetItem", map[string]any{"TableName": "SupportTicket", "ConsistentRead": true,
+				"Key": map[string]any{"pk": map[string]any{"S": k[0]}, "sk": map[string]any{"S": k[1]}}})
+			m, _ := it["Item"].(map[string]any)
+			if m == nil || num(m, "count") != strconv.Itoa(n) {
+				ok = false
+			}
+		}
+		if ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: the server's aggregate is %v (state %s, error %q), want the tickets' %v", what, got, a.State, a.Error, want)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for st, n := range counts {
+		tt.byKey[tt.aggregateKey(st)]["count"] = map[string]any{"N": strconv.Itoa(n)}
 	}
 }
 
@@ -332,8 +375,12 @@ func runSeed004(t *testing.T, e *awsEnv, cmds map[string]string, tt *ticketTenan
 	checkCapacity(t, "open-resolver", out["ConsumedCapacity"], 0.5, false)
 	checkCount(t, "open-resolver", out)
 	// "view an aggregate of the tickets by status", before any change:
-	// the data set's aggregates count its tickets.
+	// the data set's aggregates count its tickets, and so does the
+	// server's aggregate defined now, which takes the items over.
 	tt.checkAggregates(t, e, cmds, "aggregate before the transaction")
+	tt.defineAggregate(t, e.srv)
+	tt.awaitMaintained(t, e.srv, c, "aggregate defined")
+	tt.checkAggregates(t, e, cmds, "aggregate defined")
 
 	// "change the status of multiple tickets atomically"
 	transact := tt.cmd(cmds, "transact")
@@ -374,10 +421,13 @@ func runSeed004(t *testing.T, e *awsEnv, cmds map[string]string, tt *ticketTenan
 	tt.checkItems(t, "closed after the transaction", tt.queryGSI1(t, c, closed), closedKeys, true)
 
 	// The seed keeps the aggregates from the table's stream (a Lambda
-	// function). tenantdb has no streams yet, so the application does it:
-	// it adds the transaction's changes to the counts. After that, the
-	// seed's query shows counts of the tickets as they now are.
-	tt.maintainAggregates(t, c)
+	// function); here the server maintains them from the change log. The
+	// refused and failed transactions changed nothing; the seed's closes
+	// two tickets: the seed's query shows the tickets as they now are.
+	tt.awaitMaintained(t, e.srv, c, "aggregate after the transaction")
+	if n := num(tt.byKey[tt.aggregateKey("CLOSED")], "count"); n != "3" {
+		t.Errorf("CLOSED tickets after the transaction: %s, want 3", n)
+	}
 	tt.checkAggregates(t, e, cmds, "aggregate after the transaction")
 
 	// Whatever else is in the table, the tenant's whole view is its own.
