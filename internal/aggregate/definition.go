@@ -37,7 +37,9 @@ type Definition struct {
 	// Item, if set, materialises every group as an item of the table: the
 	// key attributes and their string templates, in which "{group}" is
 	// the group value and "{tenant}" the tenant id. The item holds
-	// "count" (with Count) and "sum_<attr>" for each summed attribute.
+	// "count" (with Count) and "sum_<attr>" for each summed attribute: a
+	// number, or the exact decimal as a string when the sum needs more
+	// than DynamoDB's 38 digits.
 	Item map[string]string `json:"item,omitempty"`
 	// Created is when the aggregate was created.
 	Created time.Time `json:"created"`

@@ -274,11 +274,13 @@ func (c *compiled) item(tenant, group string, g *groupState) (attr.Item, error) 
 		if d := g.Sums[a]; d != nil {
 			s = *d
 		}
-		n, err := s.Number()
-		if err != nil {
-			return nil, fmt.Errorf("the sum of %s in group %s does not fit a DynamoDB number: %w", a, groupText(group), err)
+		if n, err := s.Number(); err == nil {
+			it["sum_"+a] = attr.Num(n)
+		} else {
+			// NB: a sum past DynamoDB's 38 digits (or its range) is kept
+			// exact, as text, rather than rounded.
+			it["sum_"+a] = attr.Str(s.String())
 		}
-		it["sum_"+a] = attr.Num(n)
 	}
 	return it, nil
 }
