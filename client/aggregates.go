@@ -56,6 +56,9 @@ type Aggregate struct {
 	// Scanned is how many items the last (or running) rebuild read.
 	Scanned uint64 `json:"scanned"`
 	Error   string `json:"error,omitempty"`
+	// Fleet marks a copy of an aggregate the operator defined for every
+	// tenant of a shared table (only the operator deletes it).
+	Fleet bool `json:"fleet,omitempty"`
 	// Groups maps each group value to its figures.
 	Groups map[string]AggregateGroup `json:"groups,omitzero"`
 }
@@ -108,4 +111,25 @@ func (c *Client) DeleteAggregate(ctx context.Context, tenant, name string) error
 func (c *Client) RebuildAggregate(ctx context.Context, tenant, name string) (Aggregate, error) {
 	var out Aggregate
 	return out, c.do(ctx, "POST", aggregatePath(tenant, name)+"/rebuild", c.Key, nil, &out)
+}
+
+// CreateFleetAggregate defines an aggregate on a shared table for every
+// tenant at once (operator only): each tenant environment holding data of
+// the table gets its own copy, covering its own items, under the same
+// name (state "defined" in this answer).
+func (c *Client) CreateFleetAggregate(ctx context.Context, in CreateAggregateRequest) (Aggregate, error) {
+	var out Aggregate
+	return out, c.do(ctx, "POST", "/v1/aggregates", c.Key, in, &out)
+}
+
+// FleetAggregates lists the aggregates defined for every tenant.
+func (c *Client) FleetAggregates(ctx context.Context) ([]Aggregate, error) {
+	var out AggregateList
+	return out.Aggregates, c.do(ctx, "GET", "/v1/aggregates", c.Key, nil, &out)
+}
+
+// DeleteFleetAggregate deletes an aggregate defined for every tenant and
+// every tenant's copy of it.
+func (c *Client) DeleteFleetAggregate(ctx context.Context, name string) error {
+	return c.do(ctx, "DELETE", "/v1/aggregates/"+url.PathEscape(name), c.Key, nil, nil)
 }

@@ -27,11 +27,11 @@ var _ = register(&command{
 
 func runAggregate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return dispatchVerb("aggregate", []verb{
-		{"create", "create --tenant ID --table NAME --name AGG --group-by ATTR [--where EXPR] [--count] [--sum ATTR]... [--item ATTR=TEMPLATE]...",
+		{"create", "create (--tenant ID | --all-tenants) --table NAME --name AGG --group-by ATTR [--where EXPR] [--count] [--sum ATTR]... [--item ATTR=TEMPLATE]...",
 			func(a []string, o, e io.Writer) error { return aggregateCreate(ctx, a, o, e) }},
-		{"list", "list --tenant ID", func(a []string, o, e io.Writer) error { return aggregateList(ctx, a, o, e) }},
+		{"list", "list (--tenant ID | --all-tenants)", func(a []string, o, e io.Writer) error { return aggregateList(ctx, a, o, e) }},
 		{"show", "show --tenant ID --name AGG", func(a []string, o, e io.Writer) error { return aggregateOne(ctx, "show", a, o, e) }},
-		{"delete", "delete --tenant ID --name AGG", func(a []string, o, e io.Writer) error { return aggregateOne(ctx, "delete", a, o, e) }},
+		{"delete", "delete (--tenant ID | --all-tenants) --name AGG", func(a []string, o, e io.Writer) error { return aggregateOne(ctx, "delete", a, o, e) }},
 		{"rebuild", "rebuild --tenant ID --name AGG", func(a []string, o, e io.Writer) error { return aggregateOne(ctx, "rebuild", a, o, e) }},
 	}, args, stdout, stderr)
 }
@@ -45,6 +45,7 @@ func (l *listFlag) Set(s string) error { *l = append(*l, s); return nil }
 func aggregateCreate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs, cf := newClientFlagSet("aggregate create", stderr, os.Getenv)
 	tenant := fs.String("tenant", "", "tenant id (or, for the operator, slug)")
+	all := fs.Bool("all-tenants", false, "operator: define it on a shared table for every tenant at once (each tenant's covers its own items)")
 	table := fs.String("table", "", "the table to aggregate")
 	name := fs.String("name", "", "the aggregate's name")
 	groupBy := fs.String("group-by", "", "the attribute whose value names an item's group")
@@ -70,8 +71,8 @@ func aggregateCreate(ctx context.Context, args []string, stdout, stderr io.Write
 	if err := needArgs(pos, 0, "no arguments"); err != nil {
 		return err
 	}
-	if *tenant == "" || *table == "" || *name == "" || *groupBy == "" {
-		return errors.New("--tenant, --table, --name and --group-by are required")
+	if (*tenant == "") == !*all || *table == "" || *name == "" || *groupBy == "" {
+		return errors.New("--table, --name, --group-by and one of --tenant and --all-tenants are required")
 	}
 	in := client.CreateAggregateRequest{Name: *name, Table: *table, GroupBy: *groupBy, Where: *where, Count: *count, Sum: sums, GroupAfter: *after}
 	if *names != "" {
@@ -101,7 +102,12 @@ func aggregateCreate(ctx context.Context, args []string, stdout, stderr io.Write
 	if err != nil {
 		return err
 	}
-	out, err := c.CreateAggregate(ctx, *tenant, in)
+	var out client.Aggregate
+	if *all {
+		out, err = c.CreateFleetAggregate(ctx, in)
+	} else {
+		out, err = c.CreateAggregate(ctx, *tenant, in)
+	}
 	if err != nil {
 		return err
 	}
@@ -111,7 +117,8 @@ func aggregateCreate(ctx context.Context, args []string, stdout, stderr io.Write
 func aggregateList(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs, cf := newClientFlagSet("aggregate list", stderr, os.Getenv)
 	tenant := fs.String("tenant", "", "tenant id (or, for the operator, slug)")
-	usageFunc(fs, stderr, "usage: tenantdb aggregate list --tenant ID [flags]")
+	all := fs.Bool("all-tenants", false, "operator: the aggregates defined for every tenant")
+	usageFunc(fs, stderr, "usage: tenantdb aggregate list (--tenant ID | --all-tenants) [flags]")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
@@ -119,14 +126,19 @@ func aggregateList(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err := needArgs(pos, 0, "no arguments"); err != nil {
 		return err
 	}
-	if *tenant == "" {
-		return errors.New("--tenant is required")
+	if (*tenant == "") == !*all {
+		return errors.New("one of --tenant and --all-tenants is required")
 	}
 	c, err := cf.client()
 	if err != nil {
 		return err
 	}
-	out, err := c.Aggregates(ctx, *tenant)
+	var out []client.Aggregate
+	if *all {
+		out, err = c.FleetAggregates(ctx)
+	} else {
+		out, err = c.Aggregates(ctx, *tenant)
+	}
 	if err != nil {
 		return err
 	}
@@ -137,6 +149,12 @@ func aggregateOne(ctx context.Context, verb string, args []string, stdout, stder
 	fs, cf := newClientFlagSet("aggregate "+verb, stderr, os.Getenv)
 	tenant := fs.String("tenant", "", "tenant id (or, for the operator, slug)")
 	name := fs.String("name", "", "the aggregate's name (or give it as the argument)")
+	var all *bool
+	if verb == "delete" {
+		all = fs.Bool("all-tenants", false, "operator: delete an aggregate defined for every tenant, and every tenant's copy")
+	} else {
+		all = new(bool)
+	}
 	usageFunc(fs, stderr, "usage: tenantdb aggregate "+verb+" --tenant ID --name AGG [flags]")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
@@ -148,8 +166,8 @@ func aggregateOne(ctx context.Context, verb string, args []string, stdout, stder
 	if err := needArgs(pos, 0, "the name in --name or as the one argument"); err != nil {
 		return err
 	}
-	if *tenant == "" || *name == "" {
-		return errors.New("--tenant and --name are required")
+	if (*tenant == "") == !*all || *name == "" {
+		return errors.New("--name and --tenant (or, for delete, --all-tenants) are required")
 	}
 	c, err := cf.client()
 	if err != nil {
@@ -162,7 +180,12 @@ func aggregateOne(ctx context.Context, verb string, args []string, stdout, stder
 	case "rebuild":
 		out, err = c.RebuildAggregate(ctx, *tenant, *name)
 	case "delete":
-		if err := c.DeleteAggregate(ctx, *tenant, *name); err != nil {
+		if *all {
+			err = c.DeleteFleetAggregate(ctx, *name)
+		} else {
+			err = c.DeleteAggregate(ctx, *tenant, *name)
+		}
+		if err != nil {
 			return err
 		}
 		return cf.output(stdout, map[string]string{"name": *name, "status": "deleted"}, func(w *tabwriter.Writer) {

@@ -211,3 +211,78 @@ func TestAggregateCLI(t *testing.T) {
 		}
 	}
 }
+
+// TestAggregateEveryTenantCLI: the operator defines one aggregate on a
+// shared table for every tenant at once; each tenant's copy counts only
+// its own items, a tenant that starts writing later gets its copy, a
+// tenant may not delete it, and the operator's delete removes every copy.
+func TestAggregateEveryTenantCLI(t *testing.T) {
+	srv := harness.Start(t)
+	ctx := context.Background()
+	if _, err := srv.Client(srv.Operator).CreateTable(ctx, &dynamodb.CreateTableInput{
+		TableName:            aws.String("tickets"),
+		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("pk"), AttributeType: types.ScalarAttributeTypeS}},
+		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash}},
+		BillingMode:          types.BillingModePayPerRequest,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	put := func(c harness.Credential, id, status string) {
+		t.Helper()
+		if _, err := srv.Client(c).PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("tickets"),
+			Item: map[string]types.AttributeValue{"pk": s(id), "status": s(status), "amount": n("1.5")}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a, b := srv.NewTenant(t, "fleet-a", "admin"), srv.NewTenant(t, "fleet-b", "admin")
+	put(a, "1", "OPEN")
+	put(a, "2", "OPEN")
+	put(a, "3", "CLOSED")
+	put(b, "1", "OPEN") // the same key as a's: another tenant's item
+	put(b, "9", "OPEN")
+
+	op := srv.Operator.Key
+	if msg := qcli(t, srv, a.Key, true, "aggregate", "create", "--all-tenants", "--table", "tickets", "--name", "by-status", "--group-by", "status", "--count"); !strings.Contains(msg, "only the operator") {
+		t.Errorf("a tenant defines an aggregate for every tenant: %q", msg)
+	}
+	qcli(t, srv, op, false, "aggregate", "create", "--all-tenants", "--table", "tickets", "--name", "by-status", "--group-by", "status",
+		"--count", "--sum", "amount", "--json")
+	waitGroups(t, srv, a.Key, a.TenantID, "by-status", map[string]string{"OPEN": "2/3", "CLOSED": "1/1.5"})
+	waitGroups(t, srv, b.Key, b.TenantID, "by-status", map[string]string{"OPEN": "2/3"})
+	put(b, "10", "CLOSED")
+	waitGroups(t, srv, b.Key, b.TenantID, "by-status", map[string]string{"OPEN": "2/3", "CLOSED": "1/1.5"})
+	waitGroups(t, srv, a.Key, a.TenantID, "by-status", map[string]string{"OPEN": "2/3", "CLOSED": "1/1.5"})
+
+	// A tenant that starts writing later gets its copy.
+	c := srv.NewTenant(t, "fleet-c", "admin")
+	put(c, "1", "NEW")
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if out := qcli(t, srv, c.Key, false, "aggregate", "list", "--tenant", c.TenantID, "--json"); strings.Contains(out, `"by-status"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the new tenant got no copy of the aggregate")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	waitGroups(t, srv, c.Key, c.TenantID, "by-status", map[string]string{"NEW": "1/1.5"})
+
+	if msg := qcli(t, srv, a.Key, true, "aggregate", "delete", "--tenant", a.TenantID, "--name", "by-status"); !strings.Contains(msg, "only the operator deletes it") {
+		t.Errorf("a tenant deletes its copy: %q", msg)
+	}
+	if msg := qcli(t, srv, a.Key, true, "aggregate", "list", "--all-tenants"); !strings.Contains(msg, "operator") {
+		t.Errorf("a tenant lists the every-tenant aggregates: %q", msg)
+	}
+	var list client.AggregateList
+	if err := json.Unmarshal([]byte(qcli(t, srv, op, false, "aggregate", "list", "--all-tenants", "--json")), &list); err != nil ||
+		len(list.Aggregates) != 1 || list.Aggregates[0].Name != "by-status" || list.Aggregates[0].Table != "tickets" {
+		t.Fatalf("list --all-tenants = %+v, %v", list, err)
+	}
+	qcli(t, srv, op, false, "aggregate", "delete", "--all-tenants", "--name", "by-status")
+	for _, tn := range []harness.Credential{a, b, c} {
+		if msg := qcli(t, srv, tn.Key, true, "aggregate", "show", "--tenant", tn.TenantID, "--name", "by-status"); !strings.Contains(msg, "not found") {
+			t.Errorf("tenant %s still has the deleted aggregate: %q", tn.TenantID, msg)
+		}
+	}
+}

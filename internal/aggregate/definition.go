@@ -41,6 +41,9 @@ type Definition struct {
 	// number, or the exact decimal as a string when the sum needs more
 	// than DynamoDB's 38 digits.
 	Item map[string]string `json:"item,omitempty"`
+	// Fleet marks a tenant's copy of an aggregate the operator defined
+	// for every tenant of a shared table: only the operator deletes it.
+	Fleet bool `json:"fleet,omitempty"`
 	// Created is when the aggregate was created.
 	Created time.Time `json:"created"`
 }

@@ -13,3 +13,7 @@ import "github.com/tenantdb/tenantdb/internal/tenancy"
 func WorkerScope(t tenancy.TenantID, env string) tenancy.Scope {
 	return tenancy.SystemScopeIn(t, env, "aggregate")
 }
+
+// systemScope is the operator's scope for the server's own work on
+// shared tables (finding the tenants of one).
+func systemScope() tenancy.Scope { return tenancy.SystemScope(tenancy.TenantID{}, "aggregate") }

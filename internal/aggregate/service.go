@@ -72,6 +72,12 @@ type Options struct {
 	Logger *slog.Logger
 	// Now; nil means time.Now.
 	Now func() time.Time
+	// Shared lists the tenants of a shared table, for aggregates the
+	// operator defines for every tenant; nil refuses those.
+	Shared Shared
+	// FleetInterval is how often every-tenant aggregates are extended to
+	// tenants that started writing to their table (default 1s).
+	FleetInterval time.Duration
 }
 
 // Service runs the aggregates' workers and answers the admin API.
@@ -86,6 +92,9 @@ type Service struct {
 	closed  bool
 	ctx     context.Context
 	cancel  context.CancelFunc
+	// fleetDone is closed when the every-tenant reconciler has stopped.
+	fleetDone chan struct{}
+	started   bool
 }
 
 // New returns a Service; Start starts the workers of existing aggregates.
@@ -102,13 +111,18 @@ func New(o Options) (*Service, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	if o.FleetInterval <= 0 {
+		o.FleetInterval = time.Second
+	}
 	s := &Service{o: o, st: store{o.DB}, log: o.Logger.With("component", "aggregate"), workers: map[string]*worker{}}
 	s.metrics = newMetrics(o.Registerer, s)
 	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.fleetDone = make(chan struct{})
 	return s, nil
 }
 
-// Start starts a worker for every aggregate in the store.
+// Start starts a worker for every aggregate in the store, and the
+// reconciler of every-tenant aggregates.
 func (s *Service) Start() error {
 	nss, names, err := s.st.registry()
 	if err != nil {
@@ -116,6 +130,10 @@ func (s *Service) Start() error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if !s.started {
+		s.started = true
+		go s.fleetLoop()
+	}
 	for i := range nss {
 		d, err := s.st.definition(nss[i], names[i])
 		if errors.Is(err, errNoAggregate) {
@@ -143,6 +161,12 @@ func (s *Service) Close() error {
 	s.cancel()
 	for _, w := range ws {
 		<-w.done
+	}
+	s.mu.Lock()
+	started := s.started
+	s.mu.Unlock()
+	if started {
+		<-s.fleetDone
 	}
 	return nil
 }
@@ -191,13 +215,15 @@ func (s *Service) Create(ctx context.Context, sc tenancy.Scope, d Definition) (I
 	}
 	d.Created = s.o.Now().UTC().Truncate(time.Millisecond)
 	_, _, ns := namespace(sc)
-	if err := s.create(ctx, sc, ns, &d); err != nil {
+	if err := s.create(ctx, s.dataScope(sc), ns, &d); err != nil {
 		return Info{}, err
 	}
 	return s.info(ns, &d, false)
 }
 
-func (s *Service) create(ctx context.Context, sc tenancy.Scope, ns []byte, d *Definition) error {
+// create persists d in ns and starts its worker; data is the scope to
+// reach the table with.
+func (s *Service) create(ctx context.Context, data tenancy.Scope, ns []byte, d *Definition) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -210,7 +236,7 @@ func (s *Service) create(ctx context.Context, sc tenancy.Scope, ns []byte, d *De
 	}
 	// NB: RetainLog resolves the table for the caller's scope: a table
 	// the caller cannot see is ResourceNotFound, as in DynamoDB.
-	if err := s.o.Log.RetainLog(ctx, s.dataScope(sc), d.Table, consumer(d.Name)); err != nil {
+	if err := s.o.Log.RetainLog(ctx, data, d.Table, consumer(d.Name)); err != nil {
 		return err
 	}
 	if err := s.st.create(ns, d); err != nil {
@@ -382,6 +408,15 @@ func (s *Service) Delete(ctx context.Context, sc tenancy.Scope, name string) err
 	if err != nil {
 		return err
 	}
+	if d.Fleet && !sc.IsOperator() {
+		return apierr.New(apierr.AccessDenied, "aggregate %s was defined by the operator for every tenant of %s; only the operator deletes it", d.Name, d.Table)
+	}
+	return s.deleteLocked(ctx, s.dataScope(sc), ns, d)
+}
+
+// deleteLocked stops and removes aggregate d of ns. REQUIRES: s.mu held.
+func (s *Service) deleteLocked(ctx context.Context, data tenancy.Scope, ns []byte, d *Definition) error {
+	name := d.Name
 	if w := s.workers[workerKey(ns, name)]; w != nil {
 		w.cancel()
 		<-w.done
@@ -390,7 +425,7 @@ func (s *Service) Delete(ctx context.Context, sc tenancy.Scope, name string) err
 	if err := s.st.remove(ns, name); err != nil {
 		return err
 	}
-	if err := s.o.Log.ReleaseLog(ctx, s.dataScope(sc), d.Table, consumer(name)); err != nil && !apierr.Is(err, apierr.ResourceNotFound) {
+	if err := s.o.Log.ReleaseLog(ctx, data, d.Table, consumer(name)); err != nil && !apierr.Is(err, apierr.ResourceNotFound) {
 		return err
 	}
 	return nil

@@ -55,3 +55,24 @@ func (e *Engine) SnapshotLog(ctx context.Context, s tenancy.Scope, table string,
 	}
 	return at, included, nil
 }
+
+// SharedTableNamespaces returns the namespaces (keyspace.Namespace of a
+// tenant environment) that have held data of the shared table name, for
+// the server's work on every tenant of a shared table (an aggregate the
+// operator defines for all of them), resolved for scope s (the
+// operator's: a tenant scope resolves its own table of that name first).
+// Errors: ResourceNotFoundException (no shared table of that name visible
+// to s).
+func (e *Engine) SharedTableNamespaces(ctx context.Context, s tenancy.Scope, table string) ([][]byte, error) {
+	if err := check(ctx, s); err != nil {
+		return nil, err
+	}
+	tg, err := e.res.Lookup(ctx, s, table)
+	if err != nil {
+		return nil, err
+	}
+	if !tg.Table.Shared() {
+		return nil, apierr.New(apierr.ResourceNotFound, "Requested resource not found: Table: %s not found", apierr.Clip(table))
+	}
+	return e.namespacesOf(tg.Table.ID)
+}

@@ -9,6 +9,7 @@ import "bytes"
 //	<ns> g <name> 0x00 p                    consumer cursor and state
 //	<ns> g <name> 0x00 g <type:1> <value>   one group's count and sums
 //	s agg/ <ns> <name>                      ns holds the aggregate (to start its worker)
+//	s aggf/ <name>                          an operator's aggregate for every tenant of a shared table
 
 // Aggregate returns the prefix of everything of aggregate name in ns.
 func Aggregate(ns []byte, name string) []byte {
@@ -79,3 +80,10 @@ func SplitAggregateRegistry(key []byte) (ns []byte, name string, ok bool) {
 	end := 18 + i + 1
 	return clone(rest[:end]), string(rest[end:]), true
 }
+
+// AggregateFleet returns the key of an aggregate the operator defined for
+// every tenant of a shared table.
+func AggregateFleet(name string) []byte { return append(System(SysAggFleet), name...) }
+
+// AggregateFleetRange returns the range of all such definitions.
+func AggregateFleetRange() (lo, hi []byte) { return prefixRange(System(SysAggFleet)) }

@@ -87,4 +87,5 @@ const (
 	SysStreams       = "chs/"      // <table:8><stream:8>: stream descriptors
 	SysChangeLogs    = "chl/"      // <namespace><table:8><stream:8>: namespace holds records of stream
 	SysAggregates    = "agg/"      // <namespace><name>: namespace holds the aggregate
+	SysAggFleet      = "aggf/"     // <name>: an aggregate the operator defined for every tenant of a shared table
 )

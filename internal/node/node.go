@@ -266,8 +266,8 @@ func Open(ctx context.Context, o Options) (_ *Node, err error) {
 		adm.ServeTransfers(transfer.Unavailable("they read a snapshot of the embedded engine, and this server is a gateway over a remote one"))
 	}
 	if n.remote == nil {
-		if n.aggregates, err = aggregate.New(aggregate.Options{DB: n.db, Log: n.engine, Tables: n.engine, Scope: aggregate.WorkerScope,
-			Registerer: reg, Logger: log}); err != nil {
+		if n.aggregates, err = aggregate.New(aggregate.Options{DB: n.db, Log: n.engine, Tables: n.engine, Shared: n.engine,
+			Scope: aggregate.WorkerScope, Registerer: reg, Logger: log}); err != nil {
 			return nil, err
 		}
 		adm.ServeAggregates(n.aggregates)

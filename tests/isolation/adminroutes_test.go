@@ -59,6 +59,9 @@ var adminRouteBodies = map[string]string{
 	"GET /v1/tenants/{tenant}/aggregates/{name}":          "",
 	"DELETE /v1/tenants/{tenant}/aggregates/{name}":       "",
 	"POST /v1/tenants/{tenant}/aggregates/{name}/rebuild": "",
+	"POST /v1/aggregates":                                 `{"name":"evil","table":"iso_ns","group_by":"secret","count":true}`,
+	"GET /v1/aggregates":                                  "",
+	"DELETE /v1/aggregates/{name}":                        "",
 }
 
 // adminRoutes returns the routes of the admin API of a node assembled as

@@ -192,6 +192,35 @@ func (w *world) aggregateAttacks(t *testing.T) {
 		}
 	})
 
+	// The operator's aggregate for every tenant of a shared table: each
+	// tenant environment's copy counts its own items only, and a tenant
+	// cannot delete its copy.
+	w.attack(t, "every-tenant-aggregate", func(t *testing.T) {
+		body := `{"name":"fleet-ns","table":"` + tblNS + `","group_by":"secret","count":true,"sum":["n"]}`
+		if st, got := w.raw(t, w.opRec, "POST", "/v1/aggregates", w.srv.Operator.Key, body); st != http.StatusCreated {
+			t.Fatalf("operator defines an aggregate for every tenant: %d %s", st, got)
+		}
+		for _, tn := range []*tenant{A, B, Bt} {
+			deadline := time.Now().Add(20 * time.Second)
+			for {
+				if st, _ := send(t, tn, "GET", "/v1/tenants/"+tn.id+"/aggregates/fleet-ns", ""); st == http.StatusOK {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("%s got no copy of the every-tenant aggregate", tn.label)
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			own(t, tn, "fleet-ns", tblNS)
+		}
+		if st, got := send(t, A, "DELETE", "/v1/tenants/"+A.id+"/aggregates/fleet-ns", ""); st != http.StatusForbidden {
+			t.Errorf("A deletes its copy of the operator's aggregate: %d %s", st, got)
+		}
+		if st, got := w.raw(t, w.opRec, "DELETE", "/v1/aggregates/fleet-ns", w.srv.Operator.Key, ""); st != http.StatusNoContent {
+			t.Errorf("operator deletes the every-tenant aggregate: %d %s", st, got)
+		}
+	})
+
 	// B's aggregates survived it all.
 	own(t, B, "b-only", tblBOnly)
 }
