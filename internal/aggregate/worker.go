@@ -60,6 +60,9 @@ func (w *worker) setErr(err error) {
 	}
 }
 
+// rebuildWait bounds how long requestRebuild waits for the worker.
+const rebuildWait = 10 * time.Second
+
 // requestRebuild makes the worker rebuild; it returns once the request is
 // persisted (a restart resumes it).
 func (w *worker) requestRebuild(ctx context.Context) error {
@@ -70,12 +73,19 @@ func (w *worker) requestRebuild(ctx context.Context) error {
 	}
 	req := w.rebuildReq
 	w.rebuildMu.Unlock()
+	// NB: a worker that is failing (its table gone, say) never takes
+	// the request; say so instead of holding the caller.
+	busy := time.NewTimer(rebuildWait)
+	defer busy.Stop()
 	select {
 	case req <- ack:
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-w.done:
 		return apierr.New(apierr.ServiceUnavailable, "the aggregate is stopping")
+	case <-busy.C:
+		_, last := w.status(time.Now())
+		return apierr.New(apierr.ServiceUnavailable, "the aggregate's worker did not take the rebuild within %s (last error: %q); try again", rebuildWait, last)
 	}
 	w.mu.Lock()
 	if w.waitCancel != nil {
