@@ -10,6 +10,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -146,8 +147,14 @@ func (l *Log) SealIterator(it Iterator) string {
 		panic("changelog: no randomness: " + err.Error()) // crypto/rand never fails on supported systems
 	}
 	out := l.iter.Seal(nonce, nonce, p, []byte(iterAD))
-	return base64.RawURLEncoding.EncodeToString(out)
+	return iterPrefix + base64.RawURLEncoding.EncodeToString(out)
 }
+
+// iterPrefix starts every iterator so that none starts with "-" (a
+// base64url digit): the AWS CLI reads such an argument as an option.
+// OpenIterator also takes an iterator without it (issued before the
+// prefix, valid for 15 minutes).
+const iterPrefix = "tdb1."
 
 // OpenIterator returns the iterator that tok stands for, if it was sealed
 // by this server for namespace ns. It returns ErrBadIterator if tok is
@@ -160,7 +167,7 @@ func (l *Log) OpenIterator(tok string, ns []byte) (Iterator, error) {
 	if len(tok) == 0 || len(tok) > maxIterator {
 		return it, ErrBadIterator
 	}
-	raw, err := base64.RawURLEncoding.Strict().DecodeString(tok)
+	raw, err := base64.RawURLEncoding.Strict().DecodeString(strings.TrimPrefix(tok, iterPrefix))
 	ns0 := l.iter.NonceSize()
 	if err != nil || len(raw) < ns0+l.iter.Overhead()+iterHeader {
 		return it, ErrBadIterator

@@ -123,3 +123,16 @@ func TestStreamARN(t *testing.T) {
 		}
 	}
 }
+
+// TestIteratorsAreCLIArguments: no iterator starts with "-", which the AWS
+// CLI would read as an option (base64url has "-" among its digits).
+func TestIteratorsAreCLIArguments(t *testing.T) {
+	c := &clock{t: time.Unix(1_800_000_000, 0)}
+	l := newLog(t, openDB(t, ""), c, nil)
+	it := Iterator{NS: tenantNS(1, "live"), Name: "Orders", Table: 3, Stream: 4, Issued: c.now()}
+	for range 500 {
+		if tok := l.SealIterator(it); strings.HasPrefix(tok, "-") {
+			t.Fatalf("iterator %q starts with -", tok)
+		}
+	}
+}
