@@ -36,6 +36,7 @@ const (
 	subMember     = 'p' // memberships of platform users, by sub
 	subInvite     = 'v' // invitations, by token hash
 	subNamespace  = 'n' // environments' data: env 0x00 ...
+	subWebhook    = 'w' // webhook subscriptions and their state (see wh*)
 )
 
 // Namespace level: the byte after Namespace(tenant, env).
@@ -53,6 +54,15 @@ const (
 	chgCeiling = 's' // the leased ceiling of the namespace's sequence numbers
 	chgHorizon = 'h' // <table:8> <stream:8>: the first position not trimmed
 	chgTrimmed = 't' // <table:8>: the newest record of the table trimmed away
+)
+
+// Webhook level: the byte after Tenant(t) subWebhook. Each is followed by
+// the subscription id.
+const (
+	whSubscription = 's' // <id>: the subscription
+	whCursor       = 'c' // <id>: its durable delivery cursor
+	whDead         = 'd' // <id> 0x00 <n:8>: its dead-letter list
+	whAttempt      = 'a' // <id> 0x00 <n:8>: its recent delivery attempts
 )
 
 // Separators.
@@ -77,4 +87,5 @@ const (
 	SysPendingDrops  = "drop/"     // <table:8><index:2>: pending removal of data
 	SysStreams       = "chs/"      // <table:8><stream:8>: stream descriptors
 	SysChangeLogs    = "chl/"      // <namespace><table:8><stream:8>: namespace holds records of stream
+	SysWebhooks      = "whk/"      // <tenant:16><id>: tenant has webhook subscription id
 )

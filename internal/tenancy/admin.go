@@ -122,3 +122,13 @@ func (g *Guard) AdmitMember(sub string, t TenantID, role Role, action string) (S
 func SystemScope(t TenantID, reason string) Scope {
 	return Scope{tenant: t, role: RoleOperator, keyID: "system:" + reason, action: reason, valid: true}
 }
+
+// SystemScopeIn is SystemScope in environment env of tenant t: the
+// server's own work on one tenant environment's data, such as a webhook
+// subscription's delivery worker reading that environment's change log.
+// The same lint rule applies.
+func SystemScopeIn(t TenantID, env, reason string) Scope {
+	s := SystemScope(t, reason)
+	s.env = env
+	return s
+}
