@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/tenantdb/tenantdb/internal/apierr"
+	"github.com/tenantdb/tenantdb/internal/attr"
 	"github.com/tenantdb/tenantdb/internal/changelog"
 	"github.com/tenantdb/tenantdb/internal/storage"
 	"github.com/tenantdb/tenantdb/internal/tenancy"
@@ -48,7 +49,7 @@ func (m *Manager) own(s tenancy.Scope, id string) (*record, error) {
 // view returns the admin API's view of r.
 func (m *Manager) view(t tenancy.TenantID, r *record) (View, error) {
 	v := View{ID: r.ID, TenantID: t.String(), Env: r.Env, Table: r.Table, URL: r.URL, Filter: r.Filter,
-		FilterNames: r.FilterNames, FilterValues: r.FilterValues, Events: r.Events, BatchSize: r.BatchSize,
+		FilterNames: r.FilterNames, Events: r.Events, BatchSize: r.BatchSize,
 		RetryPeriodSeconds: int64(r.RetryPeriod / time.Second), State: r.State, StateReason: r.StateReason,
 		Created: r.Created, Updated: r.Updated, Secrets: []SecretInfo{}}
 	now := m.o.Now()
@@ -63,6 +64,9 @@ func (m *Manager) view(t tenancy.TenantID, r *record) (View, error) {
 			si.Expires = &e
 		}
 		v.Secrets = append(v.Secrets, si)
+	}
+	if len(r.FilterValues) > 0 {
+		v.FilterValues = attr.AppendItemJSON(nil, r.FilterValues)
 	}
 	pos, err := m.st.position(t, r.ID)
 	if err != nil {
@@ -110,7 +114,14 @@ func (m *Manager) Create(ctx context.Context, s tenancy.Scope, in CreateInput) (
 	if _, err := CheckURL(ctx, m.o.Resolver, in.URL, m.o.AllowPrivate); err != nil {
 		return View{}, err
 	}
-	if _, err := CompileFilter(in.Filter, in.FilterNames, in.FilterValues, in.Events); err != nil {
+	var values attr.Item
+	if len(in.FilterValues) > 0 && string(in.FilterValues) != "null" {
+		var err error
+		if values, err = attr.ParseItemJSON(in.FilterValues); err != nil {
+			return View{}, err
+		}
+	}
+	if _, err := CompileFilter(in.Filter, in.FilterNames, values, in.Events); err != nil {
 		return View{}, err
 	}
 	events, _ := normalizeEvents(in.Events)
@@ -149,7 +160,7 @@ func (m *Manager) Create(ctx context.Context, s tenancy.Scope, in CreateInput) (
 	}
 	plain := newSecret()
 	r := &record{ID: id, Env: env, Table: in.Table, URL: in.URL, Filter: in.Filter, FilterNames: in.FilterNames,
-		FilterValues: in.FilterValues, Events: events, BatchSize: batch, RetryPeriod: retry, State: Active,
+		FilterValues: values, Events: events, BatchSize: batch, RetryPeriod: retry, State: Active,
 		Secrets: []secret{{ID: secretID(now), Sealed: m.st.seal(t, id, plain), Created: now}}, Created: now, Updated: now}
 	if err := m.st.put(t, r, &position{Cursor: start.String()}, true); err != nil {
 		_ = m.o.Log.ReleaseLog(context.WithoutCancel(ctx), ws, in.Table, consumer(id))

@@ -53,7 +53,9 @@ func (s source) record(table string, e changelog.Entry) Record {
 	return Record{Record: w, EventSourceARN: changelog.FormatStreamARN(s.Region, s.Account, table, changelog.Stream{ID: e.Stream})}
 }
 
-// encode returns the body of a delivery of recs.
-func encode(recs []Record) ([]byte, error) {
-	return json.Marshal(Event{Records: recs})
+// encode returns the body of a delivery of recs (each an encoded Record).
+func encode(recs []json.RawMessage) ([]byte, error) {
+	return json.Marshal(struct {
+		Records []json.RawMessage `json:"Records"`
+	}{recs})
 }

@@ -70,7 +70,8 @@ type DeadLetter struct {
 	Time    time.Time `json:"time"`
 	Status  int       `json:"status"`
 	Error   string    `json:"error,omitempty"`
-	Records []Record  `json:"records"`
+	// Records are the batch's records, each as delivered (Record).
+	Records []json.RawMessage `json:"records"`
 }
 
 // maxAttempts is how many attempts a subscription keeps.

@@ -10,6 +10,7 @@ package webhook
 
 import (
 	"crypto/rand"
+	"encoding/json"
 	"encoding/hex"
 	"strings"
 	"time"
@@ -84,11 +85,13 @@ type CreateInput struct {
 	Env          string            `json:"env,omitempty"`
 	Table        string            `json:"table"`
 	URL          string            `json:"url"`
-	Filter       string            `json:"filter,omitempty"`
-	FilterNames  map[string]string `json:"filter_names,omitempty"`
-	FilterValues attr.Item         `json:"filter_values,omitempty"`
-	Events       []string          `json:"events,omitempty"`
-	BatchSize    int               `json:"batch_size,omitempty"`
+	Filter      string            `json:"filter,omitempty"`
+	FilterNames map[string]string `json:"filter_names,omitempty"`
+	// FilterValues are the filter's ExpressionAttributeValues in DynamoDB
+	// JSON ({":o": {"S": "OUTBOX#"}}).
+	FilterValues json.RawMessage `json:"filter_values,omitempty"`
+	Events       []string        `json:"events,omitempty"`
+	BatchSize    int             `json:"batch_size,omitempty"`
 	// RetryPeriodSeconds is how long a failing batch is retried before it
 	// goes to the dead-letter list; 0 means 24 h.
 	RetryPeriodSeconds int64 `json:"retry_period_seconds,omitempty"`
@@ -110,7 +113,7 @@ type View struct {
 	URL                string            `json:"url"`
 	Filter             string            `json:"filter,omitempty"`
 	FilterNames        map[string]string `json:"filter_names,omitempty"`
-	FilterValues       attr.Item         `json:"filter_values,omitempty"`
+	FilterValues       json.RawMessage   `json:"filter_values,omitempty"`
 	Events             []string          `json:"events"`
 	BatchSize          int               `json:"batch_size"`
 	RetryPeriodSeconds int64             `json:"retry_period_seconds"`

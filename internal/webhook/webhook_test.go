@@ -155,7 +155,7 @@ func TestDeliverOutboxFilteredSignedInOrder(t *testing.T) {
 	f.log.addTable(tenant, "live", "orders")
 	s := adminScope(t, tenant, "live")
 	v, err := f.m.Create(ctx, s, CreateInput{Table: "orders", URL: rc.srv.URL, Filter: "begins_with(sk, :o)",
-		FilterValues: attr.Item{":o": attr.Str("OUTBOX#")}, BatchSize: 3})
+		FilterValues: json.RawMessage(`{":o":{"S":"OUTBOX#"}}`), BatchSize: 3})
 	if err != nil {
 		t.Fatal(err)
 	}

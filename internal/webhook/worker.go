@@ -135,7 +135,7 @@ func (w *worker) step(s tenancy.Scope, r *record, gen uint64, pos position) {
 		w.sleep(w.backoff())
 		return
 	}
-	var recs []Record
+	var recs []json.RawMessage
 	var first, last string
 	next, size := page.Next, 0
 	for i, e := range page.Entries {
@@ -152,7 +152,7 @@ func (w *worker) step(s tenancy.Scope, r *record, gen uint64, pos position) {
 			first = e.SequenceNumber
 		}
 		last = e.SequenceNumber
-		recs = append(recs, rec)
+		recs = append(recs, b)
 		size += len(b)
 	}
 	if len(recs) == 0 {
@@ -259,7 +259,7 @@ func (w *worker) redrive(s tenancy.Scope, r *record, gen uint64, pos position) {
 	status, lat, derr := w.post(s, r, body, len(d.Records))
 	a := Attempt{Time: w.m.o.Now(), Status: status, LatencyMS: float64(lat.Microseconds()) / 1000, Records: len(d.Records)}
 	if len(d.Records) > 0 {
-		a.FirstSequence, a.LastSequence = d.Records[0].Dynamodb.SequenceNumber, d.Records[len(d.Records)-1].Dynamodb.SequenceNumber
+		a.FirstSequence, a.LastSequence = sequenceOf(d.Records[0]), sequenceOf(d.Records[len(d.Records)-1])
 	}
 	if derr != nil {
 		a.Error = derr.Error()
@@ -433,4 +433,11 @@ func (w *worker) waitLog(s tenancy.Scope, table string, from changelog.Cursor) {
 	if err != nil && ctx.Err() == nil {
 		w.sleep(w.backoff())
 	}
+}
+
+// sequenceOf returns the SequenceNumber of an encoded record.
+func sequenceOf(raw json.RawMessage) string {
+	var r Record
+	_ = json.Unmarshal(raw, &r)
+	return r.Dynamodb.SequenceNumber
 }
