@@ -66,10 +66,10 @@ type Attempt struct {
 // DeadLetter is a batch that could not be delivered within the retry
 // period (or was refused with a status that is not retried).
 type DeadLetter struct {
-	N       uint64    `json:"n"`
-	Time    time.Time `json:"time"`
-	Status  int       `json:"status"`
-	Error   string    `json:"error,omitempty"`
+	N      uint64    `json:"n"`
+	Time   time.Time `json:"time"`
+	Status int       `json:"status"`
+	Error  string    `json:"error,omitempty"`
 	// Records are the batch's records, each as delivered (Record).
 	Records []json.RawMessage `json:"records"`
 }

@@ -10,8 +10,8 @@ package webhook
 
 import (
 	"crypto/rand"
-	"encoding/json"
 	"encoding/hex"
+	"encoding/json"
 	"strings"
 	"time"
 
@@ -82,9 +82,9 @@ type record struct {
 // environment whose table changes are delivered: "" means the caller's
 // own (for the operator, "live").
 type CreateInput struct {
-	Env          string            `json:"env,omitempty"`
-	Table        string            `json:"table"`
-	URL          string            `json:"url"`
+	Env         string            `json:"env,omitempty"`
+	Table       string            `json:"table"`
+	URL         string            `json:"url"`
 	Filter      string            `json:"filter,omitempty"`
 	FilterNames map[string]string `json:"filter_names,omitempty"`
 	// FilterValues are the filter's ExpressionAttributeValues in DynamoDB
