@@ -442,6 +442,9 @@ func (m *Manager) RotateSecret(ctx context.Context, s tenancy.Scope, id string, 
 	if err := m.st.put(s.Tenant(), r, nil, false); err != nil {
 		return View{}, apierr.Wrap(apierr.Internal, err, "storing the subscription")
 	}
+	if w != nil {
+		w.poke() // NB: before the answer, so the next delivery signs with the new secret
+	}
 	v, err := m.view(s.Tenant(), r)
 	v.Secret = plain
 	return v, err

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tenantdb/tenantdb/internal/apierr"
@@ -41,10 +42,36 @@ type worker struct {
 	failures        int
 	filter          *Filter
 	filterOf        time.Time // the record's Updated the filter was compiled for
+	enc             *encoder
+	encFor          string
+	// cached is the subscription as last read (at cachedAt); it is read
+	// again when dirty (the Manager changed it) or after recheckEvery.
+	cached   *record
+	cachedAt time.Time
+	dirty    atomic.Bool
+	// pos is the position as last read or written (guarded by mu), valid
+	// while havePos and posGen == gen.
+	pos     position
+	havePos bool
+	posGen  uint64
+	// lastWake is when waitLog last returned; woke says no page with
+	// entries was read since (so an empty page now was a spurious wake).
+	lastWake time.Time
+	woke     bool
 }
+
+// recheckEvery bounds how long a worker trusts its cached subscription
+// (its tenant's deletion is noticed within it).
+const recheckEvery = 2 * time.Second
+
+// minEmptyWake is the least time between two reads of the log that find
+// nothing: WaitLog wakes on any change of the tenant environment, so
+// writes to its other tables would otherwise cost one read each.
+const minEmptyWake = 10 * time.Millisecond
 
 // poke wakes the worker to re-read its subscription and position.
 func (w *worker) poke() {
+	w.dirty.Store(true)
 	select {
 	case w.wake <- struct{}{}:
 	default:
@@ -66,7 +93,12 @@ func (w *worker) run() {
 		w.m.log.Error("reading a subscription's state", "tenant", w.t, "subscription", w.id, "err", err)
 	}
 	for w.ctx.Err() == nil {
-		r, err := st.get(w.t, w.id)
+		r := w.cached
+		var err error
+		if r == nil || w.dirty.Swap(false) || time.Since(w.cachedAt) > recheckEvery {
+			r, err = st.get(w.t, w.id)
+			w.cached, w.cachedAt = r, time.Now()
+		}
 		if errors.Is(err, storage.ErrNotFound) {
 			// Deleted, or its tenant was: nothing of it is left but
 			// perhaps the registry entry.
@@ -85,7 +117,11 @@ func (w *worker) run() {
 		}
 		w.mu.Lock()
 		gen := w.gen
-		pos, err := st.position(w.t, w.id)
+		if !w.havePos || w.posGen != gen {
+			w.pos, err = st.position(w.t, w.id)
+			w.havePos, w.posGen = err == nil, gen
+		}
+		pos := w.pos
 		w.mu.Unlock()
 		if err != nil {
 			w.m.log.Error("reading a subscription's cursor", "tenant", w.t, "subscription", w.id, "err", err)
@@ -135,6 +171,9 @@ func (w *worker) step(s tenancy.Scope, r *record, gen uint64, pos position) {
 		w.sleep(w.backoff())
 		return
 	}
+	if len(page.Entries) > 0 {
+		w.woke = false // the last wake was not spurious
+	}
 	var recs []json.RawMessage
 	var first, last string
 	next, size := page.Next, 0
@@ -142,8 +181,10 @@ func (w *worker) step(s tenancy.Scope, r *record, gen uint64, pos position) {
 		if !w.filter.Match(e.Record) {
 			continue
 		}
-		rec := w.m.src.record(r.Table, e)
-		b, _ := json.Marshal(rec)
+		if w.enc == nil || w.encFor != r.Table {
+			w.enc, w.encFor = w.m.src.encoder(r.Table), r.Table
+		}
+		b := json.RawMessage(w.enc.append(nil, e))
 		if len(recs) > 0 && size+len(b) > maxBody {
 			next = page.Entries[i-1].Next
 			break
@@ -162,7 +203,13 @@ func (w *worker) step(s tenancy.Scope, r *record, gen uint64, pos position) {
 			x.setPosition(w.id, pos)
 			w.commit(gen, x, false)
 		}
-		if page.CaughtUp {
+		// NB: an empty page waits even when not CaughtUp: that only says
+		// a change of the tenant environment (any table) is committing,
+		// and WaitLog returns once one has.
+		if len(page.Entries) == 0 || page.CaughtUp {
+			if d := minEmptyWake - time.Since(w.lastWake); w.woke && d > 0 && w.sleep(d) {
+				return // poked: read the subscription again
+			}
 			w.waitLog(s, r.Table, next)
 		}
 		return
@@ -290,6 +337,7 @@ func (w *worker) commit(gen uint64, x *tx, sync bool, pos ...position) bool {
 	for _, p := range pos {
 		x.setPosition(w.id, p)
 	}
+	w.havePos = false
 	var err error
 	if sync {
 		err = x.commit()
@@ -299,6 +347,9 @@ func (w *worker) commit(gen uint64, x *tx, sync bool, pos ...position) bool {
 	if err != nil {
 		w.m.log.Error("writing a subscription's state", "tenant", w.t, "subscription", w.id, "err", err)
 		return false
+	}
+	if len(pos) > 0 {
+		w.pos, w.havePos, w.posGen = pos[len(pos)-1], true, gen
 	}
 	return true
 }
@@ -315,6 +366,7 @@ func (w *worker) disable(gen uint64, r *record, reason string) {
 	if err != nil || cur.State != Active {
 		return
 	}
+	w.cached = nil
 	cur.State, cur.StateReason, cur.Updated = Disabled, reason, w.m.o.Now()
 	if err := st(w).put(w.t, cur, nil, false); err != nil {
 		w.m.log.Error("disabling a subscription", "tenant", w.t, "subscription", w.id, "err", err)
@@ -404,15 +456,18 @@ func (w *worker) backoff() time.Duration {
 	return d/2 + rand.N(d/2+1)
 }
 
-// sleep waits d, or until the worker is poked or stopped.
-func (w *worker) sleep(d time.Duration) {
+// sleep waits d, or until the worker is poked or stopped; it reports
+// whether it was interrupted.
+func (w *worker) sleep(d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C:
+		return false
 	case <-w.wake:
 	case <-w.ctx.Done():
 	}
+	return true
 }
 
 // waitLog waits until a change after from may have committed, the worker
@@ -430,6 +485,7 @@ func (w *worker) waitLog(s tenancy.Scope, table string, from changelog.Cursor) {
 	}()
 	err := w.m.o.Log.WaitLog(ctx, s, table, from)
 	close(done)
+	w.lastWake, w.woke = time.Now(), true
 	if err != nil && ctx.Err() == nil {
 		w.sleep(w.backoff())
 	}
