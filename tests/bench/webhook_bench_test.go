@@ -129,7 +129,9 @@ func BenchmarkWebhookWrites(b *testing.B) {
 				})
 			})
 		}
-		logged := func() { b.Run("PutItem/streamed", func(b *testing.B) { run(b, t, put.name, put.op, onStreamed(put.body)) }) }
+		logged := func() {
+			b.Run("PutItem/streamed", func(b *testing.B) { run(b, t, put.name, put.op, onStreamed(put.body)) })
+		}
 		order := []func(){plain, hooked, logged}
 		for i := range order {
 			order[(i+r)%3]()
