@@ -301,6 +301,7 @@ func BenchmarkWebhookNoisyNeighbour(b *testing.B) {
 	} {
 		b.Run(p.name, func(b *testing.B) {
 			ra.Respond(p.respond)
+			calls0 := ra.Calls()
 			stop := make(chan struct{})
 			var wg sync.WaitGroup
 			for i := range 5 {
@@ -326,7 +327,7 @@ func BenchmarkWebhookNoisyNeighbour(b *testing.B) {
 			close(stop)
 			wg.Wait()
 			l.report(b, "B-")
-			b.ReportMetric(float64(ra.Calls()), "A-attempts-total")
+			b.ReportMetric(float64(ra.Calls()-calls0), "A-attempts")
 		})
 	}
 }
