@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -227,6 +229,27 @@ func TestSubscriptionCLI(t *testing.T) {
 	cli("subscription", "delete", "--tenant", admin.TenantID, sub.ID)
 	if msg := qcli(t, srv, admin.Key, true, "subscription", "show", "--tenant", admin.TenantID, sub.ID); !strings.Contains(msg, "not found") {
 		t.Errorf("show after delete: %s", msg)
+	}
+
+	// Delivery is metered per tenant: in its usage and in /metrics.
+	if u := usageOf(t, srv, srv.Operator.Key, admin.TenantID); u.ByOperation["WebhookDelivery"].Requests == 0 ||
+		u.ByOperation["WebhookDelivery"].ConsumedReadUnits == 0 {
+		t.Errorf("usage has no WebhookDelivery: %+v", u.ByOperation)
+	}
+	mreq, _ := http.NewRequest("GET", srv.Endpoint+"/metrics", nil)
+	mreq.Header.Set("Authorization", "Bearer "+srv.Operator.Key)
+	resp, err := http.DefaultClient.Do(mreq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, m := range []string{`tenantdb_tenant_webhook_records_total{tenant="` + admin.TenantID + `"}`,
+		`tenantdb_tenant_webhook_deliveries_total{outcome="failed",tenant="` + admin.TenantID + `"}`,
+		`tenantdb_tenant_webhook_delivery_duration_seconds_count{tenant="` + admin.TenantID + `"}`} {
+		if !strings.Contains(string(metrics), m) {
+			t.Errorf("/metrics lacks %s:\n%s", m, grepLines(string(metrics), "tenantdb_tenant_webhook"))
+		}
 	}
 
 	page, err := srv.Admin().Audit(context.Background(), admin.TenantID, client.AuditQuery{})
