@@ -63,6 +63,10 @@ type Options struct {
 	// BackoffMin and BackoffMax bound the retry delay (defaults 1 s and
 	// 5 min); each failure doubles it, with jitter.
 	BackoffMin, BackoffMax time.Duration
+	// MaxDeadLetters bounds a subscription's dead-letter list (batches;
+	// default 10,000). A subscription whose list is full is disabled
+	// instead of dead-lettering more, its cursor left before the batch.
+	MaxDeadLetters int
 	// Resolver checks URLs' hosts at creation (default net.DefaultResolver).
 	Resolver Resolver
 	Logger   *slog.Logger
@@ -114,6 +118,9 @@ func New(o Options) (*Manager, error) {
 	}
 	if o.BackoffMax <= 0 {
 		o.BackoffMax = 5 * time.Minute
+	}
+	if o.MaxDeadLetters <= 0 {
+		o.MaxDeadLetters = 10000
 	}
 	if o.Resolver == nil {
 		o.Resolver = net.DefaultResolver

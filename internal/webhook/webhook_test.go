@@ -502,3 +502,45 @@ func TestSlowTenantDoesNotDelayOther(t *testing.T) {
 		t.Errorf("tenant A had %d deliveries in flight, more than its 2 slots", n)
 	}
 }
+
+// TestFullDeadLetterListDisables: a subscription whose dead-letter list
+// is full stops before the next failing batch instead of growing it or
+// dropping the batch; replayed and resumed, it delivers both in order.
+func TestFullDeadLetterListDisables(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, Options{AllowPrivate: true, MaxDeadLetters: 1})
+	rc := newReceiver(t)
+	var ok atomic.Bool
+	rc.respond = func(int64) int {
+		if ok.Load() {
+			return 200
+		}
+		return 400 // not retried: dead-lettered at once
+	}
+	tenant := tenancy.NewTenantID()
+	f.log.addTable(tenant, "live", "tb1")
+	s := adminScope(t, tenant, "live")
+	v, _ := f.m.Create(ctx, s, CreateInput{Table: "tb1", URL: rc.srv.URL, BatchSize: 1})
+	rc.trust(v.Secret)
+	f.log.put(tenant, "live", "tb1", changelog.Insert, nil, item("a", "1"))
+	f.log.put(tenant, "live", "tb1", changelog.Insert, nil, item("a", "2"))
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if v, _ = f.m.Get(ctx, s, v.ID); v.State == Disabled {
+			break
+		}
+	}
+	if v.State != Disabled || !strings.Contains(v.StateReason, "dead-letter list is full") || v.DeadLetters != 1 {
+		t.Fatalf("subscription %+v, want disabled with one dead letter", v)
+	}
+	ok.Store(true)
+	if _, err := f.m.RedriveDeadLetters(ctx, s, v.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.m.Resume(ctx, s, v.ID); err != nil {
+		t.Fatal(err)
+	}
+	got := rc.waitRecords(2)
+	if got[0].Dynamodb.NewImage["sk"].S != "1" || got[1].Dynamodb.NewImage["sk"].S != "2" {
+		t.Errorf("got %+v, want item 1 (redriven) then 2", got)
+	}
+}

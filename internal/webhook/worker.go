@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"net/http"
@@ -39,6 +40,7 @@ type worker struct {
 
 	// Owned by run.
 	attemptN, deadN uint64
+	deadCount       int // entries in the dead-letter list
 	failures        int
 	filter          *Filter
 	filterOf        time.Time // the record's Updated the filter was compiled for
@@ -87,7 +89,9 @@ func (w *worker) run() {
 	st := w.m.st
 	var err error
 	if w.attemptN, err = st.lastN(keyspace.WebhookAttempts(w.t, w.id)); err == nil {
-		w.deadN, err = st.lastN(keyspace.WebhookDeadLetters(w.t, w.id))
+		if w.deadN, err = st.lastN(keyspace.WebhookDeadLetters(w.t, w.id)); err == nil {
+			_, w.deadCount, err = st.deadLetters(w.t, w.id, 0)
+		}
 	}
 	if err != nil {
 		w.m.log.Error("reading a subscription's state", "tenant", w.t, "subscription", w.id, "err", err)
@@ -252,6 +256,14 @@ func (w *worker) step(s tenancy.Scope, r *record, gen uint64, pos position) {
 		w.commit(gen, x, true, pos)
 		w.failures++
 		w.sleep(w.backoff())
+	case w.deadCount >= w.m.o.MaxDeadLetters:
+		// NB: a full list does not grow, and nothing is dropped: the
+		// subscription stops before the batch until its list is replayed
+		// or it is deleted.
+		a.Outcome = "disabled"
+		x.attempt(w.id, w.attemptN, a)
+		w.commit(gen, x, true)
+		w.disable(gen, r, fmt.Sprintf("the dead-letter list is full (%d batches): replay it (replay --dead-letters) or delete the subscription, then resume", w.deadCount))
 	default:
 		// Not retried (a 4xx other than 408, 409, 425 and 429, a redirect) or
 		// retried for the whole retry period: the batch goes to the
@@ -260,7 +272,9 @@ func (w *worker) step(s tenancy.Scope, r *record, gen uint64, pos position) {
 		x.attempt(w.id, w.attemptN, a)
 		w.deadN++
 		x.deadLetter(w.id, DeadLetter{N: w.deadN, Time: now, Status: status, Error: a.Error, Records: recs})
-		w.commit(gen, x, true, position{Cursor: next.String()})
+		if w.commit(gen, x, true, position{Cursor: next.String()}) {
+			w.deadCount++
+		}
 		w.failures = 0
 	}
 }
@@ -316,7 +330,9 @@ func (w *worker) redrive(s tenancy.Scope, r *record, gen uint64, pos position) {
 		a.Outcome = "redriven"
 		x.dropDeadLetter(w.id, d.N)
 		x.attempt(w.id, w.attemptN, a)
-		w.commit(gen, x, true)
+		if w.commit(gen, x, true) {
+			w.deadCount--
+		}
 		return
 	}
 	a.Outcome = "redrive-failed"
