@@ -131,20 +131,36 @@ func TestSubscriptionCLI(t *testing.T) {
 	}
 	rc.WaitFor(t, 20*time.Second, "order 6 after resume", func(r []harness.Received) bool { return len(r) == 6 && r[5].S("sk") == "OUTBOX#0006" })
 
+	// A suspended tenant's changes wait in the log until it is resumed.
+	cli("subscription", "pause", "--tenant", admin.TenantID, sub.ID)
+	placeOrder(t, ddb, "Orders", 9)
+	if _, err := srv.Admin().SuspendTenant(context.Background(), admin.TenantID); err != nil {
+		t.Fatal(err)
+	}
+	qcli(t, srv, srv.Operator.Key, false, "subscription", "resume", "--tenant", admin.TenantID, sub.ID)
+	time.Sleep(500 * time.Millisecond)
+	if n := len(rc.Records()); n != 6 {
+		t.Fatalf("a suspended tenant's change was delivered (%d records)", n)
+	}
+	if _, err := srv.Admin().ResumeTenant(context.Background(), admin.TenantID); err != nil {
+		t.Fatal(err)
+	}
+	rc.WaitFor(t, 20*time.Second, "order 9 after the tenant's resumption", func(r []harness.Received) bool { return len(r) == 7 && r[6].S("sk") == "OUTBOX#0009" })
+
 	// Replay from a time before the first order delivers everything again
 	// (at least once: receivers deduplicate by eventID).
 	cli("subscription", "replay", "--tenant", admin.TenantID, sub.ID, "--from", start.Add(-time.Second).UTC().Format(time.RFC3339Nano))
-	got = rc.WaitFor(t, 20*time.Second, "the replay", func(r []harness.Received) bool { return len(r) >= 12 })
-	for i := range 6 {
-		if got[6+i].EventID != got[i].EventID {
-			t.Errorf("replayed record %d has eventID %s, first delivered as %s", i, got[6+i].EventID, got[i].EventID)
+	got = rc.WaitFor(t, 20*time.Second, "the replay", func(r []harness.Received) bool { return len(r) >= 14 })
+	for i := range 7 {
+		if got[7+i].EventID != got[i].EventID {
+			t.Errorf("replayed record %d has eventID %s, first delivered as %s", i, got[7+i].EventID, got[i].EventID)
 		}
 	}
 	// Replay from a SequenceNumber starts at that record.
 	cli("subscription", "replay", "--tenant", admin.TenantID, sub.ID, "--from", got[4].Dynamodb.SequenceNumber)
-	got = rc.WaitFor(t, 20*time.Second, "the replay by sequence", func(r []harness.Received) bool { return len(r) >= 14 })
-	if got[12].S("sk") != "OUTBOX#0005" || got[13].S("sk") != "OUTBOX#0006" {
-		t.Errorf("replay from order 5's sequence number delivered %s, %s", got[12].S("sk"), got[13].S("sk"))
+	got = rc.WaitFor(t, 20*time.Second, "the replay by sequence", func(r []harness.Received) bool { return len(r) >= 17 })
+	if got[14].S("sk") != "OUTBOX#0005" || got[15].S("sk") != "OUTBOX#0006" || got[16].S("sk") != "OUTBOX#0009" {
+		t.Errorf("replay from order 5's sequence number delivered %s, %s, %s", got[14].S("sk"), got[15].S("sk"), got[16].S("sk"))
 	}
 
 	// Rotation: the receiver that knows only the new secret verifies.

@@ -275,6 +275,10 @@ func Open(ctx context.Context, o Options) (_ *Node, err error) {
 		wo.SecretKey = key.Derive("tenantdb webhook secrets v1")
 		wo.AllowPrivate = o.AllowPrivateWebhooks
 		wo.Region, wo.Logger = o.Region, log
+		wo.TenantActive = func(ctx context.Context, t tenancy.TenantID) bool {
+			tn, err := n.catalog.Tenant(ctx, t)
+			return err == nil && tn.Status == catalog.Active
+		}
 		if n.webhooks, err = webhook.New(wo); err != nil {
 			return nil, err
 		}

@@ -67,6 +67,10 @@ type Options struct {
 	// default 10,000). A subscription whose list is full is disabled
 	// instead of dead-lettering more, its cursor left before the batch.
 	MaxDeadLetters int
+	// TenantActive, if set, reports whether a tenant may have its changes
+	// delivered now (not suspended or being deleted); its workers wait
+	// while it may not.
+	TenantActive func(ctx context.Context, t tenancy.TenantID) bool
 	// Resolver checks URLs' hosts at creation (default net.DefaultResolver).
 	Resolver Resolver
 	Logger   *slog.Logger

@@ -119,6 +119,13 @@ func (w *worker) run() {
 			w.sleep(pollEvery)
 			continue
 		}
+		if f := w.m.o.TenantActive; f != nil && !f(w.ctx, w.t) {
+			// NB: a suspended tenant's changes wait in the log, and a
+			// deleted tenant's subscription is noticed gone above.
+			w.cached = nil
+			w.sleep(recheckEvery)
+			continue
+		}
 		w.mu.Lock()
 		gen := w.gen
 		if !w.havePos || w.posGen != gen {
