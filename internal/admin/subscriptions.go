@@ -19,11 +19,13 @@ package admin
 // audited in the tenant's log.
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 	"time"
 
 	"github.com/tenantdb/tenantdb/internal/apierr"
+	"github.com/tenantdb/tenantdb/internal/tenancy"
 	"github.com/tenantdb/tenantdb/internal/webhook"
 )
 
@@ -52,8 +54,30 @@ type RotateSecretRequest struct {
 	OverlapSeconds int64 `json:"overlap_seconds,omitempty"`
 }
 
+// Subscriptions is what the subscription endpoints call: a
+// *webhook.Manager, or webhook.Unavailable where the server cannot
+// deliver webhooks.
+type Subscriptions interface {
+	Create(ctx context.Context, s tenancy.Scope, in webhook.CreateInput) (webhook.View, error)
+	List(ctx context.Context, s tenancy.Scope) ([]webhook.View, error)
+	Get(ctx context.Context, s tenancy.Scope, id string) (webhook.View, error)
+	Pause(ctx context.Context, s tenancy.Scope, id string) (webhook.View, error)
+	Resume(ctx context.Context, s tenancy.Scope, id string) (webhook.View, error)
+	Delete(ctx context.Context, s tenancy.Scope, id string) error
+	Replay(ctx context.Context, s tenancy.Scope, id, from string) (webhook.View, error)
+	Deliveries(ctx context.Context, s tenancy.Scope, id string, limit int) ([]webhook.Attempt, error)
+	DeadLetters(ctx context.Context, s tenancy.Scope, id string, limit int) ([]webhook.DeadLetter, error)
+	RedriveDeadLetters(ctx context.Context, s tenancy.Scope, id string) (webhook.View, error)
+	RotateSecret(ctx context.Context, s tenancy.Scope, id string, overlap time.Duration) (webhook.View, error)
+}
+
+var (
+	_ Subscriptions = (*webhook.Manager)(nil)
+	_ Subscriptions = webhook.Unavailable("")
+)
+
 // ServeSubscriptions adds the subscription endpoints over m.
-func (h *Handler) ServeSubscriptions(m *webhook.Manager) {
+func (h *Handler) ServeSubscriptions(m Subscriptions) {
 	const base = "/v1/tenants/{tenant}/subscriptions"
 	one := func(method, suffix string, fn func(c *call, id string) error) {
 		h.handle(method+" "+base+"/{id}"+suffix, tenantAdmin, func(c *call) error { return fn(c, c.r.PathValue("id")) })

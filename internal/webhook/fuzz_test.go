@@ -103,3 +103,17 @@ func TestBlockedAddr(t *testing.T) {
 		}
 	}
 }
+
+func TestUnavailableRefusesEveryCall(t *testing.T) {
+	u, ctx := Unavailable("a gateway"), context.Background()
+	var s = adminScope(t, [16]byte{1}, "live")
+	_, e1 := u.Create(ctx, s, CreateInput{})
+	_, e2 := u.List(ctx, s)
+	_, e3 := u.Replay(ctx, s, "x", "y")
+	e4 := u.Delete(ctx, s, "x")
+	for _, err := range []error{e1, e2, e3, e4} {
+		if !apierr.Is(err, apierr.Validation) || !strings.Contains(apierr.Message(err), "not available: a gateway") {
+			t.Errorf("got %v, want a ValidationException saying why", err)
+		}
+	}
+}

@@ -160,7 +160,7 @@ func (w *world) adminRouteAttacks(t *testing.T) {
 		t.Fatal(err)
 	}
 	// B has a (paused) subscription for the {id} routes to name (none
-	// over a remote backend, which serves no subscriptions).
+	// over a remote backend, which refuses subscriptions).
 	bSub := client.Subscription{ID: "sub_" + randHex(12)}
 	if !w.srv.Remote {
 		if bSub, err = w.admin.CreateSubscription(w.ctx, B.id, client.CreateSubscriptionRequest{Table: tblNS, URL: "https://93.184.216.34/b"}); err != nil {
