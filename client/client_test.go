@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/tenantdb/tenantdb/internal/admin"
 	"github.com/tenantdb/tenantdb/internal/audit"
 	"github.com/tenantdb/tenantdb/internal/quota"
+	"github.com/tenantdb/tenantdb/internal/webhook"
 )
 
 // The types the server encodes from its own packages have exactly the
@@ -29,6 +31,11 @@ func TestShapesMatchTheServers(t *testing.T) {
 		{quota.Quota{}, client.Quota{}},
 		{quota.Update{}, client.QuotaUpdate{}},
 		{quota.Report{}, client.UsageReport{}},
+		{webhook.CreateInput{}, client.CreateSubscriptionRequest{}},
+		{webhook.View{}, client.Subscription{}},
+		{admin.SubscriptionList{}, client.SubscriptionList{}},
+		{admin.DeliveryList{}, client.DeliveryList{}},
+		{admin.DeadLetterList{}, client.DeadLetterList{}},
 	} {
 		if err := sameShape(reflect.TypeOf(c.server), reflect.TypeOf(c.client), 0); err != nil {
 			t.Errorf("%T and %T: %v", c.server, c.client, err)
@@ -163,4 +170,25 @@ func jsonName(f reflect.StructField) string {
 		return name
 	}
 	return f.Name
+}
+
+// VerifyWebhook accepts what the server signs, with any of the secrets
+// in force, and nothing else.
+func TestVerifyWebhook(t *testing.T) {
+	body := []byte(`{"Records":[]}`)
+	now := time.Unix(1700000000, 0)
+	h := webhook.Sign(now, body, "new", "old")
+	for _, c := range []struct {
+		secret string
+		body   []byte
+		at     time.Time
+		want   bool
+	}{
+		{"new", body, now, true}, {"old", body, now, true}, {"other", body, now, false},
+		{"new", []byte(`{"Records":[1]}`), now, false}, {"new", body, now.Add(time.Hour), false},
+	} {
+		if got := client.VerifyWebhook(h, c.body, c.secret, c.at, 5*time.Minute); got != c.want {
+			t.Errorf("VerifyWebhook(%s, %s, %v) = %v, want %v", c.secret, c.body, c.at, got, c.want)
+		}
+	}
 }

@@ -86,6 +86,10 @@ type Config struct {
 	// directory tree per tenant (TENANTDB_EXPORT_ROOT); "" turns those
 	// operations off.
 	ExportRoot string
+	// AllowPrivateWebhooks lets webhook subscriptions use http:// URLs and
+	// endpoints on loopback, private, link-local and metadata addresses
+	// (TENANTDB_ALLOW_PRIVATE_WEBHOOKS). For development and tests only.
+	AllowPrivateWebhooks bool
 }
 
 // DefaultConfig returns the defaults.
@@ -121,7 +125,8 @@ func (c *Config) applyEnv(getenv func(string) string) error {
 	str("TENANTDB_BACKEND_REGION", &c.BackendRegion)
 	str("TENANTDB_BACKEND_TABLE_PREFIX", &c.BackendTablePrefix)
 	c.Platform.applyEnv(getenv)
-	for name, dst := range map[string]*bool{"TENANTDB_DEFAULT_TENANT": &c.DefaultTenant, "TENANTDB_FAIRNESS": &c.Fairness, "TENANTDB_CONN_GATE": &c.ConnGate} {
+	for name, dst := range map[string]*bool{"TENANTDB_DEFAULT_TENANT": &c.DefaultTenant, "TENANTDB_FAIRNESS": &c.Fairness, "TENANTDB_CONN_GATE": &c.ConnGate,
+		"TENANTDB_ALLOW_PRIVATE_WEBHOOKS": &c.AllowPrivateWebhooks} {
 		if v := getenv(name); v != "" {
 			b, err := strconv.ParseBool(v)
 			if err != nil {
@@ -211,6 +216,7 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", cfg.ShutdownTimeout, "how long to wait for in-flight requests on shutdown")
 	fs.DurationVar(&cfg.StreamRetention, "stream-retention", cfg.StreamRetention, "how long DynamoDB Streams records are kept")
 	fs.StringVar(&cfg.ExportRoot, "export-root", cfg.ExportRoot, "directory holding the S3 buckets of ExportTableToPointInTime and ImportTable (each tenant's under <root>/<tenant>/<env>/<bucket>); empty turns those operations off (env TENANTDB_EXPORT_ROOT)")
+	fs.BoolVar(&cfg.AllowPrivateWebhooks, "allow-private-webhooks", cfg.AllowPrivateWebhooks, "let webhook subscriptions use http:// and loopback, private, link-local or metadata addresses; development and tests only (env TENANTDB_ALLOW_PRIVATE_WEBHOOKS)")
 	fs.DurationVar(&cfg.StreamRollover, "stream-rollover", cfg.StreamRollover, "how long each shard of a new stream is open before it closes and a child starts (0: 4h)")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
@@ -309,6 +315,8 @@ func (c Config) nodeOptions(endpoint, serverKey string, log *slog.Logger) node.O
 		StreamRetention: c.StreamRetention,
 		StreamRollover:  c.StreamRollover,
 		ExportRoot:      c.ExportRoot,
+
+		AllowPrivateWebhooks: c.AllowPrivateWebhooks,
 	}
 	c.benchConfig.apply(&o)
 	return o

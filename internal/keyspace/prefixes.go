@@ -36,6 +36,7 @@ const (
 	subMember     = 'p' // memberships of platform users, by sub
 	subInvite     = 'v' // invitations, by token hash
 	subNamespace  = 'n' // environments' data: env 0x00 ...
+	subWebhook    = 'w' // webhook subscriptions and their state (see wh*)
 )
 
 // Namespace level: the byte after Namespace(tenant, env).
@@ -63,6 +64,15 @@ const (
 	aggGroup      = 'g' // <type:1> <group value>: one group's count and sums
 )
 
+// Webhook level: the byte after Tenant(t) subWebhook. Each is followed by
+// the subscription id.
+const (
+	whSubscription = 's' // <id>: the subscription
+	whCursor       = 'c' // <id>: its durable delivery cursor
+	whDead         = 'd' // <id> 0x00 <n:8>: its dead-letter list
+	whAttempt      = 'a' // <id> 0x00 <n:8>: its recent delivery attempts
+)
+
 // Separators.
 const (
 	membershipSep = 0x00 // ends the sub of a membership key
@@ -88,4 +98,5 @@ const (
 	SysChangeLogs    = "chl/"      // <namespace><table:8><stream:8>: namespace holds records of stream
 	SysAggregates    = "agg/"      // <namespace><name>: namespace holds the aggregate
 	SysAggFleet      = "aggf/"     // <name>: an aggregate the operator defined for every tenant of a shared table
+	SysWebhooks      = "whk/"      // <tenant:16><id>: tenant has webhook subscription id
 )

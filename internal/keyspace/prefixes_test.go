@@ -73,7 +73,7 @@ func TestPrefixesInOneFile(t *testing.T) {
 // and that no system key name is a prefix of another.
 func TestPrefixesDistinct(t *testing.T) {
 	_, values := prefixConsts(t)
-	levels := map[string]string{"sys": "top", "catalogPrefix": "top", "tenantPrefix": "top", "cat": "catalog", "sub": "tenant", "ns": "namespace", "chg": "change", "Sys": "system"}
+	levels := map[string]string{"sys": "top", "catalogPrefix": "top", "tenantPrefix": "top", "cat": "catalog", "sub": "tenant", "ns": "namespace", "chg": "change", "wh": "webhook", "Sys": "system"}
 	levelOf := func(name string) string {
 		if l, ok := levels[name]; ok {
 			return l

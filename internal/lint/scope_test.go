@@ -15,6 +15,7 @@ import (
 var systemScopeAllowed = []string{
 	"internal/lifecycle/lifecycle.go", // reviving a re-created tenant's id
 	"internal/aggregate/scope.go",     // an aggregate's worker follows its tenant environment's change log
+	"internal/webhook/scope.go",       // a subscription's delivery worker reads its tenant environment's change log
 }
 
 // parsed is one non-test Go file of ours.

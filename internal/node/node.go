@@ -38,6 +38,7 @@ import (
 	"github.com/tenantdb/tenantdb/internal/storage"
 	"github.com/tenantdb/tenantdb/internal/tenancy"
 	"github.com/tenantdb/tenantdb/internal/transfer"
+	"github.com/tenantdb/tenantdb/internal/webhook"
 )
 
 // Options configure a Node. Set DataDir or InMemory; the rest may stay
@@ -107,6 +108,15 @@ type Options struct {
 	// exports and imports (internal/transfer); "" turns them off.
 	ExportRoot string
 
+	// AllowPrivateWebhooks lets webhook subscriptions use http:// and
+	// endpoints on loopback, private, link-local and metadata addresses
+	// (development and tests only).
+	AllowPrivateWebhooks bool
+	// Webhooks overrides webhook.Options' delivery settings (retry
+	// backoff, timeouts, per-tenant concurrency) for tests; the stores,
+	// log, keys and metering are always the node's.
+	Webhooks webhook.Options
+
 	benchOptions
 }
 
@@ -138,6 +148,7 @@ type Node struct {
 	// aggregates maintains aggregates from the change log (embedded
 	// engine only).
 	aggregates *aggregate.Service
+	webhooks   *webhook.Manager // nil with a remote backend
 	server     *server.Server
 	bootstrap  Bootstrap
 	// adminRoutes are the routes the admin API registered.
@@ -262,8 +273,26 @@ func Open(ctx context.Context, o Options) (_ *Node, err error) {
 			n.engine.SetTransfers(n.transfers)
 		}
 		adm.ServeTransfers(n.transfers)
+		// NB: webhooks follow the embedded engine's change log.
+		wo := o.Webhooks
+		wo.DB, wo.Log, wo.Meter = n.db, n.engine, n.quotas
+		wo.SecretKey = key.Derive("tenantdb webhook secrets v1")
+		wo.AllowPrivate = o.AllowPrivateWebhooks
+		wo.Region, wo.Logger = o.Region, log
+		wo.TenantActive = func(ctx context.Context, t tenancy.TenantID) bool {
+			tn, err := n.catalog.Tenant(ctx, t)
+			return err == nil && tn.Status == catalog.Active
+		}
+		if n.webhooks, err = webhook.New(wo); err != nil {
+			return nil, err
+		}
+		if err := n.webhooks.Start(); err != nil {
+			return nil, err
+		}
+		adm.ServeSubscriptions(n.webhooks)
 	} else {
 		adm.ServeTransfers(transfer.Unavailable("they read a snapshot of the embedded engine, and this server is a gateway over a remote one"))
+		adm.ServeSubscriptions(webhook.Unavailable("they follow the embedded engine's change log, and this server is a gateway over a remote one"))
 	}
 	if n.remote == nil {
 		if n.aggregates, err = aggregate.New(aggregate.Options{DB: n.db, Log: n.engine, Tables: n.engine, Shared: n.engine,
@@ -384,6 +413,9 @@ func (n *Node) Close() error {
 		if n.transfers != nil {
 			n.transfers.Close()
 		}
+		if n.webhooks != nil {
+			errs = append(errs, n.webhooks.Close())
+		}
 		if n.quotas != nil {
 			errs = append(errs, n.quotas.Close())
 		}
@@ -432,4 +464,6 @@ var (
 	_ dynamo.Backend      = (*remote.Backend)(nil)
 	_ dynamo.Handler      = (*quota.Limited)(nil)
 	_ server.ConnGate     = (*quota.Manager)(nil)
+	_ webhook.Log         = (*engine.Engine)(nil)
+	_ webhook.Meter       = (*quota.Manager)(nil)
 )

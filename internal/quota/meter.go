@@ -100,7 +100,7 @@ type meter struct {
 
 // opNames are the operations metering knows, and opIndex their index.
 var (
-	opNames = dynamo.Names()
+	opNames = append(dynamo.Names(), DeliveryOp)
 	opIndex = func() map[string]int {
 		m := make(map[string]int, len(opNames))
 		for i, n := range opNames {

@@ -50,6 +50,12 @@ type metrics struct {
 	connShed  prometheus.Counter
 	other     *tenantMetrics
 
+	// Webhook deliveries (delivery.go).
+	whAttempts *prometheus.CounterVec   // tenant, outcome
+	whRecords  *prometheus.CounterVec   // tenant
+	whBytes    *prometheus.CounterVec   // tenant
+	whLatency  *prometheus.HistogramVec // tenant
+
 	mu       sync.Mutex
 	labelled map[*tenantState]struct{}
 }
@@ -62,6 +68,11 @@ type tenantMetrics struct {
 	writeUnit prometheus.Counter
 	latency   prometheus.Observer
 	throttled [reasonCount]prometheus.Counter
+
+	whOK, whFailed prometheus.Counter
+	whRecords      prometheus.Counter
+	whBytes        prometheus.Counter
+	whLatency      prometheus.Observer
 }
 
 func newMetrics(reg prometheus.Registerer, cap int, gates []*gate) (*metrics, error) {
@@ -103,9 +114,27 @@ func newMetrics(reg prometheus.Registerer, cap int, gates []*gate) (*metrics, er
 			Namespace: "tenantdb", Subsystem: "admission", Name: "conn_shed_total",
 			Help: "Connections closed because their request could not be admitted by the connection gate (queue full or wait timed out).",
 		}),
+		whAttempts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "tenantdb", Subsystem: "tenant", Name: "webhook_deliveries_total",
+			Help: "Webhook delivery attempts by tenant and outcome (ok: a 2xx answer; failed: any other answer or none)." + rule,
+		}, []string{"tenant", "outcome"}),
+		whRecords: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "tenantdb", Subsystem: "tenant", Name: "webhook_records_total",
+			Help: "Change records delivered to webhooks (acknowledged with a 2xx), by tenant." + rule,
+		}, []string{"tenant"}),
+		whBytes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "tenantdb", Subsystem: "tenant", Name: "webhook_bytes_total",
+			Help: "Bytes of webhook request bodies sent (every attempt), by tenant." + rule,
+		}, []string{"tenant"}),
+		whLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: "tenantdb", Subsystem: "tenant", Name: "webhook_delivery_duration_seconds",
+			Help:    "Time from sending a webhook delivery to its answer (or failure), by tenant." + rule,
+			Buckets: prometheus.ExponentialBuckets(.001, 2, 15), // 1 ms .. 16 s
+		}, []string{"tenant"}),
 		labelled: map[*tenantState]struct{}{},
 	}
-	cs := []prometheus.Collector{m.requests, m.readUnits, m.writeUnit, m.throttled, m.latency, m.queueWait, m.connWait, m.connShed}
+	cs := []prometheus.Collector{m.requests, m.readUnits, m.writeUnit, m.throttled, m.latency, m.queueWait, m.connWait, m.connShed,
+		m.whAttempts, m.whRecords, m.whBytes, m.whLatency}
 	for c, g := range gates {
 		labels := prometheus.Labels{"class": [...]string{"read", "write", "conn"}[c]}
 		cs = append(cs,
@@ -136,6 +165,11 @@ func (m *metrics) series(label string) *tenantMetrics {
 		readUnits: m.readUnits.WithLabelValues(label),
 		writeUnit: m.writeUnit.WithLabelValues(label),
 		latency:   m.latency.WithLabelValues(label),
+		whOK:      m.whAttempts.WithLabelValues(label, "ok"),
+		whFailed:  m.whAttempts.WithLabelValues(label, "failed"),
+		whRecords: m.whRecords.WithLabelValues(label),
+		whBytes:   m.whBytes.WithLabelValues(label),
+		whLatency: m.whLatency.WithLabelValues(label),
 	}
 	for r := range tm.throttled {
 		tm.throttled[r] = m.throttled.WithLabelValues(label, reasonNames[r])
@@ -181,6 +215,11 @@ func (m *metrics) unlabel(st *tenantState) {
 	m.readUnits.DeleteLabelValues(tm.label)
 	m.writeUnit.DeleteLabelValues(tm.label)
 	m.latency.DeleteLabelValues(tm.label)
+	m.whAttempts.DeleteLabelValues(tm.label, "ok")
+	m.whAttempts.DeleteLabelValues(tm.label, "failed")
+	m.whRecords.DeleteLabelValues(tm.label)
+	m.whBytes.DeleteLabelValues(tm.label)
+	m.whLatency.DeleteLabelValues(tm.label)
 	for _, r := range reasonNames {
 		m.throttled.DeleteLabelValues(tm.label, r)
 	}

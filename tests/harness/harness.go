@@ -77,6 +77,9 @@ type Options struct {
 	// tenant credential of its own through the AWS shared-credentials
 	// chain. Setting RemoteEnv to 1 does this for every Start.
 	Remote bool
+	// AllowPrivateWebhooks lets webhook subscriptions reach loopback
+	// receivers over http:// (serve --allow-private-webhooks).
+	AllowPrivateWebhooks bool
 	// RemoteEngine, with Remote, is the URL of an external engine (such
 	// as dynalite) to use instead of a second tenantdb; the gateway signs
 	// for it with a dummy credential.
@@ -201,6 +204,8 @@ func StartInProcess(o Options) (s *Server, stop func() error, err error) {
 		Platform:      o.Platform,
 		Logger:        log,
 		ExportRoot:    o.ExportRoot,
+
+		AllowPrivateWebhooks: o.AllowPrivateWebhooks,
 	}
 	var stopEngine func() error // the stand-in engine's, for a Remote server
 	if !o.engine && (o.Remote || os.Getenv(RemoteEnv) == "1") {
@@ -313,6 +318,9 @@ func startBinary(t testing.TB, bin, dataDir string, o Options, extraArgs ...stri
 	}
 	if o.ExportRoot != "" {
 		args = append(args, "--export-root", o.ExportRoot)
+	}
+	if o.AllowPrivateWebhooks {
+		args = append(args, "--allow-private-webhooks")
 	}
 	for flag, v := range map[string]string{"--jwks": o.Platform.JWKS, "--jwt-hs256-secret": o.Platform.HS256Secret,
 		"--jwt-issuer": o.Platform.Issuer, "--jwt-audience": o.Platform.Audience} {

@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 
+	"github.com/tenantdb/tenantdb/client"
 	"github.com/tenantdb/tenantdb/internal/admin"
 	"github.com/tenantdb/tenantdb/internal/node"
 	"github.com/tenantdb/tenantdb/tests/harness"
@@ -54,14 +55,25 @@ var adminRouteBodies = map[string]string{
 	"POST /v1/tenants/{tenant}/exports":           `{}`,
 	"POST /v1/tenants/{tenant}/imports":           `{"table":"iso_ns","items":[{"pk":{"S":"p0"},"sk":{"S":"s0"},"v":{"S":"planted"}}]}`,
 
-	"POST /v1/tenants/{tenant}/aggregates":                `{"name":"evil","table":"orders","group_by":"status","count":true}`,
-	"GET /v1/tenants/{tenant}/aggregates":                 "",
-	"GET /v1/tenants/{tenant}/aggregates/{name}":          "",
-	"DELETE /v1/tenants/{tenant}/aggregates/{name}":       "",
-	"POST /v1/tenants/{tenant}/aggregates/{name}/rebuild": "",
-	"POST /v1/aggregates":                                 `{"name":"evil","table":"iso_ns","group_by":"secret","count":true}`,
-	"GET /v1/aggregates":                                  "",
-	"DELETE /v1/aggregates/{name}":                        "",
+	"POST /v1/tenants/{tenant}/aggregates":                             `{"name":"evil","table":"orders","group_by":"status","count":true}`,
+	"GET /v1/tenants/{tenant}/aggregates":                              "",
+	"GET /v1/tenants/{tenant}/aggregates/{name}":                       "",
+	"DELETE /v1/tenants/{tenant}/aggregates/{name}":                    "",
+	"POST /v1/tenants/{tenant}/aggregates/{name}/rebuild":              "",
+	"POST /v1/aggregates":                                              `{"name":"evil","table":"iso_ns","group_by":"secret","count":true}`,
+	"GET /v1/aggregates":                                               "",
+	"DELETE /v1/aggregates/{name}":                                     "",
+	"POST /v1/tenants/{tenant}/subscriptions":                          `{"table":"iso_ns","url":"https://93.184.216.34/evil"}`,
+	"GET /v1/tenants/{tenant}/subscriptions":                           "",
+	"GET /v1/tenants/{tenant}/subscriptions/{id}":                      "",
+	"POST /v1/tenants/{tenant}/subscriptions/{id}/pause":               "",
+	"POST /v1/tenants/{tenant}/subscriptions/{id}/resume":              "",
+	"DELETE /v1/tenants/{tenant}/subscriptions/{id}":                   "",
+	"POST /v1/tenants/{tenant}/subscriptions/{id}/replay":              `{"from":"2020-01-01T00:00:00Z"}`,
+	"GET /v1/tenants/{tenant}/subscriptions/{id}/deliveries":           "",
+	"GET /v1/tenants/{tenant}/subscriptions/{id}/dead-letters":         "",
+	"POST /v1/tenants/{tenant}/subscriptions/{id}/dead-letters/replay": "",
+	"POST /v1/tenants/{tenant}/subscriptions/{id}/rotate-secret":       `{}`,
 }
 
 // adminRoutes returns the routes of the admin API of a node assembled as
@@ -78,7 +90,7 @@ func adminRoutes(t *testing.T) []string {
 
 // adminState is what the operator sees of a tenant through the admin API.
 type adminState struct {
-	tenant, keys, quota, audit string
+	tenant, keys, quota, audit, subscriptions string
 }
 
 func (w *world) adminStateOf(t *testing.T, id string) adminState {
@@ -95,6 +107,9 @@ func (w *world) adminStateOf(t *testing.T, id string) adminState {
 		tenant: js(w.admin.Tenant(w.ctx, id)),
 		keys:   js(w.admin.Keys(w.ctx, id)),
 		quota:  js(q, w.admin.Do(w.ctx, "GET", "/v1/tenants/"+id+"/quota", nil, &q)),
+	}
+	if !w.srv.Remote {
+		st.subscriptions = js(w.admin.Subscriptions(w.ctx, id))
 	}
 	v, err := w.admin.VerifyAudit(w.ctx, id)
 	st.audit = js(struct {
@@ -152,6 +167,19 @@ func (w *world) adminRouteAttacks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// B has a (paused) subscription for the {id} routes to name (none
+	// over a remote backend, which refuses subscriptions).
+	bSub := client.Subscription{ID: "sub_" + randHex(12)}
+	if !w.srv.Remote {
+		if bSub, err = w.admin.CreateSubscription(w.ctx, B.id, client.CreateSubscriptionRequest{Table: tblNS, URL: "https://93.184.216.34/b"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.admin.PauseSubscription(w.ctx, B.id, bSub.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	noSub := "sub_" + randHex(12)
+
 	nobodyID := randHex(16)
 	nobodySlug := "iso-nobody-" + randHex(4)
 	inv, err := w.admin.CreateInvite(w.ctx, B.id, admin.InviteRequest{Role: "admin"})
@@ -159,7 +187,7 @@ func (w *world) adminRouteAttacks(t *testing.T) {
 		t.Fatal(err)
 	}
 	norm := func(s string) string {
-		for _, r := range []string{B.id, nobodyID, bt.Slug, nobodySlug} {
+		for _, r := range []string{B.id, nobodyID, bt.Slug, nobodySlug, bSub.ID, noSub} {
 			s = strings.ReplaceAll(s, r, "<TENANT>")
 		}
 		return strings.ReplaceAll(s, strings.Replace(B.app.AccessKeyID, B.id, "<TENANT>", 1), "<KEY>")
@@ -189,8 +217,9 @@ func (w *world) adminRouteAttacks(t *testing.T) {
 	for _, r := range routes {
 		method, pattern, _ := strings.Cut(r, " ")
 		body := strings.ReplaceAll(adminRouteBodies[r], "%invite", inv.Token)
-		path := func(ref, key string) string {
+		path := func(ref, key, sub string) string {
 			p := strings.ReplaceAll(pattern, "{tenant}", ref)
+			p = strings.ReplaceAll(p, "{id}", sub)
 			return strings.ReplaceAll(p, "{key}", key)
 		}
 		for _, c := range callers {
@@ -212,7 +241,7 @@ func (w *world) adminRouteAttacks(t *testing.T) {
 				noKey := strings.Replace(bKey, B.id, nobodyID, 1)
 				for _, m := range []string{method, "PATCH"} {
 					for _, ref := range []struct{ victim, nobody string }{{B.id, nobodyID}, {bt.Slug, nobodySlug}} {
-						pv, pn := path(ref.victim, bKey), path(ref.nobody, noKey)
+						pv, pn := path(ref.victim, bKey, bSub.ID), path(ref.nobody, noKey, noSub)
 						stV, gotV := c.send(t, m, pv, body)
 						stN, gotN := c.send(t, m, pn, body)
 						if stV != http.StatusForbidden && stV != http.StatusNotFound {

@@ -1,0 +1,256 @@
+package webhook
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/tenantdb/tenantdb/internal/apierr"
+	"github.com/tenantdb/tenantdb/internal/changelog"
+	"github.com/tenantdb/tenantdb/internal/storage"
+	"github.com/tenantdb/tenantdb/internal/tenancy"
+)
+
+// Log is the change log's consumer API as the delivery workers use it
+// (the engine implements it).
+type Log interface {
+	// RetainLog makes table keep a log with both images while consumer
+	// holds it; ReleaseLog lets it go.
+	RetainLog(ctx context.Context, s tenancy.Scope, table, consumer string) error
+	ReleaseLog(ctx context.Context, s tenancy.Scope, table, consumer string) error
+	// FollowLog returns up to limit changes after from, in commit order
+	// per item key.
+	FollowLog(ctx context.Context, s tenancy.Scope, table string, from changelog.Cursor, limit int) (changelog.FollowPage, error)
+	// WaitLog returns when a change after from may have committed.
+	WaitLog(ctx context.Context, s tenancy.Scope, table string, from changelog.Cursor) error
+	// LogCursorAt returns the cursor of the first change at or after t.
+	LogCursorAt(ctx context.Context, s tenancy.Scope, table string, t time.Time) (changelog.Cursor, error)
+}
+
+// Meter meters delivery work per tenant (package quota implements it).
+type Meter interface {
+	// MeterDelivery records one delivery attempt of records records and
+	// bytes bytes; ok says it was acknowledged.
+	MeterDelivery(ctx context.Context, s tenancy.Scope, records int, bytes int64, ok bool, latency time.Duration)
+	// DeliveryDelay returns how long the tenant's deliveries must wait for
+	// its read capacity (0: deliver now).
+	DeliveryDelay(ctx context.Context, s tenancy.Scope) time.Duration
+}
+
+// Options configure a Manager. DB, Log and SecretKey are required.
+type Options struct {
+	DB  Store
+	Log Log
+	// SecretKey (32 bytes) seals the signing secrets at rest.
+	SecretKey []byte
+	// Meter, if set, meters deliveries per tenant.
+	Meter Meter
+	// AllowPrivate allows http:// URLs and endpoints on loopback, private,
+	// link-local and metadata addresses (--allow-private-webhooks).
+	AllowPrivate bool
+	// Region and Account appear in records' ARNs.
+	Region, Account string
+	// TenantConcurrency bounds the deliveries of one tenant in flight at
+	// once (default 4); MaxPerTenant bounds its subscriptions (default 25).
+	TenantConcurrency int
+	MaxPerTenant      int
+	// Timeout bounds one delivery (default 10 s).
+	Timeout time.Duration
+	// BackoffMin and BackoffMax bound the retry delay (defaults 1 s and
+	// 5 min); each failure doubles it, with jitter.
+	BackoffMin, BackoffMax time.Duration
+	// MaxDeadLetters bounds a subscription's dead-letter list (batches;
+	// default 10,000). A subscription whose list is full is disabled
+	// instead of dead-lettering more, its cursor left before the batch.
+	MaxDeadLetters int
+	// TenantActive, if set, reports whether a tenant may have its changes
+	// delivered now (not suspended or being deleted); its workers wait
+	// while it may not.
+	TenantActive func(ctx context.Context, t tenancy.TenantID) bool
+	// Resolver checks URLs' hosts at creation (default net.DefaultResolver).
+	Resolver Resolver
+	Logger   *slog.Logger
+	Now      func() time.Time
+}
+
+// Manager keeps subscriptions and runs their delivery workers.
+type Manager struct {
+	o      Options
+	st     *store
+	log    *slog.Logger
+	client *http.Client
+	src    source
+
+	mu      sync.Mutex
+	workers map[key]*worker
+	slots   map[tenancy.TenantID]chan struct{}
+	ctx     context.Context
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	closed  bool
+}
+
+type key struct {
+	t  tenancy.TenantID
+	id string
+}
+
+// New returns a Manager; Start starts its workers.
+func New(o Options) (*Manager, error) {
+	if o.DB == nil || o.Log == nil {
+		return nil, errors.New("webhook: DB and Log are required")
+	}
+	st, err := newStore(o.DB, o.SecretKey)
+	if err != nil {
+		return nil, err
+	}
+	if o.TenantConcurrency <= 0 {
+		o.TenantConcurrency = 4
+	}
+	if o.MaxPerTenant <= 0 {
+		o.MaxPerTenant = 25
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = 10 * time.Second
+	}
+	if o.BackoffMin <= 0 {
+		o.BackoffMin = time.Second
+	}
+	if o.BackoffMax <= 0 {
+		o.BackoffMax = 5 * time.Minute
+	}
+	if o.MaxDeadLetters <= 0 {
+		o.MaxDeadLetters = 10000
+	}
+	if o.Resolver == nil {
+		o.Resolver = net.DefaultResolver
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Region == "" {
+		o.Region = "us-east-1"
+	}
+	if o.Account == "" {
+		o.Account = "000000000000"
+	}
+	m := &Manager{o: o, st: st, log: o.Logger.With("component", "webhook"), src: source{o.Region, o.Account},
+		workers: map[key]*worker{}, slots: map[tenancy.TenantID]chan struct{}{}}
+	m.client = newClient(o.Timeout, o.AllowPrivate)
+	m.ctx, m.cancel = context.WithCancel(context.Background())
+	return m, nil
+}
+
+// newClient returns the HTTP client of deliveries: no proxy, no
+// redirects, and unless private webhooks are allowed a dialer that
+// refuses blocked addresses after resolution.
+func newClient(timeout time.Duration, allowPrivate bool) *http.Client {
+	d := &net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}
+	if !allowPrivate {
+		d.Control = dialControl
+	}
+	tr := &http.Transport{
+		Proxy:                 nil,
+		DialContext:           d.DialContext,
+		TLSHandshakeTimeout:   5 * time.Second,
+		ResponseHeaderTimeout: timeout,
+		MaxIdleConnsPerHost:   4,
+		IdleConnTimeout:       90 * time.Second,
+		ForceAttemptHTTP2:     true,
+	}
+	return &http.Client{Transport: tr, Timeout: timeout, CheckRedirect: func(*http.Request, []*http.Request) error {
+		return http.ErrUseLastResponse
+	}}
+}
+
+// Start starts a worker for every stored subscription. Registry entries
+// whose subscription is gone (its tenant was deleted) are removed.
+func (m *Manager) Start() error {
+	ts, ids, err := m.st.registry()
+	if err != nil {
+		return err
+	}
+	for i, t := range ts {
+		r, err := m.st.get(t, ids[i])
+		if errors.Is(err, storage.ErrNotFound) {
+			if err := m.st.forget(t, ids[i]); err != nil {
+				return err
+			}
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		m.startWorker(t, r)
+	}
+	return nil
+}
+
+// Close stops the workers and waits for them.
+func (m *Manager) Close() error {
+	m.mu.Lock()
+	m.closed = true
+	m.mu.Unlock()
+	m.cancel()
+	m.wg.Wait()
+	m.client.CloseIdleConnections()
+	return nil
+}
+
+func (m *Manager) startWorker(t tenancy.TenantID, r *record) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	k := key{t, r.ID}
+	if m.closed || m.workers[k] != nil {
+		return
+	}
+	ctx, cancel := context.WithCancel(m.ctx)
+	w := &worker{m: m, t: t, id: r.ID, env: r.Env, table: r.Table, ctx: ctx, cancel: cancel, wake: make(chan struct{}, 1)}
+	m.workers[k] = w
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		w.run()
+	}()
+}
+
+func (m *Manager) worker(t tenancy.TenantID, id string) *worker {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.workers[key{t, id}]
+}
+
+func (m *Manager) dropWorker(w *worker) {
+	m.mu.Lock()
+	if m.workers[key{w.t, w.id}] == w {
+		delete(m.workers, key{w.t, w.id})
+	}
+	m.mu.Unlock()
+	w.cancel()
+}
+
+// slot returns tenant t's delivery slots: a tenant's deliveries in flight
+// are bounded by them, so a slow endpoint holds only its tenant's slots.
+func (m *Manager) slot(t tenancy.TenantID) chan struct{} {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c := m.slots[t]
+	if c == nil {
+		c = make(chan struct{}, m.o.TenantConcurrency)
+		m.slots[t] = c
+	}
+	return c
+}
+
+// errNotFound is what a subscription that does not exist, or is not the
+// caller's to see, answers.
+func errNotFound(id string) error {
+	return apierr.New(apierr.NotFound, "subscription %s not found", apierr.Clip(id))
+}
