@@ -55,6 +55,13 @@ const (
 	ImportNotFound    // DescribeImport of an import the caller has not made
 	InvalidExportTime // ExportTableToPointInTime at a time the history does not cover
 	TableNotFound     // ExportTableToPointInTime of a table the caller does not see
+	// Backups and point-in-time recovery.
+	BackupNotFound                 // no such backup (for the caller)
+	BackupInUse                    // a backup being created or deleted
+	TableAlreadyExists             // a restore's target table exists
+	InvalidRestoreTime             // outside the point-in-time recovery window
+	PointInTimeRecoveryUnavailable // the source table has no point-in-time recovery
+	ContinuousBackupsUnavailable   // continuous backups cannot be changed now
 
 	kindCount // NB: keep last; wire's table test ranges up to it.
 )
@@ -154,6 +161,12 @@ var kindNames = [...]string{
 	ImportNotFound:                  "ImportNotFoundException",
 	InvalidExportTime:               "InvalidExportTimeException",
 	TableNotFound:                   "TableNotFoundException",
+	BackupNotFound:                  "BackupNotFoundException",
+	BackupInUse:                     "BackupInUseException",
+	TableAlreadyExists:              "TableAlreadyExistsException",
+	InvalidRestoreTime:              "InvalidRestoreTimeException",
+	PointInTimeRecoveryUnavailable:  "PointInTimeRecoveryUnavailableException",
+	ContinuousBackupsUnavailable:    "ContinuousBackupsUnavailableException",
 }
 
 // String returns the DynamoDB error type name of k.

@@ -332,3 +332,84 @@ func (l *Log) CursorAt(db *storage.DB, ns []byte, table uint64, t time.Time) (Cu
 	}
 	return c, nil
 }
+
+// ChangesAfter calls fn with every record of table in namespace ns made
+// after t, as snap (a snapshot of the store holding them) has them, in
+// sequence order (so in commit order per item key), with every image
+// its stream captured. Read with the items from the same snapshot, the
+// records are exactly the changes that made those items from what they
+// were at t: point-in-time restore undoes them. It returns ErrTrimmed if
+// trimming deleted a record made after t.
+func (l *Log) ChangesAfter(snap *storage.Snapshot, ns []byte, table uint64, t time.Time, fn func(Entry) error) error {
+	streams, err := l.Streams(table)
+	if err != nil {
+		return err
+	}
+	tms := t.UnixMilli()
+	mark, err := readTrimMark(snap, ns, table)
+	if err != nil {
+		return err
+	}
+	if mark.Seq != 0 && mark.MS > tms {
+		return ErrTrimmed
+	}
+	// One iterator per stream, each at its first record made after t;
+	// merged by sequence number.
+	type head struct {
+		s   Stream
+		it  *storage.Iter
+		ok  bool
+		seq uint64
+	}
+	var heads []*head
+	defer func() {
+		for _, h := range heads {
+			h.it.Close()
+		}
+	}()
+	for _, s := range streams {
+		lo, hi := keyspace.ChangeStreamRange(ns, s.Table, s.ID)
+		h := &head{s: s, it: snap.NewIter(lo, hi)}
+		heads = append(heads, h)
+		for h.ok = h.it.SeekGE(keyspace.ChangeShard(ns, s.Table, s.ID, s.shardAt(tms+1))); h.ok; h.ok = h.it.Next() {
+			ms, err := recordTime(h.it.Value())
+			if err != nil {
+				return fmt.Errorf("changelog: reading record: %w", err)
+			}
+			if ms > tms {
+				h.seq = seqOf(h.it.Key())
+				break
+			}
+		}
+		if err := h.it.Error(); err != nil {
+			return fmt.Errorf("changelog: reading records: %w", err)
+		}
+	}
+	for {
+		var next *head
+		for _, h := range heads {
+			if h.ok && (next == nil || h.seq < next.seq) {
+				next = h
+			}
+		}
+		if next == nil {
+			return nil
+		}
+		key := next.it.Key()
+		r, err := decodeRecord(next.it.Value())
+		if err != nil {
+			return fmt.Errorf("changelog: reading record: %w", err)
+		}
+		r.Shard, r.Seq = binary.BigEndian.Uint32(key[len(key)-12:]), next.seq
+		e := Entry{Record: r, Stream: next.s.ID, Next: Cursor{Stream: next.s.ID, Shard: r.Shard, Seq: r.Seq},
+			EventID: l.EventID(ns, next.s, r.Seq), SequenceNumber: FormatSequenceNumber(Position{Shard: r.Shard, Seq: r.Seq})}
+		if err := fn(e); err != nil {
+			return err
+		}
+		if next.ok = next.it.Next(); next.ok {
+			next.seq = seqOf(next.it.Key())
+		} else if err := next.it.Error(); err != nil {
+			return fmt.Errorf("changelog: reading records: %w", err)
+		}
+	}
+}

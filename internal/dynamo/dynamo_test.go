@@ -129,7 +129,7 @@ func TestGuardClassifiesEveryOperation(t *testing.T) {
 			t.Errorf("%s: admin refused: %v", op.Name, err)
 		}
 	}
-	for _, name := range []string{"CreateBackup", "ListShards", "", "getitem"} {
+	for _, name := range []string{"CreateGlobalTable", "ListShards", "", "getitem"} {
 		if _, err := g.Admit(admin, ActionOf(name)); !apierr.Is(err, apierr.UnknownOperation) {
 			t.Errorf("%q: %v, want UnknownOperationException", name, err)
 		}
@@ -232,7 +232,7 @@ func TestFromTarget(t *testing.T) {
 	}{
 		{"DynamoDB_20120810.PutItem", "PutItem", true},
 		{"DynamoDB_20120810.ExecuteStatement", "ExecuteStatement", true},
-		{"DynamoDB_20120810.CreateBackup", "", false},
+		{"DynamoDB_20120810.CreateGlobalTable", "", false},
 		{"DynamoDB_20120810.", "", false},
 		{"DynamoDBStreams_20120810.GetRecords", "GetRecords", true},
 		{"DynamoDB_20120810.GetRecords", "", false},

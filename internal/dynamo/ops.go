@@ -40,6 +40,15 @@ type Backend interface {
 	BatchExecuteStatement(context.Context, tenancy.Scope, *wire.BatchExecuteStatementInput) (*wire.BatchExecuteStatementOutput, error)
 	ExecuteTransaction(context.Context, tenancy.Scope, *wire.ExecuteTransactionInput) (*wire.ExecuteTransactionOutput, error)
 
+	CreateBackup(context.Context, tenancy.Scope, *wire.CreateBackupInput) (*wire.CreateBackupOutput, error)
+	DescribeBackup(context.Context, tenancy.Scope, *wire.DescribeBackupInput) (*wire.DescribeBackupOutput, error)
+	ListBackups(context.Context, tenancy.Scope, *wire.ListBackupsInput) (*wire.ListBackupsOutput, error)
+	DeleteBackup(context.Context, tenancy.Scope, *wire.DeleteBackupInput) (*wire.DeleteBackupOutput, error)
+	RestoreTableFromBackup(context.Context, tenancy.Scope, *wire.RestoreTableFromBackupInput) (*wire.RestoreTableFromBackupOutput, error)
+	UpdateContinuousBackups(context.Context, tenancy.Scope, *wire.UpdateContinuousBackupsInput) (*wire.UpdateContinuousBackupsOutput, error)
+	DescribeContinuousBackups(context.Context, tenancy.Scope, *wire.DescribeContinuousBackupsInput) (*wire.DescribeContinuousBackupsOutput, error)
+	RestoreTableToPointInTime(context.Context, tenancy.Scope, *wire.RestoreTableToPointInTimeInput) (*wire.RestoreTableToPointInTimeOutput, error)
+
 	ListStreams(context.Context, tenancy.Scope, *wire.ListStreamsInput) (*wire.ListStreamsOutput, error)
 	DescribeStream(context.Context, tenancy.Scope, *wire.DescribeStreamInput) (*wire.DescribeStreamOutput, error)
 	GetShardIterator(context.Context, tenancy.Scope, *wire.GetShardIteratorInput) (*wire.GetShardIteratorOutput, error)
@@ -107,6 +116,18 @@ var table = []*Op{
 			}
 			return statementsClass(stmts...)
 		}),
+
+	// Backups and point-in-time recovery act on the caller's view of a
+	// table (on a shared table, the tenant's own items) and restore into
+	// a new table of the caller's namespace.
+	define(dynamoDB, "CreateBackup", tenancy.ClassDDL, Backend.CreateBackup, nil),
+	define(dynamoDB, "DescribeBackup", tenancy.ClassMeta, Backend.DescribeBackup, nil),
+	define(dynamoDB, "ListBackups", tenancy.ClassMeta, Backend.ListBackups, nil),
+	define(dynamoDB, "DeleteBackup", tenancy.ClassDDL, Backend.DeleteBackup, nil),
+	define(dynamoDB, "RestoreTableFromBackup", tenancy.ClassDDL, Backend.RestoreTableFromBackup, nil),
+	define(dynamoDB, "UpdateContinuousBackups", tenancy.ClassDDL, Backend.UpdateContinuousBackups, nil),
+	define(dynamoDB, "DescribeContinuousBackups", tenancy.ClassMeta, Backend.DescribeContinuousBackups, nil),
+	define(dynamoDB, "RestoreTableToPointInTime", tenancy.ClassDDL, Backend.RestoreTableToPointInTime, nil),
 
 	define(dynamoDBStreams, "ListStreams", tenancy.ClassMeta, Backend.ListStreams, nil),
 	define(dynamoDBStreams, "DescribeStream", tenancy.ClassMeta, Backend.DescribeStream, nil),

@@ -182,6 +182,14 @@ func Open(db *storage.DB, opts Options) (*Engine, error) {
 	if e.clog, err = openChangeLog(db, opts); err != nil {
 		return nil, err
 	}
+	// NB: before the resolver loads definitions: a restore or a backup
+	// the process died in is undone (see restore.go, backup.go).
+	if err := e.abortRestores(); err != nil {
+		return nil, err
+	}
+	if err := e.abortBackups(); err != nil {
+		return nil, err
+	}
 	res, err := resolve.New(context.Background(), defStore{db}, resolve.Options{
 		Region:          opts.Region,
 		Account:         opts.Account,

@@ -76,12 +76,17 @@ func (e *Engine) retainLog(ctx context.Context, s tenancy.Scope, table, consumer
 	t := tg.Table
 	want := schema.LogConsumer{Tenant: s.Tenant(), Env: s.Env(), Name: consumer, Retention: retention}
 	i, found := slices.BinarySearchFunc(t.LogConsumers, want, compareConsumers)
-	if found && (!setRetention || t.LogConsumers[i].Retention == retention) {
+	if found && (!setRetention || t.LogConsumers[i].Retention == retention) && !t.LogConsumers[i].Since.IsZero() {
 		return nil
 	}
 	c := t.Clone()
 	if found {
-		c.LogConsumers[i].Retention = retention
+		if setRetention {
+			c.LogConsumers[i].Retention = retention
+		}
+		if c.LogConsumers[i].Since.IsZero() {
+			found = false // a crash came before Since was set: set it now
+		}
 	} else {
 		if !setRetention {
 			want.Retention = 0
@@ -94,7 +99,14 @@ func (e *Engine) retainLog(ctx context.Context, s tenancy.Scope, table, consumer
 			return err
 		}
 	}
-	return e.publishLog(t, c)
+	if err := e.publishLog(t, c); err != nil || found {
+		return err
+	}
+	// NB: Since is taken after publishLog's barrier: every change made
+	// later is recorded with both images.
+	d := c.Clone()
+	d.LogConsumers[i].Since = e.opts.Now()
+	return e.persist(d)
 }
 
 // ReleaseLog ends consumer's hold (of the scope's tenant environment) on

@@ -48,6 +48,8 @@ const (
 	nsChange  = 'c' // change log records: <table:8> <stream:8> <shard:4> <seq:8>
 	nsChgMeta = 'C' // change log state of the namespace (see chg*)
 	nsAgg     = 'g' // aggregates: <name> 0x00 (see agg*)
+	nsBackup  = 'B' // backup descriptors: <backup id>
+	nsBakItem = 'b' // backed-up items: <backup id> <n:8>
 )
 
 // Change log state level: the byte after Namespace(tenant, env) nsChgMeta.
@@ -99,4 +101,6 @@ const (
 	SysAggregates    = "agg/"      // <namespace><name>: namespace holds the aggregate
 	SysAggFleet      = "aggf/"     // <name>: an aggregate the operator defined for every tenant of a shared table
 	SysWebhooks      = "whk/"      // <tenant:16><id>: tenant has webhook subscription id
+	SysBackupsOpen   = "bkp/"      // <namespace><backup id>: a backup being written
+	SysRestoresOpen  = "rst/"      // <table:8>: a table being restored
 )

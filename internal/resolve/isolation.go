@@ -69,3 +69,15 @@ func CheckLeadingKeyTypes(t *schema.Table) error {
 	}
 	return nil
 }
+
+// ApplyRestoredIsolation sets the isolation of t, a table restored from
+// a backup or a point in time of src into a tenant's own namespace: a
+// silo source stays silo (its own store); any other becomes a namespace
+// table of the tenant (a leading-key pattern binds a shared table's
+// tenants, not a table the tenant owns).
+func ApplyRestoredIsolation(t, src *schema.Table) {
+	t.Isolation, t.LeadingKeyPattern = tenancy.Namespace, ""
+	if src.Isolation == tenancy.Silo {
+		t.Isolation = tenancy.Silo
+	}
+}

@@ -85,6 +85,10 @@ type LogConsumer struct {
 	Env       string           `json:"env"`
 	Name      string           `json:"name"`
 	Retention time.Duration    `json:"retention,omitempty"`
+	// Since is a time from which on every change of the table is in the
+	// log with both images (set once every writer sees the consumer);
+	// zero until then.
+	Since time.Time `json:"since,omitempty"`
 }
 
 // LogRetention returns the longest Retention its consumers ask of t's

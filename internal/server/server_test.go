@@ -298,7 +298,7 @@ func TestBadRequests(t *testing.T) {
 		wantType string
 	}{
 		{"missing target", "", `{}`, testSecret, 400, "UnknownOperationException"},
-		{"unknown op", "DynamoDB_20120810.CreateBackup", `{}`, testSecret, 400, "UnknownOperationException"},
+		{"unknown op", "DynamoDB_20120810.CreateGlobalTable", `{}`, testSecret, 400, "UnknownOperationException"},
 		{"other service", "DynamoDBStreams_20120810.PutItem", `{}`, testSecret, 400, "UnknownOperationException"},
 		{"malformed json", "DynamoDB_20120810.GetItem", `{"TableName":`, testSecret, 400, "SerializationException"},
 		{"not an object", "DynamoDB_20120810.GetItem", `[1,2]`, testSecret, 400, "SerializationException"},

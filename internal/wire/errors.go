@@ -67,6 +67,12 @@ var errorTable = [apierr.KindCount]ErrorShape{
 	apierr.ImportNotFound:                  {nsDynamo + "ImportNotFoundException", 400},
 	apierr.InvalidExportTime:               {nsDynamo + "InvalidExportTimeException", 400},
 	apierr.TableNotFound:                   {nsDynamo + "TableNotFoundException", 400},
+	apierr.BackupNotFound:                  {nsDynamo + "BackupNotFoundException", 400},
+	apierr.BackupInUse:                     {nsDynamo + "BackupInUseException", 400},
+	apierr.TableAlreadyExists:              {nsDynamo + "TableAlreadyExistsException", 400},
+	apierr.InvalidRestoreTime:              {nsDynamo + "InvalidRestoreTimeException", 400},
+	apierr.PointInTimeRecoveryUnavailable:  {nsDynamo + "PointInTimeRecoveryUnavailableException", 400},
+	apierr.ContinuousBackupsUnavailable:    {nsDynamo + "ContinuousBackupsUnavailableException", 400},
 }
 
 // internalMessage is what an untyped error tells the client.

@@ -239,6 +239,7 @@ type TableDescription struct {
 	LatestStreamArn           string                            `json:",omitempty"`
 	DeletionProtectionEnabled bool
 	TableClassSummary         *TableClassSummary `json:",omitempty"`
+	RestoreSummary            *RestoreSummary    `json:",omitempty"`
 }
 
 // Deleting returns the part of d that DeleteTable answers, with status

@@ -136,7 +136,7 @@ func TestBadInput(t *testing.T) {
 		{"binary garbage", cred, "DynamoDB_20120810.GetItem", "\x00\xff\xfe{", 400, "SerializationException"},
 		{"wrong member type", cred, "DynamoDB_20120810.GetItem", `{"TableName":["Things"]}`, 400, "SerializationException"},
 		{"unknown op", cred, "DynamoDB_20120810.DropEverything", `{}`, 400, "UnknownOperationException"},
-		{"unsupported op", cred, "DynamoDB_20120810.CreateBackup", `{"TableName":"Things","BackupName":"b"}`, 400, "UnknownOperationException"},
+		{"unsupported op", cred, "DynamoDB_20120810.CreateGlobalTable", `{"GlobalTableName":"Things","ReplicationGroup":[]}`, 400, "UnknownOperationException"},
 		{"missing target", cred, "", `{}`, 400, "UnknownOperationException"},
 		{"target of another service", cred, "Kinesis_20131202.ListStreams", `{}`, 400, "UnknownOperationException"},
 		{"unsigned", nil, "DynamoDB_20120810.ListTables", `{}`, 400, "MissingAuthenticationTokenException"},
