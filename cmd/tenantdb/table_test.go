@@ -189,7 +189,7 @@ func TestTableApplyRefusesMissingFeatures(t *testing.T) {
 	ctx := context.Background()
 	op := srv.Client(srv.Operator)
 	for name, c := range map[string]struct{ prop, want string }{
-		"pitr": {"      PointInTimeRecoverySpecification: {PointInTimeRecoveryEnabled: true}\n", "tenantdb has no point-in-time recovery"},
+		"pitr": {"      PointInTimeRecoverySpecification: {PointInTimeRecoveryEnabled: true}\n", "point-in-time recovery is per tenant in tenantdb"},
 		"sse":  {"      SSESpecification: {SSEEnabled: true}\n", "tenantdb does not encrypt table data at rest yet"},
 	} {
 		p := writeTemplate(t, ticketsTemplate+c.prop)

@@ -140,7 +140,7 @@ func TestMalformed(t *testing.T) {
 		{"deletion protection", table(keys + "      DeletionProtectionEnabled: maybe\n"), nil, `expected true or false, got "maybe"`},
 		{"ttl without attribute", table(keys + "      TimeToLiveSpecification: {Enabled: true}\n"), nil, "AttributeName is required when Enabled is true"},
 		{"stream without view type", table(keys + "      StreamSpecification: {}\n"), nil, "required property StreamViewType is missing"},
-		{"point-in-time recovery", table(keys + "      PointInTimeRecoverySpecification: {PointInTimeRecoveryEnabled: true}\n"), nil, "PointInTimeRecoveryEnabled: tenantdb has no point-in-time recovery"},
+		{"point-in-time recovery", table(keys + "      PointInTimeRecoverySpecification: {PointInTimeRecoveryEnabled: true}\n"), nil, "PointInTimeRecoveryEnabled: point-in-time recovery is per tenant in tenantdb"},
 		{"point-in-time recovery not a bool", table(keys + "      PointInTimeRecoverySpecification: {PointInTimeRecoveryEnabled: yes}\n"), nil, `expected true or false, got "yes"`},
 		{"encryption at rest", table(keys + "      SSESpecification: {SSEEnabled: true, SSEType: KMS}\n"), nil, "SSEEnabled: tenantdb does not encrypt table data at rest yet"},
 		{"gsi without projection", table(keys + "      GlobalSecondaryIndexes: [{IndexName: g, KeySchema: [{AttributeName: id, KeyType: HASH}]}]\n"), nil, "GlobalSecondaryIndexes[0]: required property Projection is missing"},

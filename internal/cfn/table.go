@@ -362,7 +362,9 @@ func streamSpec(n *yaml.Node, path string, warns []string) (*wire.StreamSpecific
 }
 
 // pitrSpec reads PointInTimeRecoverySpecification: disabled is what every
-// tenantdb table is; enabled is refused until backups exist.
+// new table is; enabled is refused, because point-in-time recovery is
+// each tenant's own (UpdateContinuousBackups with the tenant's key), not
+// a setting of the shared table the operator applies.
 func pitrSpec(n *yaml.Node, path string) error {
 	m, err := object(n, path, []string{"PointInTimeRecoveryEnabled", "RecoveryPeriodInDays"})
 	if err != nil {
@@ -379,7 +381,7 @@ func pitrSpec(n *yaml.Node, path string) error {
 			return err
 		}
 		if on {
-			return errAt(v, path+".PointInTimeRecoveryEnabled", "tenantdb has no point-in-time recovery (or backups) yet; set PointInTimeRecoveryEnabled to false or remove the property")
+			return errAt(v, path+".PointInTimeRecoveryEnabled", "point-in-time recovery is per tenant in tenantdb: each tenant turns it on for its view with UpdateContinuousBackups; set PointInTimeRecoveryEnabled to false or remove the property")
 		}
 	}
 	return nil

@@ -70,7 +70,7 @@ func restoreWindow(c schema.LogConsumer, now time.Time) (earliest, latest time.T
 	// NB: whole seconds inside the window: every change after the
 	// earliest second is in the log with its old image.
 	earliest = earliest.Truncate(time.Second).Add(time.Second)
-	latest = now.Truncate(time.Second)
+	latest = now.Truncate(time.Millisecond)
 	if latest.Before(earliest) {
 		latest = earliest
 	}
