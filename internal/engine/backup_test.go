@@ -290,3 +290,65 @@ func TestPointInTimeRestore(t *testing.T) {
 		wantErr(t, err, apierr.Validation, "")
 	}
 }
+
+// TestRestoreSiloAndLeadingKeys: a tenant's own silo table (its records
+// and items in its own store) and its view of a shared leading-keys table
+// back up and restore to a point in time like any other; the silo
+// restore stays silo, the leading-keys one becomes a plain table of the
+// tenant's.
+func TestRestoreSiloAndLeadingKeys(t *testing.T) {
+	env := streamsOpen(t)
+	e := env.e
+	a, b := env.tenant(tenancy.RoleAdmin), env.tenant(tenancy.RoleAdmin)
+	silo := tableInput("Silo", false)
+	silo.Tags = []wire.Tag{{Key: tenancy.TagIsolation, Value: "silo"}}
+	a.create(silo)
+	createShared(t, e, "Lkeys", "pk:S", "", nil,
+		wire.Tag{Key: tenancy.TagIsolation, Value: "leading-keys"}, wire.Tag{Key: tenancy.TagLeadingKeyPattern, Value: "TENANT#{tenant}|*"})
+	lk := func(x testActor, k string) string { return "TENANT#" + x.p.Tenant.String() + "|" + k }
+	for _, tbl := range []string{"Silo", "Lkeys"} {
+		for _, x := range []testActor{a, b} {
+			if tbl == "Silo" && x.p.Tenant == b.p.Tenant {
+				continue
+			}
+			_, err := e.UpdateContinuousBackups(testCtx, x.scope("UpdateContinuousBackups"), &wire.UpdateContinuousBackupsInput{TableName: tbl,
+				PointInTimeRecoverySpecification: &wire.PointInTimeRecoverySpecification{PointInTimeRecoveryEnabled: boolPtr(true)}})
+			noErr(t, err)
+		}
+	}
+	env.clock.Set(env.clock.Now().Add(2 * time.Second))
+	a.setV("Silo", "s1", "1")
+	a.setV("Lkeys", lk(a, "x"), "1")
+	b.setV("Lkeys", lk(b, "x"), "b")
+	env.clock.Set(env.clock.Now().Add(time.Second))
+	t1 := epoch(env.clock.Now())
+	env.clock.Set(env.clock.Now().Add(time.Second))
+	a.setV("Silo", "s1", "2")
+	a.setV("Silo", "s2", "2")
+	a.del("Lkeys", lk(a, "x"))
+
+	for _, tbl := range []string{"Silo", "Lkeys"} {
+		_, err := e.RestoreTableToPointInTime(testCtx, a.scope("RestoreTableToPointInTime"), &wire.RestoreTableToPointInTimeInput{
+			SourceTableName: tbl, TargetTableName: tbl + "T1", RestoreDateTime: &t1})
+		noErr(t, err)
+		bk, err := e.CreateBackup(testCtx, a.scope("CreateBackup"), &wire.CreateBackupInput{TableName: tbl, BackupName: "now"})
+		noErr(t, err)
+		_, err = e.RestoreTableFromBackup(testCtx, a.scope("RestoreTableFromBackup"), &wire.RestoreTableFromBackupInput{TargetTableName: tbl + "Now", BackupArn: bk.BackupDetails.BackupArn})
+		noErr(t, err)
+	}
+	sameLines(t, "silo at T1", a.allItems("SiloT1"), []string{"s1=1"})
+	sameLines(t, "silo from backup", a.allItems("SiloNow"), []string{"s1=2", "s2=2"})
+	sameLines(t, "leading-keys at T1", a.allItems("LkeysT1"), []string{lk(a, "x") + "=1"})
+	sameLines(t, "leading-keys from backup", a.allItems("LkeysNow"), nil)
+	for name, want := range map[string]tenancy.IsolationMode{"SiloT1": tenancy.Silo, "SiloNow": tenancy.Silo, "LkeysT1": tenancy.Namespace} {
+		h, err := e.open(testCtx, a.scope("GetItem"), name)
+		noErr(t, err)
+		if h.Table.Isolation != want || h.Table.LeadingKeyPattern != "" {
+			t.Errorf("%s: isolation %v pattern %q, want %v", name, h.Table.Isolation, h.Table.LeadingKeyPattern, want)
+		}
+	}
+	_, err := e.RestoreTableToPointInTime(testCtx, b.scope("RestoreTableToPointInTime"), &wire.RestoreTableToPointInTimeInput{
+		SourceTableName: "Lkeys", TargetTableName: "LkeysB", RestoreDateTime: &t1})
+	noErr(t, err)
+	sameLines(t, "B's leading-keys view at T1", b.allItems("LkeysB"), []string{lk(b, "x") + "=b"})
+}

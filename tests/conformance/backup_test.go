@@ -45,7 +45,7 @@ func samePairs(t *testing.T, what string, got []string, want ...string) {
 // RestoreTableFromBackup and DeleteBackup with aws-sdk-go-v2 on a tenant's
 // own table with a GSI, TTL and a stream.
 func TestBackupsSDK(t *testing.T) {
-	_, c := start(t)
+	srv, c := start(t)
 	ctx := ctxT(t)
 	createTable(t, c, "bk_src", keyDef{"pk", "S"}, nil, map[string][2]*keyDef{"byG": {{"g", "S"}, nil}})
 	_, err := c.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{TableName: aws.String("bk_src"),
@@ -110,6 +110,14 @@ func TestBackupsSDK(t *testing.T) {
 	ok(t, err)
 	_, err = c.DescribeBackup(ctx, &dynamodb.DescribeBackupInput{BackupArn: aws.String(arn)})
 	wantCode(t, err, "BackupNotFoundException")
+
+	// Charged to the tenant: the backup's copy as reads, the restore's
+	// load as writes.
+	u, err := srv.Admin().Usage(ctx, srv.Default.TenantID, time.Time{}, time.Time{})
+	ok(t, err)
+	if cb, rs := u.ByOperation["CreateBackup"], u.ByOperation["RestoreTableFromBackup"]; cb.ConsumedReadUnits < 1 || rs.ConsumedWriteUnits < 30 {
+		t.Errorf("usage: CreateBackup %+v, RestoreTableFromBackup %+v", cb, rs)
+	}
 	_, err = c.CreateBackup(ctx, &dynamodb.CreateBackupInput{TableName: aws.String("bk_none"), BackupName: aws.String("x1x")})
 	wantCode(t, err, "TableNotFoundException")
 }
