@@ -147,9 +147,12 @@ func tenantOnly(s tenancy.Scope) error {
 
 // openBackup reads the descriptor of the backup arn names in the scope's
 // namespace.
-func (e *Engine) openBackup(s tenancy.Scope, arn string) (*backupMeta, error) {
+func (e *Engine) openBackup(ctx context.Context, s tenancy.Scope, arn string) (*backupMeta, error) {
 	table, id, err := e.parseBackupARN(arn)
 	if err != nil {
+		return nil, err
+	}
+	if err := e.backupAllowed(ctx, s, table); err != nil {
 		return nil, err
 	}
 	m, err := e.readBackup(resolve.Namespace(s), id)
@@ -160,6 +163,16 @@ func (e *Engine) openBackup(s tenancy.Scope, arn string) (*backupMeta, error) {
 		return nil, backupNotFound(arn)
 	}
 	return m, nil
+}
+
+// backupAllowed refuses a backup of a table outside a narrowed
+// credential's policy (AccessDenied, as for the table itself), whether or
+// not the table still exists.
+func (e *Engine) backupAllowed(ctx context.Context, s tenancy.Scope, table string) error {
+	if _, err := e.res.Lookup(ctx, s, table); apierr.Is(err, apierr.AccessDenied) {
+		return err
+	}
+	return nil
 }
 
 func (e *Engine) readBackup(ns []byte, id string) (*backupMeta, error) {
@@ -387,7 +400,7 @@ func (e *Engine) DescribeBackup(ctx context.Context, s tenancy.Scope, in *wire.D
 	if err := tenantOnly(s); err != nil {
 		return nil, err
 	}
-	m, err := e.openBackup(s, in.BackupArn)
+	m, err := e.openBackup(ctx, s, in.BackupArn)
 	if err != nil {
 		return nil, err
 	}
@@ -403,7 +416,7 @@ func (e *Engine) DeleteBackup(ctx context.Context, s tenancy.Scope, in *wire.Del
 	if err := tenantOnly(s); err != nil {
 		return nil, err
 	}
-	m, err := e.openBackup(s, in.BackupArn)
+	m, err := e.openBackup(ctx, s, in.BackupArn)
 	if err != nil {
 		return nil, err
 	}
@@ -470,7 +483,7 @@ func (e *Engine) ListBackups(ctx context.Context, s tenancy.Scope, in *wire.List
 		if err := json.Unmarshal(it.Value(), &m); err != nil || m.Table == nil {
 			return nil, apierr.Wrap(apierr.Internal, err, "corrupt backup descriptor")
 		}
-		if in.TableName != "" && m.Table.Name != in.TableName {
+		if in.TableName != "" && m.Table.Name != in.TableName || e.backupAllowed(ctx, s, m.Table.Name) != nil {
 			continue
 		}
 		at := epoch(m.Created)
@@ -510,7 +523,7 @@ func (e *Engine) RestoreTableFromBackup(ctx context.Context, s tenancy.Scope, in
 	if err := schema.ValidateTableName(in.TargetTableName); err != nil {
 		return nil, err
 	}
-	m, err := e.openBackup(s, in.BackupArn)
+	m, err := e.openBackup(ctx, s, in.BackupArn)
 	if err != nil {
 		return nil, err
 	}

@@ -352,3 +352,32 @@ func TestRestoreSiloAndLeadingKeys(t *testing.T) {
 	noErr(t, err)
 	sameLines(t, "B's leading-keys view at T1", b.allItems("LkeysB"), []string{lk(b, "x") + "=b"})
 }
+
+// TestBackupsOfANarrowedCredential: a credential narrowed to some tables
+// neither lists nor reaches the backups of its tenant's other tables.
+func TestBackupsOfANarrowedCredential(t *testing.T) {
+	env := streamsOpen(t)
+	e := env.e
+	a := env.tenant(tenancy.RoleAdmin)
+	a.create(tableInput("Mine", false))
+	a.create(tableInput("Other", false))
+	var arns []string
+	for _, tbl := range []string{"Mine", "Other"} {
+		out, err := e.CreateBackup(testCtx, a.scope("CreateBackup"), &wire.CreateBackupInput{TableName: tbl, BackupName: "b-" + tbl})
+		noErr(t, err)
+		arns = append(arns, out.BackupDetails.BackupArn)
+	}
+	n := a
+	n.p.Policy = &tenancy.Policy{Tables: []string{"Mine"}}
+	lst, err := e.ListBackups(testCtx, n.scope("ListBackups"), &wire.ListBackupsInput{})
+	noErr(t, err)
+	if len(lst.BackupSummaries) != 1 || lst.BackupSummaries[0].BackupArn != arns[0] {
+		t.Errorf("narrowed ListBackups: %+v", lst.BackupSummaries)
+	}
+	_, err = e.DescribeBackup(testCtx, n.scope("DescribeBackup"), &wire.DescribeBackupInput{BackupArn: arns[0]})
+	noErr(t, err)
+	_, err = e.DescribeBackup(testCtx, n.scope("DescribeBackup"), &wire.DescribeBackupInput{BackupArn: arns[1]})
+	wantErr(t, err, apierr.AccessDenied, "")
+	_, err = e.DeleteBackup(testCtx, n.scope("DeleteBackup"), &wire.DeleteBackupInput{BackupArn: arns[1]})
+	wantErr(t, err, apierr.AccessDenied, "")
+}

@@ -204,6 +204,7 @@ func (e *Engine) createRestored(ctx context.Context, s tenancy.Scope, t *schema.
 		return nil, err
 	}
 	t.Created = e.opts.Now()
+	t.Status = "CREATING" // DescribeTable says so while the items load
 	if t.BillingMode == "PAY_PER_REQUEST" {
 		t.OnDemandSince = t.Created
 	}
@@ -237,6 +238,7 @@ func (e *Engine) finishRestore(t, src *schema.Table) (*schema.Table, error) {
 		return nil, err
 	}
 	c := cur.Clone()
+	c.Status = "ACTIVE"
 	c.TTLAttribute, c.TTLEnabled = src.TTLAttribute, src.TTLEnabled
 	if e.opts.Streams && streamEnabled(src) {
 		spec := *src.Stream
