@@ -350,3 +350,38 @@ func TestFollowLogUnderLoad(t *testing.T) {
 		t.Errorf("%d streams: the test means to switch streams under load", len(streams))
 	}
 }
+
+// TestStaleStreamsClosedOnLoad: a hidden stream left enabled by a crash
+// between a log consumer switch and disabling the replaced stream (here
+// made directly) is disabled when the engine opens (repairStreams); the
+// table's own hidden stream is not, and the log goes on.
+func TestStaleStreamsClosedOnLoad(t *testing.T) {
+	env := streamsOpen(t)
+	env.operator().create(tableInput("Tbl", false))
+	a := env.tenant(tenancy.RoleApp)
+	noErr(t, env.e.RetainLog(testCtx, a.scope("GetRecords"), "Tbl", "webhook:1"))
+	tb := env.sharedTable("Tbl")
+	stale, err := env.e.clog.Create(changelog.StreamConfig{Table: tb.ID, View: changelog.NewAndOldImage, Name: "Tbl", Hidden: true})
+	noErr(t, err)
+	env.reopen()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		st, err := env.e.clog.Stream(tb.ID, stale.ID)
+		noErr(t, err)
+		if !st.Enabled() {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the stale stream is still enabled after the table was loaded")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	live, err := env.e.clog.Stream(tb.ID, tb.HiddenStream)
+	noErr(t, err)
+	if !live.Enabled() {
+		t.Fatal("the table's own hidden stream was disabled")
+	}
+	a.setV("Tbl", "k", "1")
+	got, _ := a.followAll("Tbl", changelog.Cursor{})
+	wantRecords(t, got, "INSERT k - -> 1")
+}
