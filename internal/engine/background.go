@@ -27,6 +27,9 @@ func (e *Engine) startBackground() {
 				return
 			case <-tick.C:
 				e.trimChangeLog()
+				if e.opts.SiloIdle > 0 {
+					e.evictIdle()
+				}
 			}
 		}
 	}()
