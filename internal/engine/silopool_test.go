@@ -14,7 +14,6 @@ import (
 
 	"github.com/tenantdb/tenantdb/internal/attr"
 	"github.com/tenantdb/tenantdb/internal/keyspace"
-	"github.com/tenantdb/tenantdb/internal/resolve"
 	"github.com/tenantdb/tenantdb/internal/storage"
 	"github.com/tenantdb/tenantdb/internal/tenancy"
 	"github.com/tenantdb/tenantdb/internal/wire"
@@ -273,5 +272,4 @@ func TestSiloStoreOfOtherTenantUnreachable(t *testing.T) {
 	if got, _ := hb.getItem(attr.Item{"pk": sval("secret")}); got != nil {
 		t.Fatal("tenant B reads tenant A's silo item")
 	}
-	_ = resolve.Namespace
 }

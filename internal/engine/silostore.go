@@ -100,7 +100,8 @@ func (e *Engine) openTenantStore(tenant tenancy.TenantID) (*storage.DB, error) {
 //
 // Crash-safe and idempotent: keys are copied as they read (a counter's
 // merged value is set, not merged again), so copying a store twice gives
-// the same result; a store is renamed to <id>.migrated (atomically) only
+// the same result (NB: nothing writes to db in between: it is published
+// in e.silos only once this returns); a store is renamed to <id>.migrated (atomically) only
 // once all of it is durably in db, and a .migrated directory is only ever
 // removed. The one key two old stores may share is a namespace's change
 // log sequence ceiling: the larger is kept, so no sequence number is
