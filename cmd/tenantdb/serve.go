@@ -86,6 +86,9 @@ type Config struct {
 	// directory tree per tenant (TENANTDB_EXPORT_ROOT); "" turns those
 	// operations off.
 	ExportRoot string
+	// MaxOpenSilos bounds the tenants' silo stores open at once (idle ones
+	// beyond it are closed, least recently used first).
+	MaxOpenSilos int
 }
 
 // DefaultConfig returns the defaults.
@@ -100,6 +103,7 @@ func DefaultConfig() Config {
 		Fairness:        true,
 		ShutdownTimeout: 10 * time.Second,
 		StreamRetention: 24 * time.Hour,
+		MaxOpenSilos:    node.DefaultMaxOpenSilos,
 	}
 }
 
@@ -165,6 +169,9 @@ func (c Config) Validate() error {
 	if c.StreamRollover != 0 && c.StreamRollover < time.Second {
 		return errors.New("--stream-rollover must be at least 1s")
 	}
+	if c.MaxOpenSilos < 1 {
+		return errors.New("--max-open-silos must be at least 1")
+	}
 	return nil
 }
 
@@ -212,6 +219,7 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	fs.DurationVar(&cfg.StreamRetention, "stream-retention", cfg.StreamRetention, "how long DynamoDB Streams records are kept")
 	fs.StringVar(&cfg.ExportRoot, "export-root", cfg.ExportRoot, "directory holding the S3 buckets of ExportTableToPointInTime and ImportTable (each tenant's under <root>/<tenant>/<env>/<bucket>); empty turns those operations off (env TENANTDB_EXPORT_ROOT)")
 	fs.DurationVar(&cfg.StreamRollover, "stream-rollover", cfg.StreamRollover, "how long each shard of a new stream is open before it closes and a child starts (0: 4h)")
+	fs.IntVar(&cfg.MaxOpenSilos, "max-open-silos", cfg.MaxOpenSilos, "how many tenants' silo stores may be open at once; idle ones beyond it are closed, least recently used first, and reopen on use")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
 	}
@@ -309,6 +317,7 @@ func (c Config) nodeOptions(endpoint, serverKey string, log *slog.Logger) node.O
 		StreamRetention: c.StreamRetention,
 		StreamRollover:  c.StreamRollover,
 		ExportRoot:      c.ExportRoot,
+		MaxOpenSilos:    c.MaxOpenSilos,
 	}
 	c.benchConfig.apply(&o)
 	return o

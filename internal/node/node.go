@@ -96,6 +96,9 @@ type Options struct {
 	// means the change log's default (4h). Tests shorten it to read
 	// through rollovers.
 	StreamRollover time.Duration
+	// MaxOpenSilos bounds the silo stores open at once (0:
+	// DefaultMaxOpenSilos).
+	MaxOpenSilos int
 
 	// Backend chooses where items live: "" for the embedded engine, or
 	// BackendDynamoDB for a remote engine speaking the DynamoDB API
@@ -109,6 +112,9 @@ type Options struct {
 
 	benchOptions
 }
+
+// DefaultMaxOpenSilos is the default bound on open silo stores.
+const DefaultMaxOpenSilos = engine.DefaultMaxOpenSilos
 
 // Bootstrap is what Open created on a fresh store (zero on a store that
 // already had an operator).
@@ -217,6 +223,7 @@ func Open(ctx context.Context, o Options) (_ *Node, err error) {
 		StreamSecret:    key.Derive("tenantdb change log v1"),
 		StreamRetention: o.StreamRetention,
 		StreamRollover:  o.StreamRollover,
+		MaxOpenSilos:    o.MaxOpenSilos,
 	}
 	if !o.InMemory {
 		eo.SiloDir = filepath.Join(o.DataDir, "silos")
