@@ -113,6 +113,30 @@ type Options struct {
 	benchOptions
 }
 
+// catalogTiers tells the engine tenants' tiers from the catalog.
+type catalogTiers struct{ c *catalog.Catalog }
+
+func (t catalogTiers) SiloTier(ctx context.Context, id tenancy.TenantID) (bool, error) {
+	tn, err := t.c.Tenant(ctx, id)
+	if errors.Is(err, catalog.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return tn.Tier == catalog.Silo, nil
+}
+
+// placement is what reports where tenants' data lives: the embedded
+// engine (nil with a remote backend, which keeps it all in the remote
+// engine's table).
+func placement(n *Node) lifecycle.Placement {
+	if n.remote != nil {
+		return nil
+	}
+	return n.engine
+}
+
 // DefaultMaxOpenSilos is the default bound on open silo stores.
 const DefaultMaxOpenSilos = engine.DefaultMaxOpenSilos
 
@@ -224,6 +248,7 @@ func Open(ctx context.Context, o Options) (_ *Node, err error) {
 		StreamRetention: o.StreamRetention,
 		StreamRollover:  o.StreamRollover,
 		MaxOpenSilos:    o.MaxOpenSilos,
+		Tiers:           catalogTiers{n.catalog},
 	}
 	if !o.InMemory {
 		eo.SiloDir = filepath.Join(o.DataDir, "silos")
@@ -248,7 +273,8 @@ func Open(ctx context.Context, o Options) (_ *Node, err error) {
 		tenantData = n.remote // the tenants' items live in the remote engine
 	}
 	adminOpts := admin.Options{Catalog: n.catalog, Auth: n.auth, Audit: n.audit, Logger: log, Guard: guard,
-		Lifecycle: lifecycle.New(lifecycle.Options{Catalog: n.catalog, Audit: n.audit, Quotas: n.quotas, Engine: tenantData})}
+		Lifecycle: lifecycle.New(lifecycle.Options{Catalog: n.catalog, Audit: n.audit, Quotas: n.quotas, Engine: tenantData,
+			SiloTier: n.remote == nil, Placement: placement(n)})}
 	if adminOpts.JWT, adminOpts.JWKS, err = o.Platform.open(ctx, log); err != nil {
 		return nil, err
 	}
