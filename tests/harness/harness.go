@@ -81,6 +81,9 @@ type Options struct {
 	// as dynalite) to use instead of a second tenantdb; the gateway signs
 	// for it with a dummy credential.
 	RemoteEngine string
+	// MaxOpenSilos bounds the silo stores open at once (serve
+	// --max-open-silos); 0 means the server's default.
+	MaxOpenSilos int
 
 	// ExportRoot is the directory of the DynamoDB API's export and import
 	// buckets (serve --export-root); "" turns those operations off.
@@ -201,6 +204,7 @@ func StartInProcess(o Options) (s *Server, stop func() error, err error) {
 		Platform:      o.Platform,
 		Logger:        log,
 		ExportRoot:    o.ExportRoot,
+		MaxOpenSilos:  o.MaxOpenSilos,
 	}
 	var stopEngine func() error // the stand-in engine's, for a Remote server
 	if !o.engine && (o.Remote || os.Getenv(RemoteEnv) == "1") {
@@ -313,6 +317,9 @@ func startBinary(t testing.TB, bin, dataDir string, o Options, extraArgs ...stri
 	}
 	if o.ExportRoot != "" {
 		args = append(args, "--export-root", o.ExportRoot)
+	}
+	if o.MaxOpenSilos > 0 {
+		args = append(args, fmt.Sprintf("--max-open-silos=%d", o.MaxOpenSilos))
 	}
 	for flag, v := range map[string]string{"--jwks": o.Platform.JWKS, "--jwt-hs256-secret": o.Platform.HS256Secret,
 		"--jwt-issuer": o.Platform.Issuer, "--jwt-audience": o.Platform.Audience} {
