@@ -418,6 +418,14 @@ func (s *Server) Kill(t testing.TB) {
 	_ = s.cmd.Wait()
 }
 
+// Pid is the process id of a binary server (0 in-process).
+func (s *Server) Pid() int {
+	if s.cmd == nil || s.cmd.Process == nil {
+		return 0
+	}
+	return s.cmd.Process.Pid
+}
+
 // Admin returns an admin API client with the operator key.
 func (s *Server) Admin() *client.Client {
 	return &client.Client{Endpoint: s.Endpoint, Key: s.Operator.Key}
