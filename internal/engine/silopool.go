@@ -100,7 +100,7 @@ func (e *Engine) acquireSilo(tenant tenancy.TenantID, allowed func() error) (*si
 	e.silos[tenant] = s
 	victims := e.evictLocked()
 	e.mu.Unlock()
-	e.closeSilos(victims)
+	e.closeInBackground(victims)
 
 	// NB: deferred so that a panic in the open (the server recovers a
 	// request's panic and carries on) still ends it: otherwise the store
@@ -157,7 +157,18 @@ func (e *Engine) releaseSilo(s *silo, touch bool) {
 		victims = e.evictLocked()
 	}
 	e.mu.Unlock()
-	e.closeSilos(victims)
+	e.closeInBackground(victims)
+}
+
+// closeInBackground closes stores evictLocked chose without making the
+// request that chose them wait (a flush and a close take several fsyncs;
+// that tenant's own first request should not pay for another's store).
+// A user of such a store waits for its close before reopening it, and
+// Engine.Close waits for every close.
+func (e *Engine) closeInBackground(victims []*silo) {
+	if len(victims) > 0 {
+		go e.closeSilos(victims)
+	}
 }
 
 // evictLocked marks closing, and returns, the least recently used idle

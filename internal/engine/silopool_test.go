@@ -201,7 +201,8 @@ func TestSiloNotClosedUnderAnIterator(t *testing.T) {
 		putItems(t, e, tenantScope(t, tenancy.NewTenantID(), "PutItem"), "silo_t", attr.Item{"pk": sval("y")})
 	}
 	e.mu.RLock()
-	_, stillOpen := e.silos[a]
+	s := e.silos[a]
+	stillOpen := s != nil && s.state != siloClosing
 	e.mu.RUnlock()
 	if stillOpen {
 		t.Fatal("tenant A's store was not evicted")
