@@ -77,8 +77,8 @@ func TestSiloScale(t *testing.T) {
 	}
 	base := sample(t, srv.Pid(), dir)
 	t.Logf("binary %s %v", bin, args)
-	t.Logf("%8s %7s %7s %8s %7s %7s %15s %15s %10s", "tenants", "stores", "fds", "disk MB", "RSS MB", "load s", "cold ms p50/p90", "warm ms p50/p90", "cold/warm")
-	t.Logf("%8d %7d %7d %8.1f %7.1f", 0, base.stores, base.fds, base.disk/1e6, base.rss/1e6)
+	t.Logf("%8s %7s %7s %8s %8s %7s %7s %15s %15s %10s", "tenants", "stores", "fds", "disk MB", "silos MB", "RSS MB", "load s", "cold ms p50/p90", "warm ms p50/p90", "cold/warm")
+	t.Logf("%8d %7d %7d %8.1f %8.1f %7.1f", 0, base.stores, base.fds, base.disk/1e6, base.silo/1e6, base.rss/1e6)
 
 	var creds []*dynamodb.Client
 	var mu sync.Mutex
@@ -124,7 +124,7 @@ func TestSiloScale(t *testing.T) {
 		if warm[0] > 0 {
 			ratio = cold[0] / warm[0]
 		}
-		t.Logf("%8d %7d %7d %8.1f %7.1f %7.1f %7.2f/%7.2f %7.2f/%7.2f %10.1f", target, s.stores, s.fds, s.disk/1e6, s.rss/1e6, load.Seconds(),
+		t.Logf("%8d %7d %7d %8.1f %8.1f %7.1f %7.1f %7.2f/%7.2f %7.2f/%7.2f %10.1f", target, s.stores, s.fds, s.disk/1e6, s.silo/1e6, s.rss/1e6, load.Seconds(),
 			cold[0], cold[1], warm[0], warm[1], ratio)
 	}
 }
@@ -199,8 +199,8 @@ func pct(v []float64) [2]float64 {
 }
 
 type scaleSample struct {
-	stores, fds int
-	disk, rss   float64
+	stores, fds     int
+	disk, silo, rss float64 // silo: the disk of the silo stores alone
 }
 
 // sample measures the server process pid and its data directory dir.
@@ -228,10 +228,14 @@ func sample(t *testing.T, pid int, dir string) scaleSample {
 			s.rss = kb * 1024
 		}
 	}
-	filepath.Walk(dir, func(_ string, fi os.FileInfo, err error) error {
+	silos := filepath.Join(dir, "silos") + string(filepath.Separator)
+	filepath.Walk(dir, func(path string, fi os.FileInfo, err error) error {
 		if err == nil {
 			if st, ok := fi.Sys().(*syscall.Stat_t); ok {
 				s.disk += float64(st.Blocks * 512)
+				if strings.HasPrefix(path, silos) {
+					s.silo += float64(st.Blocks * 512)
+				}
 			}
 		}
 		return nil
