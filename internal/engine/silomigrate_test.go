@@ -21,9 +21,9 @@ import (
 // copy but before its store was removed (the copy runs again) changes
 // nothing.
 func TestLegacySiloStoresMigrate(t *testing.T) {
+	siloDir := t.TempDir() // NB: before openEnv, so removed after the engine's Close
 	env := openEnv(t)
 	env.e.Close()
-	siloDir := t.TempDir()
 	env.opts.SiloDir, env.opts.InMemory, env.opts.Streams = siloDir, false, true
 	env.e = env.open()
 

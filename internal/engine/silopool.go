@@ -2,6 +2,7 @@ package engine
 
 import (
 	"container/list"
+	"sync"
 	"time"
 
 	"github.com/tenantdb/tenantdb/internal/apierr"
@@ -289,11 +290,33 @@ func (e *Engine) closeAllSilos() error {
 		}
 		e.idle.Init()
 		e.mu.Unlock()
-		for _, s := range open {
-			if err := s.db.Close(); err != nil && first == nil {
-				first = err
-			}
+		// NB: closed as when idle (flushed, the WAL Pebble keeps to reuse
+		// removed): a plain close leaves 1.1 MB of preallocated WAL per
+		// store on disk until it is next opened, and most never are soon.
+		// Four at a time: each is a few fsyncs.
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		work := make(chan *silo)
+		for range min(4, len(open)) {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for s := range work {
+					if err := s.db.CloseIdle(); err != nil {
+						mu.Lock()
+						if first == nil {
+							first = err
+						}
+						mu.Unlock()
+					}
+				}
+			}()
 		}
+		for _, s := range open {
+			work <- s
+		}
+		close(work)
+		wg.Wait()
 		return first
 	}
 }
