@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/tenantdb/tenantdb/internal/attr"
 	"github.com/tenantdb/tenantdb/internal/keyspace"
@@ -84,6 +85,17 @@ func TestLegacySiloStoresMigrate(t *testing.T) {
 		}
 	}
 	env.reopen()
+	// Nobody uses the tenant: the background pass moves its old stores.
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		ents, _ := os.ReadDir(tdir)
+		if len(ents) == 1 && ents[0].Name() == siloStoreName {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the background pass left %d entries in the tenant's directory", len(ents))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	check("after the migration")
 	if c := ceilingIn(t, env, a.p.Tenant, ns); c < oldCeil {
 		t.Fatalf("change log ceiling %d after the migration, below the old store's %d", c, oldCeil)

@@ -172,6 +172,22 @@ func (e *Engine) closeInBackground(victims []*silo) {
 	}
 }
 
+// releaseAndClose gives back a reference and closes the store at once if
+// nobody else holds it (background work that opened a store only for
+// itself).
+func (e *Engine) releaseAndClose(s *silo) {
+	e.mu.Lock()
+	s.refs--
+	if s.refs != 0 || s.state != siloOpen {
+		e.mu.Unlock()
+		return
+	}
+	s.state, s.done = siloClosing, make(chan struct{})
+	e.nclosing++
+	e.mu.Unlock()
+	e.closeSilos([]*silo{s})
+}
+
 // evictLocked marks closing, and returns, the least recently used idle
 // stores while more stores are open (or opening, or closing) than
 // Options.MaxOpenSilos. A store in use is never chosen: when every open

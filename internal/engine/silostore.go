@@ -144,6 +144,57 @@ func (e *Engine) migrateLegacySilos(tenant tenancy.TenantID, db *storage.DB) err
 	return nil
 }
 
+// migrateAllLegacySilos moves, in the background after Open, the stores
+// of the old layout of every tenant into its store (openTenantStore does
+// it when a tenant's store is first opened; this reclaims the disk of
+// tenants that are not used soon: a store of the old layout closed by the
+// old version keeps a WAL preallocated for a 64 MB memtable, ~16 MB).
+// Each tenant's store is opened through the pool and closed again at
+// once, so the pool's bound holds and no request waits for it.
+func (e *Engine) migrateAllLegacySilos() {
+	tenants, err := os.ReadDir(e.opts.SiloDir)
+	if err != nil {
+		if !os.IsNotExist(err) {
+			e.log.Warn("engine: listing silo stores to migrate", "err", err)
+		}
+		return
+	}
+	for _, d := range tenants {
+		if e.stopping() {
+			return
+		}
+		tenant, err := tenancy.ParseTenantID(d.Name())
+		if err != nil || !d.IsDir() {
+			continue
+		}
+		ents, err := os.ReadDir(filepath.Join(e.opts.SiloDir, d.Name()))
+		if err != nil {
+			continue
+		}
+		legacy := false
+		for _, x := range ents {
+			legacy = legacy || legacySilo(x.Name()) || strings.HasSuffix(x.Name(), ".migrated")
+		}
+		if !legacy {
+			continue
+		}
+		errDropped := errors.New("dropped")
+		s, err := e.acquireSilo(tenant, func() error {
+			if e.isDropped(tenant) {
+				return errDropped
+			}
+			return nil
+		})
+		if err != nil {
+			if err != errDropped {
+				e.log.Warn("engine: moving a tenant's silo stores of the old layout", "tenant", tenant.String(), "err", err)
+			}
+			continue
+		}
+		e.releaseAndClose(s)
+	}
+}
+
 // copyLegacySilo copies every key of the store in dir into db and returns
 // how many it copied.
 func (e *Engine) copyLegacySilo(tenant tenancy.TenantID, dir string, db *storage.DB) (int, error) {
