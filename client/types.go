@@ -13,6 +13,26 @@ type Tenant struct {
 	Status    string    `json:"status"` // active, suspended or (in DeleteTenant's answer) deleted
 	Tier      string    `json:"tier"`   // pool or silo
 	CreatedAt time.Time `json:"created_at"`
+	// Placement (in Tenant's answer) says where the tenant's data of each
+	// table lives.
+	Placement []TablePlacement `json:"placement,omitempty"`
+}
+
+// TablePlacement says where a tenant's data of one table lives.
+type TablePlacement struct {
+	Table string `json:"table"`
+	// Env is the environment owning a tenant's own table; "" for a
+	// shared table.
+	Env       string `json:"env,omitempty"`
+	Isolation string `json:"isolation"`
+	// Store is "pool" (the server's main store, shared by tenants) or
+	// "silo" (the tenant's own store).
+	Store string `json:"store"`
+	// Path is the store's directory under the data directory ("" in
+	// memory).
+	Path string `json:"path,omitempty"`
+	// HasData says whether the tenant has ever written to the table.
+	HasData bool `json:"has_data"`
 }
 
 // CreateTenantRequest is the body of POST /v1/tenants.

@@ -90,6 +90,9 @@ type Config struct {
 	// endpoints on loopback, private, link-local and metadata addresses
 	// (TENANTDB_ALLOW_PRIVATE_WEBHOOKS). For development and tests only.
 	AllowPrivateWebhooks bool
+	// MaxOpenSilos bounds the tenants' silo stores open at once (idle ones
+	// beyond it are closed, least recently used first).
+	MaxOpenSilos int
 }
 
 // DefaultConfig returns the defaults.
@@ -104,6 +107,7 @@ func DefaultConfig() Config {
 		Fairness:        true,
 		ShutdownTimeout: 10 * time.Second,
 		StreamRetention: 24 * time.Hour,
+		MaxOpenSilos:    node.DefaultMaxOpenSilos,
 	}
 }
 
@@ -170,6 +174,9 @@ func (c Config) Validate() error {
 	if c.StreamRollover != 0 && c.StreamRollover < time.Second {
 		return errors.New("--stream-rollover must be at least 1s")
 	}
+	if c.MaxOpenSilos < 1 {
+		return errors.New("--max-open-silos must be at least 1")
+	}
 	return nil
 }
 
@@ -218,6 +225,7 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	fs.StringVar(&cfg.ExportRoot, "export-root", cfg.ExportRoot, "directory holding the S3 buckets of ExportTableToPointInTime and ImportTable (each tenant's under <root>/<tenant>/<env>/<bucket>); empty turns those operations off (env TENANTDB_EXPORT_ROOT)")
 	fs.BoolVar(&cfg.AllowPrivateWebhooks, "allow-private-webhooks", cfg.AllowPrivateWebhooks, "let webhook subscriptions use http:// and loopback, private, link-local or metadata addresses; development and tests only (env TENANTDB_ALLOW_PRIVATE_WEBHOOKS)")
 	fs.DurationVar(&cfg.StreamRollover, "stream-rollover", cfg.StreamRollover, "how long each shard of a new stream is open before it closes and a child starts (0: 4h)")
+	fs.IntVar(&cfg.MaxOpenSilos, "max-open-silos", cfg.MaxOpenSilos, "how many tenants' silo stores may be open at once; idle ones beyond it are closed, least recently used first, and reopen on use")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
 	}
@@ -317,6 +325,7 @@ func (c Config) nodeOptions(endpoint, serverKey string, log *slog.Logger) node.O
 		ExportRoot:      c.ExportRoot,
 
 		AllowPrivateWebhooks: c.AllowPrivateWebhooks,
+		MaxOpenSilos:         c.MaxOpenSilos,
 	}
 	c.benchConfig.apply(&o)
 	return o

@@ -18,9 +18,9 @@ var _ = register(&command{
 
 func runTenant(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return dispatchVerb("tenant", []verb{
-		{"create", "create NAME [--slug SLUG] [--tier pool] [--owner-sub SUB]", func(a []string, o, e io.Writer) error { return tenantCreate(ctx, a, o, e) }},
+		{"create", "create NAME [--slug SLUG] [--tier pool|silo] [--owner-sub SUB]", func(a []string, o, e io.Writer) error { return tenantCreate(ctx, a, o, e) }},
 		{"list", "list", func(a []string, o, e io.Writer) error { return tenantList(ctx, a, o, e) }},
-		{"show", "show ID|SLUG", func(a []string, o, e io.Writer) error { return tenantAction(ctx, "show", a, o, e) }},
+		{"show", "show ID|SLUG   (with where each table's data of the tenant lives)", func(a []string, o, e io.Writer) error { return tenantAction(ctx, "show", a, o, e) }},
 		{"suspend", "suspend ID|SLUG", func(a []string, o, e io.Writer) error { return tenantAction(ctx, "suspend", a, o, e) }},
 		{"resume", "resume ID|SLUG", func(a []string, o, e io.Writer) error { return tenantAction(ctx, "resume", a, o, e) }},
 		{"delete", "delete ID|SLUG   (removes all of the tenant's data and keys)", func(a []string, o, e io.Writer) error { return tenantAction(ctx, "delete", a, o, e) }},
@@ -40,7 +40,7 @@ func tenantCreate(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs, cf := newClientFlagSet("tenant create", stderr, os.Getenv)
 	var req client.CreateTenantRequest
 	fs.StringVar(&req.Slug, "slug", "", "unique short name (default: derived from NAME)")
-	fs.StringVar(&req.Tier, "tier", "", "pool (the default and, until tenants can be moved, the only tier; silo is refused)")
+	fs.StringVar(&req.Tier, "tier", "", "pool (the default: the tenant's data shares the server's store) or silo (all of its data lives in a store of its own)")
 	fs.StringVar(&req.OwnerSub, "owner-sub", "", "platform user (OIDC sub) who becomes the tenant's first member")
 	fs.StringVar(&req.ID, "id", "", "use this tenant id (32 hex) instead of a random one")
 	usageFunc(fs, stderr, "usage: tenantdb tenant create NAME [flags]")
@@ -112,5 +112,29 @@ func tenantAction(ctx context.Context, action string, args []string, stdout, std
 	if err != nil {
 		return err
 	}
-	return cf.output(stdout, t, func(w *tabwriter.Writer) { printTenants(w, []client.Tenant{t}) })
+	return cf.output(stdout, t, func(w *tabwriter.Writer) {
+		printTenants(w, []client.Tenant{t})
+		if len(t.Placement) > 0 {
+			printPlacement(w, t.Placement)
+		}
+	})
+}
+
+// printPlacement prints where a tenant's data of each table lives.
+func printPlacement(w *tabwriter.Writer, ps []client.TablePlacement) {
+	fmt.Fprintln(w, "")
+	fmt.Fprintln(w, "TABLE\tENV\tISOLATION\tSTORE\tPATH\tDATA")
+	for _, p := range ps {
+		env, path, data := p.Env, p.Path, "no"
+		if env == "" {
+			env = "(shared)"
+		}
+		if path == "" {
+			path = "-"
+		}
+		if p.HasData {
+			data = "yes"
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", p.Table, env, p.Isolation, p.Store, path, data)
+	}
 }

@@ -14,11 +14,6 @@ func (h *Handler) createTenant(c *call) error {
 	if err := decode(c.r, &req); err != nil {
 		return err
 	}
-	if catalog.Tier(req.Tier) == catalog.Silo {
-		// NB: a silo tier would promise that the tenant's data lives in its
-		// own store, which nothing does until tenants can be moved.
-		return apierr.Validationf("tier silo is not supported yet: tenantdb cannot keep a tenant's data in a store of its own; create the tenant with tier pool (the default), and use tables tagged tenantdb:isolation=silo for per-tenant stores")
-	}
 	nt := catalog.NewTenant{Name: req.Name, Slug: req.Slug, Tier: catalog.Tier(req.Tier), OwnerSub: req.OwnerSub}
 	if req.ID != "" {
 		id, err := tenancy.ParseTenantID(req.ID)
@@ -56,7 +51,15 @@ func (h *Handler) listTenants(c *call) error {
 }
 
 func (h *Handler) showTenant(c *call) error {
-	return WriteJSON(c.w, http.StatusOK, tenantOut(c.tenant))
+	out := tenantOut(c.tenant)
+	ps, err := h.o.Lifecycle.Placement(c.ctx, c.s)
+	if err != nil {
+		return err
+	}
+	for _, p := range ps {
+		out.Placement = append(out.Placement, TablePlacement{Table: p.Table, Env: p.Env, Isolation: p.Isolation, Store: p.Store, Path: p.Path, HasData: p.HasData})
+	}
+	return WriteJSON(c.w, http.StatusOK, out)
 }
 
 func (h *Handler) suspendTenant(c *call) error {

@@ -13,6 +13,7 @@ import (
 // handlers' (and the black-box tests') spelling.
 type (
 	Tenant              = client.Tenant
+	TablePlacement      = client.TablePlacement
 	CreateTenantRequest = client.CreateTenantRequest
 	Key                 = client.Key
 	CreateKeyRequest    = client.CreateKeyRequest

@@ -58,6 +58,23 @@ func (e *Engine) indexOf(id uint64, no uint16) (*schema.Table, *schema.Index, er
 	return nil, nil, errIndexGone
 }
 
+// backfillIn writes the entries of index no of table t in namespace ns.
+func (e *Engine) backfillIn(t *schema.Table, ns []byte, no uint16) error {
+	db, release, err := e.backgroundStore(tenantOfNS(ns), t)
+	if err != nil {
+		return err
+	}
+	defer release()
+	if db == nil {
+		return errIndexGone // the table was dropped meanwhile
+	}
+	p := keyspace.Items(ns, t.ID)
+	_, err = e.scanChunks(db, p, keyspace.PrefixEnd(p), func(keys, _ [][]byte) (bool, error) {
+		return true, e.backfillChunk(db, ns, t.ID, no, keys)
+	})
+	return err
+}
+
 // backfill writes the entries of index no for every item of table id in
 // every namespace, then marks the index ACTIVE.
 //
@@ -77,18 +94,7 @@ func (e *Engine) backfill(id uint64, no uint16) error {
 		return err
 	}
 	for _, ns := range nss {
-		db, err := e.backgroundStore(tenantOfNS(ns), t)
-		if err != nil {
-			return err
-		}
-		if db == nil {
-			return errIndexGone // the table was dropped meanwhile
-		}
-		p := keyspace.Items(ns, id)
-		_, err = e.scanChunks(db, p, keyspace.PrefixEnd(p), func(keys, _ [][]byte) (bool, error) {
-			return true, e.backfillChunk(db, ns, id, no, keys)
-		})
-		if err != nil {
+		if err := e.backfillIn(t, ns, no); err != nil {
 			return err
 		}
 	}

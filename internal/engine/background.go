@@ -16,6 +16,13 @@ func (e *Engine) startBackground() {
 	for _, t := range e.res.Shared() {
 		e.resumeBackfills(t)
 	}
+	if !e.inMemorySilos() {
+		e.wg.Add(1)
+		go func() {
+			defer e.wg.Done()
+			e.migrateAllLegacySilos()
+		}()
+	}
 	e.wg.Add(1)
 	go func() {
 		defer e.wg.Done()
@@ -27,6 +34,9 @@ func (e *Engine) startBackground() {
 				return
 			case <-tick.C:
 				e.trimChangeLog()
+				if e.opts.SiloIdle > 0 {
+					e.evictIdle()
+				}
 			}
 		}
 	}()

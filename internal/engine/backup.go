@@ -242,9 +242,10 @@ func (e *Engine) CreateBackup(ctx context.Context, s tenancy.Scope, in *wire.Cre
 		}
 		return nil, err
 	}
+	defer h.close()
 	snap := h.db.NewSnapshot()
 	defer snap.Close()
-	stats, err := e.statsFor(h.Target)
+	stats, err := e.statsFor(ctx, h.Target)
 	if err != nil {
 		return nil, err
 	}

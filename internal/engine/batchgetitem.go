@@ -65,6 +65,7 @@ func (e *Engine) BatchGetItem(ctx context.Context, s tenancy.Scope, in *wire.Bat
 			return nil, err
 		}
 		h, err := e.open(ctx, s, name)
+		defer h.close()
 		if err != nil {
 			return nil, err
 		}

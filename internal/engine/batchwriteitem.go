@@ -48,6 +48,7 @@ func (e *Engine) BatchWriteItem(ctx context.Context, s tenancy.Scope, in *wire.B
 	seen := map[string]bool{}
 	for _, name := range names {
 		h, err := e.open(ctx, s, name)
+		defer h.close()
 		if err != nil {
 			return nil, err
 		}

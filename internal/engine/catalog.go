@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
-	"os"
 	"strings"
 
 	"github.com/tenantdb/tenantdb/internal/apierr"
@@ -151,34 +150,8 @@ func (e *Engine) drop(r dropRecord) error {
 	}
 	stub := &schema.Table{ID: r.Table, Isolation: r.Isolate}
 	for _, ns := range nss {
-		tenant := tenantOfNS(ns)
-		db, err := e.storeForTenant(tenant, stub)
-		if err != nil {
+		if err := e.dropIn(r, stub, ns); err != nil {
 			return err
-		}
-		var ranges [][2][]byte
-		if r.Index == 0 {
-			ranges = keyspace.TableRanges(ns, r.Table)
-		} else {
-			ip := keyspace.Index(ns, r.Table, r.Index)
-			cp := keyspace.Counter(ns, r.Table, r.Index, "")
-			ranges = [][2][]byte{{ip, keyspace.PrefixEnd(ip)}, {cp, keyspace.PrefixEnd(cp)}}
-		}
-		for _, rg := range ranges {
-			if err := db.DeleteRange(rg[0], rg[1]); err != nil {
-				return apierr.Wrap(apierr.Internal, err, "dropping table data")
-			}
-		}
-		if r.Index == 0 && r.Isolate == tenancy.Silo {
-			// NB: the stream records of a dropped silo table move to the
-			// main store before its store goes, so that they stay readable
-			// until retention (a dropped tenant's go with it).
-			if !e.isDropped(tenant) {
-				if err := e.clog.MoveToMain(db, ns, r.Table); err != nil {
-					return apierr.Wrap(apierr.Internal, err, "keeping the stream records of a dropped silo table")
-				}
-			}
-			e.closeSilo(tenant, r.Table)
 		}
 	}
 	b := e.db.NewBatch()
@@ -200,25 +173,42 @@ func (e *Engine) drop(r dropRecord) error {
 	return nil
 }
 
-// closeSilo closes and removes a dropped silo table's store of one tenant.
-func (e *Engine) closeSilo(tenant tenancy.TenantID, id uint64) {
-	key := siloKey(tenant, id)
-	e.waitSiloOpens(func(k string) bool { return k == key })
-	e.mu.Lock()
-	db := e.silos[key]
-	delete(e.silos, key)
-	e.mu.Unlock()
-	if db != nil {
-		e.clog.CloseStore(db)
-		if err := db.Close(); err != nil {
-			e.log.Warn("engine: closing dropped silo store", "err", err)
+// dropIn removes the data r names in namespace ns: its ranges in the
+// store holding ns's items of the table. A dropped table's change records
+// stay readable until retention trims them, as DynamoDB's, from the main
+// store (streamresolve.go): in a silo store they are first copied there
+// (a dropped tenant's go with it), then deleted from the silo store,
+// which the tenant's other tables keep using.
+func (e *Engine) dropIn(r dropRecord, stub *schema.Table, ns []byte) error {
+	tenant := tenantOfNS(ns)
+	db, release, err := e.storeForTenant(tenant, stub)
+	if err != nil {
+		return err
+	}
+	defer release()
+	var ranges [][2][]byte
+	if r.Index == 0 {
+		ranges = keyspace.TableRanges(ns, r.Table)
+		if db != e.db {
+			if !e.isDropped(tenant) {
+				if err := e.clog.MoveToMain(db, ns, r.Table); err != nil {
+					return apierr.Wrap(apierr.Internal, err, "keeping the stream records of a dropped silo table")
+				}
+			}
+			lo, hi := keyspace.ChangeTableRange(ns, r.Table)
+			ranges = append(ranges, [2][]byte{lo, hi})
+		}
+	} else {
+		ip := keyspace.Index(ns, r.Table, r.Index)
+		cp := keyspace.Counter(ns, r.Table, r.Index, "")
+		ranges = [][2][]byte{{ip, keyspace.PrefixEnd(ip)}, {cp, keyspace.PrefixEnd(cp)}}
+	}
+	for _, rg := range ranges {
+		if err := db.DeleteRange(rg[0], rg[1]); err != nil {
+			return apierr.Wrap(apierr.Internal, err, "dropping table data")
 		}
 	}
-	if dir := e.siloDir(tenant, id); dir != "" {
-		if err := os.RemoveAll(dir); err != nil {
-			e.log.Warn("engine: removing dropped silo store", "dir", dir, "err", err)
-		}
-	}
+	return nil
 }
 
 // noteNamespace records, before or with the first write of table t in

@@ -37,7 +37,7 @@ func (e *Engine) DeleteTable(ctx context.Context, s tenancy.Scope, in *wire.Dele
 	if t.DeletionProtection {
 		return nil, apierr.New(apierr.Validation, "Resource cannot be deleted as it is currently protected against deletion. Disable deletion protection first.")
 	}
-	st, err := e.statsFor(tg)
+	st, err := e.statsFor(ctx, tg)
 	if err != nil {
 		return nil, err
 	}

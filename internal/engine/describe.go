@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"context"
+
 	"github.com/tenantdb/tenantdb/internal/apierr"
 	"github.com/tenantdb/tenantdb/internal/keyspace"
 	"github.com/tenantdb/tenantdb/internal/resolve"
@@ -14,16 +16,17 @@ type tableStats map[uint16][2]int64 // index no (0 = table) -> {items, bytes}
 // statsFor reads the counters of table tg.Table in tg's namespace: the
 // resolving scope's own. The operator, which must never learn anything
 // about tenant data, gets none.
-func (e *Engine) statsFor(tg resolve.Target) (tableStats, error) {
+func (e *Engine) statsFor(ctx context.Context, tg resolve.Target) (tableStats, error) {
 	st := tableStats{}
 	if tg.Scope.Tenant().IsZero() {
 		return st, nil
 	}
 	t, ns := tg.Table, tg.Namespace
-	db, err := e.storeFor(tg.Scope, t)
+	db, release, err := e.storeFor(ctx, tg.Scope, t)
 	if err != nil {
 		return nil, err
 	}
+	defer release()
 	nos := []uint16{0}
 	for _, ix := range t.Indexes {
 		nos = append(nos, ix.No)

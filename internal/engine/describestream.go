@@ -23,6 +23,7 @@ func (e *Engine) DescribeStream(ctx context.Context, s tenancy.Scope, in *wire.D
 		return nil, err
 	}
 	h, st, err := e.openStream(ctx, s, in.StreamArn)
+	defer h.close()
 	if err != nil {
 		return nil, err
 	}

@@ -22,7 +22,7 @@ func (e *Engine) DescribeTable(ctx context.Context, s tenancy.Scope, in *wire.De
 	if err != nil {
 		return nil, err
 	}
-	st, err := e.statsFor(tg)
+	st, err := e.statsFor(ctx, tg)
 	if err != nil {
 		return nil, err
 	}

@@ -5,9 +5,6 @@ import (
 
 	"bytes"
 	"context"
-	"os"
-	"path/filepath"
-	"strings"
 
 	"github.com/tenantdb/tenantdb/internal/apierr"
 	"github.com/tenantdb/tenantdb/internal/keyspace"
@@ -17,7 +14,7 @@ import (
 
 // DropTenant forgets everything the engine keeps about the scope's tenant
 // outside the tenant's own key range: its entries in the table/namespace registry,
-// its cached tenant-owned tables, and its silo stores (closed and removed
+// its cached tenant-owned tables, and its silo store (closed and removed
 // from disk). Afterwards no write of the tenant commits, even of a request
 // admitted before the deletion began. The caller (tenant deletion in the
 // catalog) deletes the tenant's key range itself. It is idempotent.
@@ -63,34 +60,12 @@ func (e *Engine) DropTenant(ctx context.Context, s tenancy.Scope) error {
 		return err
 	}
 
-	// Stores of the tenant being opened when it was marked are closed
-	// below with the rest; none can start opening after the mark.
-	e.waitSiloOpens(func(key string) bool { return strings.HasPrefix(key, t.String()+"/") })
+	// A store of the tenant being opened when it was marked is closed
+	// below once open; none can start opening after the mark.
 	e.res.ForgetTenant(t)
-	e.mu.Lock()
-	var silos []string
-	for key := range e.silos {
-		if strings.HasPrefix(key, t.String()+"/") {
-			silos = append(silos, key)
-		}
-	}
-	closing := make(map[string]func() error, len(silos))
-	for _, key := range silos {
-		closing[key] = e.silos[key].Close
-		e.clog.CloseStore(e.silos[key])
-		delete(e.silos, key)
-	}
-	e.mu.Unlock()
-
-	for key, closeFn := range closing {
-		if err := closeFn(); err != nil {
-			e.log.Warn("engine: closing silo store of dropped tenant", "silo", key, "err", err)
-		}
-	}
-	if e.opts.SiloDir != "" && !e.opts.InMemory {
-		if err := os.RemoveAll(filepath.Join(e.opts.SiloDir, t.String())); err != nil {
-			return apierr.Wrap(apierr.Internal, err, "removing silo stores of dropped tenant")
-		}
+	e.dropSilo(t)
+	if err := e.removeSiloData(t); err != nil {
+		return apierr.Wrap(apierr.Internal, err, "removing silo store of dropped tenant")
 	}
 	return ctx.Err()
 }

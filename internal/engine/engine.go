@@ -10,6 +10,7 @@
 package engine
 
 import (
+	"container/list"
 	"context"
 	"log/slog"
 	"sync"
@@ -37,11 +38,25 @@ type Options struct {
 	// Region and Account appear in ARNs.
 	Region  string
 	Account string
-	// SiloDir is where silo tables' per-tenant stores live; "" keeps silo
-	// stores in memory (tests).
+	// SiloDir is where tenants' silo stores live (one per tenant:
+	// SiloDir/<tenant>/store); "" keeps silo stores in memory (tests).
 	SiloDir string
 	// InMemory opens silo stores in memory (tests).
 	InMemory bool
+	// MaxOpenSilos bounds the silo stores open at once: beyond it the
+	// least recently used idle ones are closed (a store in use is never
+	// closed, so the bound is exceeded while more are in use); 0 means
+	// DefaultMaxOpenSilos.
+	MaxOpenSilos int
+	// SiloIdle closes a silo store nobody used for that long; 0 means
+	// DefaultSiloIdle, negative never.
+	SiloIdle time.Duration
+	// SiloCacheSize is the block cache shared by all silo stores; 0 means
+	// 32 MB.
+	SiloCacheSize int64
+	// Tiers, if not nil, says which tenants are of the silo tier: all of
+	// such a tenant's items live in its silo store. Nil: none is.
+	Tiers Tiers
 	// Endpoint is the address DescribeEndpoints reports; "" means
 	// "127.0.0.1:8000". The server sets it to its listen address.
 	Endpoint string
@@ -85,6 +100,14 @@ type Meter interface {
 	StageUsage(b *storage.Batch, s tenancy.Scope, op string, u wire.Usage)
 }
 
+// Tiers tells the engine the tier of a tenant (the catalog knows it).
+type Tiers interface {
+	// SiloTier reports whether tenant t is of the silo tier. A tenant
+	// that does not exist is not. NB: a tenant's tier must not change
+	// while it has data: its items would be looked for in the wrong store.
+	SiloTier(ctx context.Context, t tenancy.TenantID) (bool, error)
+}
+
 // DefaultMaxTenantTables is DynamoDB's default per-account table quota.
 const DefaultMaxTenantTables = 2500
 
@@ -107,13 +130,17 @@ type Engine struct {
 	// settings) and table id allocation.
 	ddl sync.Mutex
 
-	// mu guards the silo stores. NB: it is taken before the resolver's
-	// lock (openSilo's allowed reads the published tables), never after.
+	// mu guards the silo stores (silopool.go). NB: it is taken before the
+	// resolver's lock (acquireSilo's allowed reads the published tables),
+	// never after.
 	mu    sync.RWMutex
-	silos map[string]*storage.DB // silo stores by tenant+table id
-	// opening holds the silo stores being opened, outside mu (see
-	// openSilo); openStore is storage.Open (tests slow it down).
-	opening   map[string]*siloOpen
+	silos map[tenancy.TenantID]*silo // open, opening or closing
+	idle  list.List                  // open stores nobody holds, most recently used first
+	// nclosing counts the stores in silos being closed.
+	nclosing int
+	// shared are the caches all silo stores share; openStore is
+	// storage.Open (tests slow it down).
+	shared    *storage.Shared
 	openStore func(dir string, o storage.Options) (*storage.DB, error)
 
 	// registered caches the (table id, namespace) pairs known to be in the
@@ -148,7 +175,7 @@ func (e *Engine) isDropped(t tenancy.TenantID) bool {
 
 // Open returns an Engine over db and starts its background work (TTL).
 // The caller keeps ownership of db and closes it after Engine.Close.
-func Open(db *storage.DB, opts Options) (*Engine, error) {
+func Open(db *storage.DB, opts Options) (_ *Engine, err error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
@@ -167,18 +194,29 @@ func Open(db *storage.DB, opts Options) (*Engine, error) {
 	if opts.MaxTenantTables <= 0 {
 		opts.MaxTenantTables = DefaultMaxTenantTables
 	}
+	if opts.MaxOpenSilos <= 0 {
+		opts.MaxOpenSilos = DefaultMaxOpenSilos
+	}
+	if opts.SiloIdle == 0 {
+		opts.SiloIdle = DefaultSiloIdle
+	}
 	e := &Engine{
 		db:     db,
 		opts:   opts,
 		log:    opts.Logger,
 		closed: make(chan struct{}),
-		silos:  map[string]*storage.DB{},
+		silos:  map[tenancy.TenantID]*silo{},
 
-		opening:   map[string]*siloOpen{},
+		shared:    storage.NewShared(opts.SiloCacheSize, 0),
 		openStore: storage.Open,
 	}
 	e.locks.init()
-	var err error
+	defer func() {
+		if err != nil { // NB: runDrops may have opened silo stores
+			e.closeAllSilos()
+			e.shared.Close()
+		}
+	}()
 	if e.clog, err = openChangeLog(db, opts); err != nil {
 		return nil, err
 	}
@@ -204,10 +242,10 @@ func Open(db *storage.DB, opts Options) (*Engine, error) {
 		return nil, err
 	}
 	e.res = res
-	if err := e.repairStreams(); err != nil {
+	if err = e.repairStreams(); err != nil {
 		return nil, err
 	}
-	if err := e.runDrops(); err != nil {
+	if err = e.runDrops(); err != nil {
 		return nil, err
 	}
 	e.startBackground()
@@ -223,17 +261,9 @@ func (e *Engine) Close() error {
 	}
 	close(e.closed)
 	e.wg.Wait()
-	e.waitSiloOpens(func(string) bool { return true })
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	var first error
-	for k, s := range e.silos {
-		if err := s.Close(); err != nil && first == nil {
-			first = err
-		}
-		delete(e.silos, k)
-	}
-	return first
+	err := e.closeAllSilos()
+	e.shared.Close()
+	return err
 }
 
 // check rejects scopes that the guard did not issue.

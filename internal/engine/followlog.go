@@ -201,6 +201,7 @@ func (e *Engine) FollowLog(ctx context.Context, s tenancy.Scope, table string, f
 	if err != nil {
 		return changelog.FollowPage{}, err
 	}
+	defer h.close()
 	page, err := e.clog.Follow(h.db, h.Namespace, h.Table.ID, from, limit)
 	if err != nil {
 		return changelog.FollowPage{}, logError(err)
@@ -219,6 +220,10 @@ func (e *Engine) WaitLog(ctx context.Context, s tenancy.Scope, table string, fro
 	if err != nil {
 		return err
 	}
+	// NB: the handle is held while waiting: the channel belongs to the
+	// change log's state of this open store, which an eviction would
+	// forget (and the wait would then sleep until ctx ends).
+	defer h.close()
 	// NB: the channel is taken before looking, so a commit between the
 	// look and the wait still wakes us.
 	changed := e.clog.Changed(h.db, h.Namespace)
@@ -252,6 +257,7 @@ func (e *Engine) LogCursorAt(ctx context.Context, s tenancy.Scope, table string,
 	if err != nil {
 		return changelog.Cursor{}, err
 	}
+	defer h.close()
 	c, err := e.clog.CursorAt(h.db, h.Namespace, h.Table.ID, t)
 	if err != nil {
 		return changelog.Cursor{}, logError(err)

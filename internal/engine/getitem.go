@@ -36,6 +36,7 @@ func (e *Engine) GetItem(ctx context.Context, s tenancy.Scope, in *wire.GetItemI
 		return nil, err
 	}
 	h, err := e.open(ctx, s, in.TableName)
+	defer h.close()
 	if err != nil {
 		return nil, err
 	}

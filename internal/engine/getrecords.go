@@ -42,6 +42,7 @@ func (e *Engine) GetRecords(ctx context.Context, s tenancy.Scope, in *wire.GetRe
 		return nil, logError(err)
 	}
 	h, err := e.open(ctx, s, it.Name)
+	defer h.close()
 	if err != nil && !apierr.Is(err, apierr.ResourceNotFound) {
 		return nil, err // e.g. a narrowed credential's policy
 	}
@@ -53,6 +54,7 @@ func (e *Engine) GetRecords(ctx context.Context, s tenancy.Scope, in *wire.GetRe
 		// The table was deleted (or replaced) since: its stream stays
 		// readable until retention removes it.
 		h = e.goneTableHandle(s, st)
+		defer h.close()
 	}
 	page, err := e.clog.Read(h.db, h.Namespace, st, it.Pos, limit, maxRecordBytes)
 	if err != nil {

@@ -24,6 +24,7 @@ func (e *Engine) GetShardIterator(ctx context.Context, s tenancy.Scope, in *wire
 		return nil, apierr.Validationf("1 validation error detected: Value null at 'shardId' failed to satisfy constraint: Member must not be null")
 	}
 	h, st, err := e.openStream(ctx, s, in.StreamArn)
+	defer h.close()
 	if err != nil {
 		return nil, err
 	}

@@ -43,6 +43,7 @@ func (e *Engine) ListStreams(ctx context.Context, s tenancy.Scope, in *wire.List
 	var openErr error
 	for _, name := range names {
 		h, err := e.open(ctx, s, name)
+		defer h.close()
 		if err != nil {
 			if apierr.Is(err, apierr.ResourceNotFound) {
 				openErr = err // the named table may have been deleted

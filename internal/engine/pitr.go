@@ -131,10 +131,11 @@ func (e *Engine) UpdateContinuousBackups(ctx context.Context, s tenancy.Scope, i
 			return nil, apierr.Validationf("1 validation error detected: Value '%d' at 'pointInTimeRecoverySpecification.recoveryPeriodInDays' failed to satisfy constraint: Member must have value between 1 and %d", days, MaxRecoveryDays)
 		}
 	}
-	if _, err := e.openForBackup(ctx, s, in.TableName); err != nil {
+	h0, err := e.openForBackup(ctx, s, in.TableName)
+	if err != nil {
 		return nil, err
 	}
-	var err error
+	h0.close()
 	if *spec.PointInTimeRecoveryEnabled {
 		err = e.retainLog(ctx, s, in.TableName, pitrConsumer, time.Duration(days)*24*time.Hour, true)
 	} else {
@@ -147,6 +148,7 @@ func (e *Engine) UpdateContinuousBackups(ctx context.Context, s tenancy.Scope, i
 	if err != nil {
 		return nil, err
 	}
+	defer h.close()
 	return &wire.UpdateContinuousBackupsOutput{ContinuousBackupsDescription: e.continuousBackups(s, h.Table)}, nil
 }
 
@@ -164,6 +166,7 @@ func (e *Engine) DescribeContinuousBackups(ctx context.Context, s tenancy.Scope,
 	if err != nil {
 		return nil, err
 	}
+	defer h.close()
 	return &wire.DescribeContinuousBackupsOutput{ContinuousBackupsDescription: e.continuousBackups(s, h.Table)}, nil
 }
 
@@ -207,6 +210,7 @@ func (e *Engine) RestoreTableToPointInTime(ctx context.Context, s tenancy.Scope,
 	if err != nil {
 		return nil, err
 	}
+	defer h.close()
 	c, ok := pitrOf(s, h.Table)
 	if !ok {
 		return nil, apierr.New(apierr.PointInTimeRecoveryUnavailable, "Point in time recovery is not enabled for table '%s'", apierr.Clip(src))

@@ -37,6 +37,7 @@ func (e *Engine) PutItem(ctx context.Context, s tenancy.Scope, in *wire.PutItemI
 		return nil, err
 	}
 	h, err := e.open(ctx, s, in.TableName)
+	defer h.close()
 	if err != nil {
 		return nil, err
 	}

@@ -29,6 +29,7 @@ func (e *Engine) Query(ctx context.Context, s tenancy.Scope, in *wire.QueryInput
 		return nil, err
 	}
 	h, err := e.open(ctx, s, in.TableName)
+	defer h.close()
 	if err != nil {
 		return nil, err
 	}

@@ -61,10 +61,11 @@ func (e *Engine) restore(ctx context.Context, s tenancy.Scope, r restoreSpec) (*
 		return nil, 0, err
 	}
 	h := &handle{Target: resolve.Target{Table: t, Namespace: resolve.Namespace(s), Scope: s}}
-	if h.db, err = e.storeFor(s, t); err != nil {
+	if h.db, h.release, err = e.storeFor(ctx, s, t); err != nil {
 		e.abandonRestore(t)
 		return nil, 0, err
 	}
+	defer h.close()
 	var units float64
 	var chunk []*itemWrite
 	flush := func() error {
@@ -106,7 +107,7 @@ func (e *Engine) restore(ctx context.Context, s tenancy.Scope, r restoreSpec) (*
 		return nil, 0, err
 	}
 	tg := resolve.Target{Table: c, Namespace: h.Namespace, Scope: s}
-	st, err := e.statsFor(tg)
+	st, err := e.statsFor(ctx, tg)
 	if err != nil {
 		return nil, 0, err
 	}

@@ -27,6 +27,7 @@ func (e *Engine) Scan(ctx context.Context, s tenancy.Scope, in *wire.ScanInput) 
 		return nil, err
 	}
 	h, err := e.open(ctx, s, in.TableName)
+	defer h.close()
 	if err != nil {
 		return nil, err
 	}

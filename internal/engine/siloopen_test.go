@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tenantdb/tenantdb/internal/attr"
+	"github.com/tenantdb/tenantdb/internal/keyspace"
 	"github.com/tenantdb/tenantdb/internal/resolve"
 	"github.com/tenantdb/tenantdb/internal/storage"
 	"github.com/tenantdb/tenantdb/internal/tenancy"
@@ -157,10 +158,8 @@ func TestDropTenantWaitsForSiloOpen(t *testing.T) {
 		t.Error("the dropped tenant's write succeeded")
 	}
 	e.mu.RLock()
-	for key := range e.silos {
-		if filepath.Dir(key) == a.String() {
-			t.Errorf("silo store %s of the dropped tenant is still open", key)
-		}
+	if e.silos[a] != nil {
+		t.Errorf("silo store of the dropped tenant is still open")
 	}
 	e.mu.RUnlock()
 	if _, err := os.Stat(filepath.Join(siloDir, a.String())); !os.IsNotExist(err) {
@@ -176,10 +175,12 @@ func TestSiloOpenPanicEndsTheOpen(t *testing.T) {
 	e, _ := siloTestEngine(t)
 	t.Cleanup(func() { // NB: before Close: without the fix the open never ends
 		e.mu.Lock()
-		for k, op := range e.opening {
-			delete(e.opening, k)
-			op.err = errors.New("open never ended")
-			close(op.done)
+		for k, s := range e.silos {
+			if s.state == siloOpening {
+				delete(e.silos, k)
+				s.err = errors.New("open never ended")
+				close(s.done)
+			}
 		}
 		e.mu.Unlock()
 	})
@@ -211,16 +212,16 @@ func TestSiloOpenPanicEndsTheOpen(t *testing.T) {
 
 // TestBackgroundWorkDoesNotRecreateDroppedSilo: TTL expiry and index
 // backfill resolve a table, then open its stores namespace by namespace.
-// If the table is deleted in between, they must not re-create the silo
-// store (and its directory) that the drop closed and removed.
+// If the table is deleted in between, they must not write its data again,
+// nor create a silo store for a tenant that has none.
 func TestBackgroundWorkDoesNotRecreateDroppedSilo(t *testing.T) {
 	e, siloDir := siloTestEngine(t)
 	tbl := createShared(t, e, "silo_t", "pk:S", "", nil, wire.Tag{Key: tenancy.TagIsolation, Value: "silo"})
-	a := tenancy.NewTenantID()
+	a, b := tenancy.NewTenantID(), tenancy.NewTenantID()
 	putItems(t, e, tenantScope(t, a, "PutItem"), "silo_t", attr.Item{"pk": sval("k")})
-	dir := filepath.Join(siloDir, a.String())
-	if entries, err := os.ReadDir(dir); err != nil || len(entries) == 0 {
-		t.Fatalf("tenant's silo store missing before the drop: %v %v", entries, err)
+	dir := filepath.Join(siloDir, a.String(), siloStoreName)
+	if _, err := os.Stat(dir); err != nil {
+		t.Fatalf("tenant's silo store missing before the drop: %v", err)
 	}
 
 	stale := tbl // what a TTL pass or a backfill resolved before the drop
@@ -228,25 +229,29 @@ func TestBackgroundWorkDoesNotRecreateDroppedSilo(t *testing.T) {
 	if _, err := e.DeleteTable(context.Background(), op, &wire.DeleteTableInput{TableName: "silo_t"}); err != nil {
 		t.Fatalf("DeleteTable: %v", err)
 	}
-	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
-		t.Fatalf("the drop left %v in %s", entries, dir)
-	}
 
 	ns := resolve.Namespace(tenantScope(t, a, "PutItem"))
 	budget := 100
 	if _, err := e.expire(stale, ns, time.Now(), nil, &budget); err != nil {
 		t.Errorf("TTL expiry on the dropped table: %v", err)
 	}
-	if db, err := e.backgroundStore(a, stale); db != nil || err != nil {
-		t.Errorf("backgroundStore of the dropped table = %v, %v; want nil, nil", db, err)
+	db, release, err := e.backgroundStore(b, stale)
+	release()
+	if db != nil || err != nil {
+		t.Errorf("backgroundStore of the dropped table for a tenant without a store = %v, %v; want nil, nil", db, err)
 	}
-	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
-		t.Errorf("background work re-created the dropped table's silo store: %v", entries)
+	if _, err := os.Stat(filepath.Join(siloDir, b.String())); !os.IsNotExist(err) {
+		t.Errorf("background work created a silo store for a tenant without one (stat: %v)", err)
 	}
-	e.mu.RLock()
-	n := len(e.silos)
-	e.mu.RUnlock()
-	if n != 0 {
-		t.Errorf("%d silo stores open after the drop", n)
+	sdb, release, err := e.siloStoreOf(context.Background(), a)
+	if err != nil || sdb == nil {
+		t.Fatalf("tenant's store: %v", err)
+	}
+	defer release()
+	p := keyspace.Items(ns, stale.ID)
+	it := sdb.NewIter(p, keyspace.PrefixEnd(p))
+	defer it.Close()
+	if it.First() {
+		t.Errorf("the dropped table's item %q is in the tenant's store", it.Key())
 	}
 }

@@ -47,6 +47,7 @@ func (e *Engine) Snapshot(ctx context.Context, s tenancy.Scope, names []string) 
 	for _, name := range names {
 		h, err := e.open(ctx, s, name)
 		if err != nil {
+			sn.Close()
 			return nil, err
 		}
 		sn.tables = append(sn.tables, snapTable{h: h})
@@ -110,6 +111,10 @@ func (sn *Snapshot) Close() error {
 		}
 	}
 	sn.snaps = nil
+	// NB: after the snapshots: a handle keeps its silo store open.
+	for _, t := range sn.tables {
+		t.h.close()
+	}
 	return first
 }
 

@@ -26,6 +26,7 @@ func (e *Engine) SnapshotLog(ctx context.Context, s tenancy.Scope, table string,
 	if err != nil {
 		return at, nil, err
 	}
+	defer h.close() // NB: deferred first, so it runs after snap.Close
 	snap, at, included, err := e.clog.SnapshotAt(h.db, h.Namespace, h.Table.ID)
 	if err != nil {
 		return at, nil, logError(err)

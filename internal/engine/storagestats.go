@@ -21,11 +21,11 @@ import (
 // It reads the per-table counters every write keeps up to date
 // (keyspace.Counter), skipping from one of the tenant's namespaces to the
 // next: the cost is one seek per environment plus the counters
-// themselves, never the items. Silo tables keep their counters in the
-// tenant's own store of the table, which is read the same way; table names
-// always come from the main store's catalog.
+// themselves, never the items. Silo data keeps its counters in the
+// tenant's silo store, which is read the same way (opened if it exists,
+// never created); table names always come from the main store's catalog.
 func (e *Engine) TenantStorage(ctx context.Context, t tenancy.TenantID) ([]schema.TableStorage, error) {
-	return tenantStorage(ctx, e.db, t, e.siloStores)
+	return tenantStorage(ctx, e.db, t, e.siloStoreOf)
 }
 
 type envTable struct {
@@ -34,9 +34,9 @@ type envTable struct {
 }
 
 // tenantStorage is TenantStorage over the main store db and the silo
-// stores silos returns.
+// store silo returns (nil if none).
 func tenantStorage(ctx context.Context, db *storage.DB, t tenancy.TenantID,
-	silos func(ctx context.Context, t tenancy.TenantID, envs []string) ([]*storage.DB, error)) ([]schema.TableStorage, error) {
+	silo func(ctx context.Context, t tenancy.TenantID) (*storage.DB, releaser, error)) ([]schema.TableStorage, error) {
 	defs := defStore{db}
 	shared, err := defs.tableNames(nil)
 	if err != nil {
@@ -59,26 +59,24 @@ func tenantStorage(ctx context.Context, db *storage.DB, t tenancy.TenantID,
 		return n, found, nil
 	}
 	acc := map[envTable]*schema.TableStorage{}
-	envs, err := scanCounters(ctx, db, t, nameOf, acc)
-	if err != nil {
+	if _, err := scanCounters(ctx, db, t, nameOf, acc); err != nil {
 		return nil, err
 	}
-	if silos != nil {
-		dbs, err := silos(ctx, t, envs)
+	if silo != nil {
+		sdb, release, err := silo(ctx, t)
 		if err != nil {
-			return nil, fmt.Errorf("engine: silo stores: %w", err)
+			return nil, fmt.Errorf("engine: silo store: %w", err)
 		}
-		for _, sdb := range dbs {
-			// NB: a silo store is closed when its table or tenant is
-			// dropped (or the engine closes), possibly while it is read
-			// here: it then counts for nothing, and the rest of the
-			// report stands.
+		defer release()
+		if sdb != nil {
+			// NB: a silo store is closed when its tenant is dropped (or
+			// the engine closes), possibly while it is read here: it
+			// then counts for nothing, and the rest of the report stands.
 			part := map[envTable]*schema.TableStorage{}
 			_, err := scanCounters(ctx, sdb, t, nameOf, part)
 			if errors.Is(err, storage.ErrClosed) {
-				continue
-			}
-			if err != nil {
+				part = nil
+			} else if err != nil {
 				return nil, err
 			}
 			for k, ts := range part {

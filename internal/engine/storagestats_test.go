@@ -25,8 +25,8 @@ func TestTenantStorageSkipsClosedSilo(t *testing.T) {
 	if err := silo.Close(); err != nil {
 		t.Fatal(err)
 	}
-	silos := func(context.Context, tenancy.TenantID, []string) ([]*storage.DB, error) {
-		return []*storage.DB{silo}, nil
+	silos := func(context.Context, tenancy.TenantID) (*storage.DB, releaser, error) {
+		return silo, noRelease, nil
 	}
 	if _, err := tenantStorage(context.Background(), db, tenancy.NewTenantID(), silos); err != nil {
 		t.Fatalf("TenantStorage with a closed silo store: %v", err)

@@ -200,18 +200,16 @@ func (e *Engine) streamShown(st changelog.Stream) bool {
 const trimInterval = time.Minute
 
 // trimChangeLog trims the change log of the main store and of every open
-// silo store.
+// silo store (a closed one is trimmed when next open at a trim).
 func (e *Engine) trimChangeLog() {
-	dbs := []*storage.DB{e.db}
-	e.mu.RLock()
-	for _, db := range e.silos {
-		dbs = append(dbs, db)
+	if _, err := e.clog.Trim(e.db); err != nil && !errors.Is(err, storage.ErrClosed) {
+		e.log.Error("engine: trimming the change log", "err", err)
 	}
-	e.mu.RUnlock()
-	for _, db := range dbs {
-		if _, err := e.clog.Trim(db); err != nil && !errors.Is(err, storage.ErrClosed) {
+	for _, s := range e.holdOpenSilos() {
+		if _, err := e.clog.Trim(s.db); err != nil && !errors.Is(err, storage.ErrClosed) {
 			e.log.Error("engine: trimming the change log", "err", err)
 		}
+		e.releaseSilo(s, false)
 	}
 }
 

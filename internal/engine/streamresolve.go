@@ -7,6 +7,7 @@ import (
 
 	"github.com/tenantdb/tenantdb/internal/apierr"
 	"github.com/tenantdb/tenantdb/internal/changelog"
+	"github.com/tenantdb/tenantdb/internal/keyspace"
 	"github.com/tenantdb/tenantdb/internal/resolve"
 	"github.com/tenantdb/tenantdb/internal/schema"
 	"github.com/tenantdb/tenantdb/internal/tenancy"
@@ -27,6 +28,7 @@ func streamNotFound(arn string) *apierr.Error {
 
 // openStream resolves a stream ARN for scope s: the handle of its table
 // (which must still be the table the stream belongs to) and the stream.
+// The caller closes the handle.
 func (e *Engine) openStream(ctx context.Context, s tenancy.Scope, arn string) (*handle, changelog.Stream, error) {
 	if arn == "" {
 		return nil, changelog.Stream{}, apierr.Validationf("1 validation error detected: Value null at 'streamArn' failed to satisfy constraint: Member must not be null")
@@ -50,6 +52,7 @@ func (e *Engine) openStream(ctx context.Context, s tenancy.Scope, arn string) (*
 		if err == nil && e.streamShown(st) {
 			return h, st, nil
 		}
+		h.close()
 		if err != nil && !errors.Is(err, changelog.ErrStreamNotFound) {
 			return nil, changelog.Stream{}, apierr.Wrap(apierr.Internal, err, "reading stream")
 		}
@@ -80,17 +83,24 @@ func (e *Engine) openStream(ctx context.Context, s tenancy.Scope, arn string) (*
 
 // goneTableHandle is the handle through which scope s reads its records
 // of stream st of a deleted table: they are in the main store (a silo
-// table's drop moves them there), or still in the silo store while the
-// drop that moves them is under way.
+// table's drop moves them there), or still in the tenant's silo store
+// while the drop that moves them is under way (the drop holds the store
+// open meanwhile). The caller closes the handle.
 func (e *Engine) goneTableHandle(s tenancy.Scope, st changelog.Stream) *handle {
 	t := &schema.Table{ID: st.Table, Name: st.TableName, Status: "DELETED"}
-	db := e.db
-	e.mu.RLock()
-	if silo, ok := e.silos[siloKey(s.Tenant(), st.Table)]; ok {
-		db = silo
+	h := &handle{Target: resolve.Target{Table: t, Namespace: resolve.Namespace(s), Scope: s}, db: e.db}
+	if sl := e.holdIfOpen(s.Tenant()); sl != nil {
+		lo, hi := keyspace.ChangeTableRange(h.Namespace, st.Table)
+		it := sl.db.NewIter(lo, hi)
+		there := it.First()
+		it.Close()
+		if there {
+			h.db, h.release = sl.db, func() { e.releaseSilo(sl, false) }
+		} else {
+			e.releaseSilo(sl, false)
+		}
 	}
-	e.mu.RUnlock()
-	return &handle{Target: resolve.Target{Table: t, Namespace: resolve.Namespace(s), Scope: s}, db: db}
+	return h
 }
 
 // streamKeys returns the key schema of stream st's table, as recorded

@@ -38,6 +38,11 @@ func (e *Engine) TransactGetItems(ctx context.Context, s tenancy.Scope, in *wire
 	}
 	gets := make([]get, 0, n)
 	handles := map[string]*handle{}
+	defer func() {
+		for _, h := range handles {
+			h.close()
+		}
+	}()
 	for i, ti := range in.TransactItems {
 		g := ti.Get
 		if g == nil {

@@ -70,6 +70,11 @@ func (e *Engine) TransactWriteItems(ctx context.Context, s tenancy.Scope, in *wi
 
 	acts := make([]*txAction, 0, n)
 	handles := map[string]*handle{}
+	defer func() {
+		for _, h := range handles {
+			h.close()
+		}
+	}()
 	seen := map[string]bool{}
 	total := 0
 	for _, ti := range in.TransactItems {

@@ -177,10 +177,11 @@ func (e *Engine) expire(t *schema.Table, ns []byte, now time.Time, from []byte, 
 	if err != nil {
 		return nil, err
 	}
-	db, err := e.backgroundStore(tenantOfNS(ns), t)
+	db, release, err := e.backgroundStore(tenantOfNS(ns), t)
 	if err != nil || db == nil {
 		return nil, err // nil: t was dropped meanwhile
 	}
+	defer release()
 	h := &handle{Target: resolve.Background(t, ns), db: db}
 	p := keyspace.Items(ns, t.ID)
 	lo, hi := p, keyspace.PrefixEnd(p)

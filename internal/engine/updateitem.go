@@ -54,6 +54,7 @@ func (e *Engine) UpdateItem(ctx context.Context, s tenancy.Scope, in *wire.Updat
 		return nil, err
 	}
 	h, err := e.open(ctx, s, in.TableName)
+	defer h.close()
 	if err != nil {
 		return nil, err
 	}

@@ -303,7 +303,7 @@ func (e *Engine) UpdateTable(ctx context.Context, s tenancy.Scope, in *wire.Upda
 		e.startBackfill(c.ID, ix.No)
 	}
 	tg.Table = c
-	st, err := e.statsFor(tg)
+	st, err := e.statsFor(ctx, tg)
 	if err != nil {
 		return nil, err
 	}

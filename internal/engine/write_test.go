@@ -305,11 +305,20 @@ func TestSiloTable(t *testing.T) {
 	}
 	_, err := env.e.DeleteTable(testCtx, env.operator().scope("DeleteTable"), &wire.DeleteTableInput{TableName: "Silo"})
 	noErr(t, err)
-	env.e.mu.RLock()
-	n := len(env.e.silos)
-	env.e.mu.RUnlock()
-	if n != 0 {
-		t.Fatalf("%d silo stores open after drop", n)
+	// The tenant's store stays (its other silo data would be there); the
+	// table's data in it is gone.
+	db, release, err := env.e.siloStoreOf(testCtx, a.p.Tenant)
+	noErr(t, err)
+	defer release()
+	if db == nil {
+		t.Fatal("the tenant's silo store is gone")
+	}
+	it = db.NewIter(lo, hi)
+	defer it.Close()
+	for ok := it.First(); ok; ok = it.Next() {
+		if k := it.Key(); !isCeiling(a.p.Tenant, k) {
+			t.Fatalf("dropped silo table left %q in the tenant's store", k)
+		}
 	}
 }
 

@@ -149,3 +149,9 @@ func streamNameOwner(owner []byte) []byte {
 // ChangeMetaRange returns the range of namespace ns's change log state
 // (sequence ceiling and trim horizons).
 func ChangeMetaRange(ns []byte) (lo, hi []byte) { return prefixRange(append(clone(ns), nsChgMeta)) }
+
+// ChangeTableRange returns the range of the records of every stream of a
+// table in namespace ns.
+func ChangeTableRange(ns []byte, table uint64) (lo, hi []byte) {
+	return prefixRange(binary.BigEndian.AppendUint64(append(clone(ns), nsChange), table))
+}

@@ -16,6 +16,7 @@ import (
 	"github.com/tenantdb/tenantdb/internal/audit"
 	"github.com/tenantdb/tenantdb/internal/catalog"
 	"github.com/tenantdb/tenantdb/internal/quota"
+	"github.com/tenantdb/tenantdb/internal/schema"
 	"github.com/tenantdb/tenantdb/internal/tenancy"
 )
 
@@ -30,6 +31,12 @@ type Engine interface {
 	ReviveTenant(s tenancy.Scope)
 }
 
+// Placement is the part of a storage engine that says where a tenant's
+// data of each table lives. The embedded engine implements it.
+type Placement interface {
+	Placement(ctx context.Context, s tenancy.Scope) ([]schema.TablePlacement, error)
+}
+
 // Options name the parts a tenant's lifecycle touches. Catalog and Audit
 // are required; Quotas and Engine may be nil (a server without them keeps
 // no tenant state there).
@@ -38,6 +45,13 @@ type Options struct {
 	Audit   *audit.Log
 	Quotas  *quota.Manager
 	Engine  Engine
+	// SiloTier says that the engine keeps a silo-tier tenant's data in a
+	// store of its own (the embedded engine does, reading the tier from
+	// the catalog); without it creating a tenant of the silo tier is
+	// refused rather than promised and not kept.
+	SiloTier bool
+	// Placement, if not nil, reports where tenants' data lives (Show).
+	Placement Placement
 }
 
 // Service is the tenant lifecycle.
@@ -57,6 +71,9 @@ func (s *Service) Create(ctx context.Context, platform tenancy.Scope, nt catalog
 	if !platform.Valid() || !platform.IsOperator() || !platform.Tenant().IsZero() {
 		return catalog.Tenant{}, apierr.New(apierr.AccessDenied, "only the operator may create tenants")
 	}
+	if nt.Tier == catalog.Silo && !s.o.SiloTier {
+		return catalog.Tenant{}, apierr.Validationf("tier silo is not supported by this server's storage backend: it cannot keep a tenant's data in a store of its own; create the tenant with tier pool (the default)")
+	}
 	explicit := !nt.ID.IsZero()
 	t, err := s.o.Catalog.CreateTenant(ctx, nt)
 	if err != nil {
@@ -74,6 +91,19 @@ func (s *Service) Create(ctx context.Context, platform tenancy.Scope, nt catalog
 		}
 	}
 	return t, nil
+}
+
+// Placement reports where the scope's tenant's data of each table lives
+// (nil when the engine does not say). The admin plane admits the scope
+// (the operator on the tenant, or the tenant's admin).
+func (s *Service) Placement(ctx context.Context, sc tenancy.Scope) ([]schema.TablePlacement, error) {
+	if !sc.Valid() || sc.Tenant().IsZero() {
+		return nil, apierr.New(apierr.AccessDenied, "no tenant to report on")
+	}
+	if s.o.Placement == nil {
+		return nil, nil
+	}
+	return s.o.Placement.Placement(ctx, sc)
 }
 
 // Suspend suspends the scope's tenant: its credentials are refused from

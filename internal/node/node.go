@@ -97,6 +97,9 @@ type Options struct {
 	// means the change log's default (4h). Tests shorten it to read
 	// through rollovers.
 	StreamRollover time.Duration
+	// MaxOpenSilos bounds the silo stores open at once (0:
+	// DefaultMaxOpenSilos).
+	MaxOpenSilos int
 
 	// Backend chooses where items live: "" for the embedded engine, or
 	// BackendDynamoDB for a remote engine speaking the DynamoDB API
@@ -119,6 +122,33 @@ type Options struct {
 
 	benchOptions
 }
+
+// catalogTiers tells the engine tenants' tiers from the catalog.
+type catalogTiers struct{ c *catalog.Catalog }
+
+func (t catalogTiers) SiloTier(ctx context.Context, id tenancy.TenantID) (bool, error) {
+	tn, err := t.c.Tenant(ctx, id)
+	if errors.Is(err, catalog.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return tn.Tier == catalog.Silo, nil
+}
+
+// placement is what reports where tenants' data lives: the embedded
+// engine (nil with a remote backend, which keeps it all in the remote
+// engine's table).
+func placement(n *Node) lifecycle.Placement {
+	if n.remote != nil {
+		return nil
+	}
+	return n.engine
+}
+
+// DefaultMaxOpenSilos is the default bound on open silo stores.
+const DefaultMaxOpenSilos = engine.DefaultMaxOpenSilos
 
 // Bootstrap is what Open created on a fresh store (zero on a store that
 // already had an operator).
@@ -228,6 +258,8 @@ func Open(ctx context.Context, o Options) (_ *Node, err error) {
 		StreamSecret:    key.Derive("tenantdb change log v1"),
 		StreamRetention: o.StreamRetention,
 		StreamRollover:  o.StreamRollover,
+		MaxOpenSilos:    o.MaxOpenSilos,
+		Tiers:           catalogTiers{n.catalog},
 	}
 	if !o.InMemory {
 		eo.SiloDir = filepath.Join(o.DataDir, "silos")
@@ -252,7 +284,8 @@ func Open(ctx context.Context, o Options) (_ *Node, err error) {
 		tenantData = n.remote // the tenants' items live in the remote engine
 	}
 	adminOpts := admin.Options{Catalog: n.catalog, Auth: n.auth, Audit: n.audit, Logger: log, Guard: guard,
-		Lifecycle: lifecycle.New(lifecycle.Options{Catalog: n.catalog, Audit: n.audit, Quotas: n.quotas, Engine: tenantData})}
+		Lifecycle: lifecycle.New(lifecycle.Options{Catalog: n.catalog, Audit: n.audit, Quotas: n.quotas, Engine: tenantData,
+			SiloTier: n.remote == nil, Placement: placement(n)})}
 	if adminOpts.JWT, adminOpts.JWKS, err = o.Platform.open(ctx, log); err != nil {
 		return nil, err
 	}

@@ -38,3 +38,21 @@ type TableStorage struct {
 	// IndexBytes is the size of the table's index entries.
 	IndexBytes int64 `json:"index_bytes"`
 }
+
+// TablePlacement says where a tenant's data of one table lives.
+type TablePlacement struct {
+	Table string `json:"table"`
+	// Env is the environment owning a tenant's own table; "" for a
+	// shared table.
+	Env       string `json:"env,omitempty"`
+	Isolation string `json:"isolation"`
+	// Store is "pool" (the server's main store, shared by tenants) or
+	// "silo" (the tenant's own store).
+	Store string `json:"store"`
+	// Path is the store's directory under the data directory ("" in
+	// memory).
+	Path string `json:"path,omitempty"`
+	// HasData says whether the tenant has ever written to the table (in
+	// any environment, for a shared table).
+	HasData bool `json:"has_data"`
+}

@@ -59,6 +59,15 @@ type Options struct {
 	// Logger receives Pebble's messages and storage events (write stalls,
 	// background errors). nil means slog.Default().
 	Logger *slog.Logger
+	// Small sizes the store for little data among many stores (a silo
+	// tenant's): 1 MB memtables (Pebble preallocates 110% of one for the
+	// WAL on disk), one compaction at a time, L0 compacted after 4 files
+	// instead of 2. DESIGN.md says why.
+	Small bool
+	// Shared, if not nil, provides the block cache and the sstable cache
+	// (CacheSize is then ignored) and keeps an InMemory store's files
+	// across Close. See Shared.
+	Shared *Shared
 
 	testing testingKnobs
 }
@@ -88,6 +97,8 @@ const walMinSyncInterval = 50 * time.Microsecond
 // DB is an open store. All methods are safe for concurrent use.
 type DB struct {
 	pdb       *pebble.DB
+	fs        vfs.FS // the store's file system and directory (CloseIdle)
+	dir       string
 	log       *slog.Logger
 	writeOpts *pebble.WriteOptions
 
@@ -130,19 +141,30 @@ func Open(dir string, opts Options) (*DB, error) {
 	db.open.iters = make(map[*Iter]struct{})
 	db.open.snaps = make(map[*Snapshot]struct{})
 
-	cacheSize := opts.CacheSize
-	if cacheSize <= 0 {
-		cacheSize = DefaultCacheSize
+	var cache *pebble.Cache
+	if opts.Shared != nil {
+		cache = opts.Shared.cache
+	} else {
+		cacheSize := opts.CacheSize
+		if cacheSize <= 0 {
+			cacheSize = DefaultCacheSize
+		}
+		cache = pebble.NewCache(cacheSize)
+		defer cache.Unref() // the DB holds its own reference
 	}
-	cache := pebble.NewCache(cacheSize)
-	defer cache.Unref() // the DB holds its own reference
 
 	po := db.pebbleOptions(opts, cache)
+	if opts.InMemory && opts.Shared != nil {
+		po.FS = opts.Shared.memFS(dir)
+		if opts.testing.wrapFS != nil {
+			po.FS = opts.testing.wrapFS(po.FS)
+		}
+	}
 	pdb, err := pebble.Open(dir, po)
 	if err != nil {
 		return nil, fmt.Errorf("storage: open %s: %w", dir, err)
 	}
-	db.pdb = pdb
+	db.pdb, db.fs, db.dir = pdb, po.FS, dir
 	return db, nil
 }
 
@@ -173,6 +195,17 @@ func (db *DB) pebbleOptions(opts Options, cache *pebble.Cache) *pebble.Options {
 		EventListener:         db.eventListener(),
 	}
 	po.Experimental.EnableColumnarBlocks = func() bool { return true }
+	if opts.Shared != nil {
+		po.FileCache = opts.Shared.files
+	}
+	if opts.Small {
+		// NB: Pebble preallocates 110% of MemTableSize for each WAL it
+		// writes; at 64 MB that is 70 MB of disk per store holding a write.
+		po.MemTableSize = 1 << 20
+		po.L0CompactionThreshold = 4
+		po.LBaseMaxBytes = 8 << 20
+		po.CompactionConcurrencyRange = func() (int, int) { return 1, 1 }
+	}
 	interval := walMinSyncInterval
 	if p := opts.testing.walMinSyncInterval; p != nil {
 		interval = *p

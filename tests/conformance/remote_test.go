@@ -31,6 +31,7 @@ func TestRemote(t *testing.T) {
 		{"NumberMessages", TestNumberMessages}, {"UnknownAttributeValueType", TestUnknownAttributeValueType},
 		{"LegacyAndExpressionParameters", TestLegacyAndExpressionParameters}, {"UpdateItemOnMissingItem", TestUpdateItemOnMissingItem},
 		{"MemberTypeWording", TestMemberTypeWording},
+		{"SiloTier", TestSiloTier},
 	} {
 		t.Run(c.name, c.fn)
 	}

@@ -84,6 +84,9 @@ type Options struct {
 	// as dynalite) to use instead of a second tenantdb; the gateway signs
 	// for it with a dummy credential.
 	RemoteEngine string
+	// MaxOpenSilos bounds the silo stores open at once (serve
+	// --max-open-silos); 0 means the server's default.
+	MaxOpenSilos int
 
 	// ExportRoot is the directory of the DynamoDB API's export and import
 	// buckets (serve --export-root); "" turns those operations off.
@@ -206,6 +209,7 @@ func StartInProcess(o Options) (s *Server, stop func() error, err error) {
 		ExportRoot:    o.ExportRoot,
 
 		AllowPrivateWebhooks: o.AllowPrivateWebhooks,
+		MaxOpenSilos:         o.MaxOpenSilos,
 	}
 	var stopEngine func() error // the stand-in engine's, for a Remote server
 	if !o.engine && (o.Remote || os.Getenv(RemoteEnv) == "1") {
@@ -322,6 +326,9 @@ func startBinary(t testing.TB, bin, dataDir string, o Options, extraArgs ...stri
 	if o.AllowPrivateWebhooks {
 		args = append(args, "--allow-private-webhooks")
 	}
+	if o.MaxOpenSilos > 0 {
+		args = append(args, fmt.Sprintf("--max-open-silos=%d", o.MaxOpenSilos))
+	}
 	for flag, v := range map[string]string{"--jwks": o.Platform.JWKS, "--jwt-hs256-secret": o.Platform.HS256Secret,
 		"--jwt-issuer": o.Platform.Issuer, "--jwt-audience": o.Platform.Audience} {
 		if v != "" {
@@ -417,6 +424,14 @@ func (s *Server) Kill(t testing.TB) {
 	}
 	_ = s.cmd.Process.Kill()
 	_ = s.cmd.Wait()
+}
+
+// Pid is the process id of a binary server (0 in-process).
+func (s *Server) Pid() int {
+	if s.cmd == nil || s.cmd.Process == nil {
+		return 0
+	}
+	return s.cmd.Process.Pid
 }
 
 // Admin returns an admin API client with the operator key.
