@@ -249,7 +249,11 @@ func (l *Log) followStream(snap *storage.Snapshot, ns []byte, s Stream, from Cur
 		if len(out) == limit {
 			return out, true, nil
 		}
-		r, err := decodeRecord(it.Value())
+		plain, err := l.open(key, it.Value())
+		if err != nil {
+			return nil, false, fmt.Errorf("changelog: reading record: %w", err)
+		}
+		r, err := decodeRecord(plain)
 		if err != nil {
 			return nil, false, fmt.Errorf("changelog: reading record: %w", err)
 		}

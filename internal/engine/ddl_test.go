@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/tenantdb/tenantdb/internal/apierr"
-	"github.com/tenantdb/tenantdb/internal/attr"
 	"github.com/tenantdb/tenantdb/internal/keyspace"
 	"github.com/tenantdb/tenantdb/internal/tenancy"
 	"github.com/tenantdb/tenantdb/internal/wire"
@@ -502,7 +501,7 @@ func TestBackfillUnderConcurrentWrites(t *testing.T) {
 	it := env.db.NewIter(p, keyspace.PrefixEnd(p))
 	withG := map[string]string{}
 	for ok := it.First(); ok; ok = it.Next() {
-		item, err := attr.DecodeItem(it.Value())
+		item, err := h.vals.decode(it.Key(), it.Value())
 		noErr(t, err)
 		if g, ok := item["g"]; ok {
 			withG[item["pk"].S] = g.S

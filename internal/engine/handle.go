@@ -19,7 +19,8 @@ import (
 // operations reach item data.
 type handle struct {
 	resolve.Target
-	db *storage.DB
+	db   *storage.DB
+	vals *values // seals and opens the items (values.go)
 }
 
 // open resolves name for a data-plane operation of scope s (see
@@ -34,7 +35,7 @@ func (e *Engine) open(ctx context.Context, s tenancy.Scope, name string) (*handl
 	if err != nil {
 		return nil, err
 	}
-	return &handle{Target: tg, db: db}, nil
+	return &handle{Target: tg, db: db, vals: e.vals}, nil
 }
 
 // storeFor returns the store holding scope s's items of table t: the main
@@ -108,16 +109,13 @@ func (e *Engine) siloStore(tenant tenancy.TenantID, t *schema.Table, published b
 
 // getItem reads the item with key attributes key (nil if absent).
 func (h *handle) getItem(key attr.Item) (attr.Item, error) {
-	v, err := h.db.Get(itemKey(h.Table, h.Namespace, key))
+	pk := itemKey(h.Table, h.Namespace, key)
+	v, err := h.db.Get(pk)
 	if err == storage.ErrNotFound {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, apierr.Wrap(apierr.Internal, err, "reading item")
 	}
-	it, err := attr.DecodeItem(v)
-	if err != nil {
-		return nil, apierr.Wrap(apierr.Internal, err, "decoding item")
-	}
-	return it, nil
+	return h.vals.decode(pk, v)
 }

@@ -90,7 +90,7 @@ func (e *Engine) goneTableHandle(s tenancy.Scope, st changelog.Stream) *handle {
 		db = silo
 	}
 	e.mu.RUnlock()
-	return &handle{Target: resolve.Target{Table: t, Namespace: resolve.Namespace(s), Scope: s}, db: db}
+	return &handle{Target: resolve.Target{Table: t, Namespace: resolve.Namespace(s), Scope: s}, db: db, vals: e.vals}
 }
 
 // streamKeys returns the key schema of stream st's table, as recorded
