@@ -37,6 +37,7 @@ import (
 	"github.com/tenantdb/tenantdb/internal/server"
 	"github.com/tenantdb/tenantdb/internal/storage"
 	"github.com/tenantdb/tenantdb/internal/tenancy"
+	"github.com/tenantdb/tenantdb/internal/tenantkey"
 	"github.com/tenantdb/tenantdb/internal/transfer"
 	"github.com/tenantdb/tenantdb/internal/webhook"
 )
@@ -138,6 +139,7 @@ type Node struct {
 	log       *slog.Logger
 	db        *storage.DB
 	catalog   *catalog.Catalog
+	keys      *tenantkey.Keyring
 	audit     *audit.Log
 	auth      *auth.Authenticator
 	engine    *engine.Engine
@@ -194,7 +196,11 @@ func Open(ctx context.Context, o Options) (_ *Node, err error) {
 		return nil, err
 	}
 	n.catalog = catalog.Open(n.db, catalog.Options{})
-	n.audit = audit.Open(n.db, audit.Options{Logger: log})
+	if n.keys, err = openKeys(ctx, o, key, n.catalog); err != nil {
+		return nil, err
+	}
+	o.benchOptions.keys(n.keys, log) // nothing unless benchbypass
+	n.audit = audit.Open(n.db, audit.Options{Logger: log, Keys: n.keys})
 	n.auth = auth.New(n.catalog, key, auth.Options{Logger: log, Denied: n.audit.Denied})
 	if err := n.bootstrapStore(ctx, o); err != nil {
 		return nil, err
@@ -228,6 +234,7 @@ func Open(ctx context.Context, o Options) (_ *Node, err error) {
 		StreamSecret:    key.Derive("tenantdb change log v1"),
 		StreamRetention: o.StreamRetention,
 		StreamRollover:  o.StreamRollover,
+		Keys:            n.keys,
 	}
 	if !o.InMemory {
 		eo.SiloDir = filepath.Join(o.DataDir, "silos")
@@ -252,7 +259,8 @@ func Open(ctx context.Context, o Options) (_ *Node, err error) {
 		tenantData = n.remote // the tenants' items live in the remote engine
 	}
 	adminOpts := admin.Options{Catalog: n.catalog, Auth: n.auth, Audit: n.audit, Logger: log, Guard: guard,
-		Lifecycle: lifecycle.New(lifecycle.Options{Catalog: n.catalog, Audit: n.audit, Quotas: n.quotas, Engine: tenantData})}
+		Lifecycle: lifecycle.New(lifecycle.Options{Catalog: n.catalog, Audit: n.audit, Quotas: n.quotas, Engine: tenantData,
+			Keys: n.keys, Compact: n.db.Compact})}
 	if adminOpts.JWT, adminOpts.JWKS, err = o.Platform.open(ctx, log); err != nil {
 		return nil, err
 	}
