@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/tenantdb/tenantdb/internal/keyspace"
+	"github.com/tenantdb/tenantdb/internal/storage"
 	"github.com/tenantdb/tenantdb/internal/tenantkey"
 )
 
@@ -76,4 +77,61 @@ func (l *Log) open(k, v []byte) ([]byte, error) {
 		return nil, fmt.Errorf("changelog: record: %w", err)
 	}
 	return out, nil
+}
+
+// Reseal re-encrypts the records of namespace ns in db that are not
+// sealed under the current version of their tenant's key (a tenant key
+// rotation), and returns how many it rewrote. Records never change once
+// appended, so no lock is needed; one that trimming deletes meanwhile and
+// Reseal rewrites lies below the horizon, where no reader looks and the
+// next trim deletes it again.
+func (l *Log) Reseal(db *storage.DB, ns []byte) (int64, error) {
+	lo, hi := keyspace.ChangeLogRange(ns)
+	var n int64
+	for {
+		b := db.NewBatch()
+		it := db.NewIter(lo, hi)
+		var last []byte
+		count := 0
+		for ok := it.First(); ok && count < 256; ok = it.Next() {
+			k, v := it.Key(), it.Value()
+			last = append(last[:0], k...)
+			count++
+			key, err := l.recordKey(k)
+			if err != nil {
+				it.Close()
+				b.Close()
+				return n, err
+			}
+			if len(v) >= recordHeader && v[0] == recordSealed && key.Current(v[recordHeader:]) {
+				continue
+			}
+			plain, err := l.open(k, v)
+			if err != nil {
+				it.Close()
+				b.Close()
+				return n, err
+			}
+			sealed, err := l.seal(k, plain)
+			if err != nil {
+				it.Close()
+				b.Close()
+				return n, err
+			}
+			b.Set(k, sealed)
+			n++
+		}
+		err := it.Close()
+		if err == nil && b.Len() > 0 {
+			err = db.Apply(b)
+		}
+		b.Close()
+		if err != nil {
+			return n, fmt.Errorf("changelog: re-encrypting: %w", err)
+		}
+		if count < 256 {
+			return n, nil
+		}
+		lo = append(last, 0)
+	}
 }
