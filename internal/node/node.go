@@ -33,6 +33,7 @@ import (
 	"github.com/tenantdb/tenantdb/internal/engine"
 	"github.com/tenantdb/tenantdb/internal/lifecycle"
 	"github.com/tenantdb/tenantdb/internal/quota"
+	"github.com/tenantdb/tenantdb/internal/rekey"
 	"github.com/tenantdb/tenantdb/internal/remote"
 	"github.com/tenantdb/tenantdb/internal/server"
 	"github.com/tenantdb/tenantdb/internal/storage"
@@ -140,6 +141,9 @@ type Node struct {
 	db        *storage.DB
 	catalog   *catalog.Catalog
 	keys      *tenantkey.Keyring
+	rekey     *rekey.Service
+	opts      Options
+	skMu      sync.Mutex // one server key rotation at a time
 	audit     *audit.Log
 	auth      *auth.Authenticator
 	engine    *engine.Engine
@@ -202,6 +206,10 @@ func Open(ctx context.Context, o Options) (_ *Node, err error) {
 	o.benchOptions.keys(n.keys, log) // nothing unless benchbypass
 	n.audit = audit.Open(n.db, audit.Options{Logger: log, Keys: n.keys})
 	n.auth = auth.New(n.catalog, key, auth.Options{Logger: log, Denied: n.audit.Denied})
+	n.opts = o
+	if key, err = n.resumeServerKeyRotation(ctx, key); err != nil {
+		return nil, err
+	}
 	if err := n.bootstrapStore(ctx, o); err != nil {
 		return nil, err
 	}
@@ -311,6 +319,15 @@ func Open(ctx context.Context, o Options) (_ *Node, err error) {
 		if err := n.aggregates.Start(); err != nil {
 			return nil, err
 		}
+	}
+	var data rekey.Data
+	if n.remote == nil {
+		data = n.engine
+	}
+	n.rekey = rekey.New(rekey.Options{Keys: n.keys, Data: data, Audit: n.audit, Logger: log.With("component", "rekey")})
+	adm.ServeEncryption(n.rekey, admin.ServerKeyOps{Status: n.serverKeyStatus, Rotate: n.rotateServerKey})
+	if err := n.rekey.Resume(rekey.SystemScope); err != nil {
+		return nil, err
 	}
 	n.adminRoutes = adm.Routes()
 
@@ -423,6 +440,9 @@ func (n *Node) Close() error {
 		}
 		if n.webhooks != nil {
 			errs = append(errs, n.webhooks.Close())
+		}
+		if n.rekey != nil {
+			n.rekey.Close() // unfinished rotations resume at the next start
 		}
 		if n.quotas != nil {
 			errs = append(errs, n.quotas.Close())
