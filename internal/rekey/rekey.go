@@ -235,4 +235,6 @@ func (s *Service) Close() {
 // SystemScope is the scope a rotation resumed at start-up works in: no
 // request admitted it; the rotation was admitted (and audited) when it
 // began.
-func SystemScope(t tenancy.TenantID) tenancy.Scope { return tenancy.SystemScope(t, "tenant.rotate-key") }
+func SystemScope(t tenancy.TenantID) tenancy.Scope {
+	return tenancy.SystemScope(t, "tenant.rotate-key")
+}
