@@ -19,7 +19,7 @@ import (
 // another item, table, index or tenant — and only while the tenant's key
 // exists. The physical keys themselves (namespace, table, partition and
 // sort key, index keys) stay plaintext: they must keep their order.
-// internal/lint's TestEngineValuesOneSeam keeps every other file of the
+// internal/lint's TestStoredValuesOneSeam keeps every other file of the
 // engine off attr.EncodeItem and attr.DecodeItem.
 type values struct {
 	keys *tenantkey.Keyring

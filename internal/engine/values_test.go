@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/tenantdb/tenantdb/internal/apierr"
+	"github.com/tenantdb/tenantdb/internal/attr"
 	"github.com/tenantdb/tenantdb/internal/keyspace"
 	"github.com/tenantdb/tenantdb/internal/tenancy"
 	"github.com/tenantdb/tenantdb/internal/tenantkey"
@@ -169,3 +170,51 @@ func TestResealTenant(t *testing.T) {
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// TestLegacyPlaintextReencrypted: a store from before encryption (values
+// in plaintext, keys created lazily as legacy) reads as before, and a
+// rotation re-encrypts its values and ends the legacy state, after which
+// a plaintext value is refused.
+func TestLegacyPlaintextReencrypted(t *testing.T) {
+	env := openEnv(t)
+	kr, err := tenantkey.Open(tenantkey.Options{KEK: testKEK, Upgrade: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.opts.Keys = kr
+	env.reopen()
+	env.operator().create(tableInput("Legacy", false))
+	a := env.tenant(tenancy.RoleApp)
+	item := itemOf(t, `{"pk":{"S":"p"},"v":{"S":"old plaintext"}}`)
+	a.put("Legacy", item)
+	pk, _ := a.rawItem("Legacy", `{"pk":{"S":"p"}}`)
+	plain := attr.EncodeItem(item)
+	env.setRaw(pk, plain) // as written before encryption
+	if got := a.get("Legacy", itemOf(t, `{"pk":{"S":"p"}}`)); got["v"].S != "old plaintext" {
+		t.Fatalf("legacy plaintext item: %v", got)
+	}
+	if _, err := kr.StartRotation(a.p.Tenant, env.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.e.ResealTenant(testCtx, a.scope("GetItem"), "", func(int64, string) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if err := kr.FinishRotation(a.p.Tenant); err != nil {
+		t.Fatal(err)
+	}
+	k, _ := kr.Key(a.p.Tenant)
+	if k.Status().Legacy {
+		t.Fatal("still legacy after the rotation")
+	}
+	_, v := a.rawItem("Legacy", `{"pk":{"S":"p"}}`)
+	if bytes.Contains(v, []byte("old plaintext")) {
+		t.Fatal("the legacy value is still plaintext after the rotation")
+	}
+	if got := a.get("Legacy", itemOf(t, `{"pk":{"S":"p"}}`)); got["v"].S != "old plaintext" {
+		t.Fatalf("re-encrypted item: %v", got)
+	}
+	env.setRaw(pk, plain)
+	if _, err := env.e.GetItem(testCtx, a.scope("GetItem"), &wire.GetItemInput{TableName: "Legacy", Key: itemOf(t, `{"pk":{"S":"p"}}`)}); !errors.Is(err, tenantkey.ErrUnreadable) {
+		t.Fatalf("plaintext value after the legacy state ended: err %v, want unreadable", err)
+	}
+}
