@@ -390,7 +390,10 @@ func (n *Node) bootstrapStore(ctx context.Context, o Options) error {
 		dir = ""
 	}
 	n.bootstrap.Default, n.bootstrap.DefaultFile, err = createDefaultTenant(ctx, n.catalog, n.auth, dir, o.Region, clientEndpoint(o.Endpoint))
-	return err
+	if err != nil {
+		return err
+	}
+	return n.keys.Create(n.bootstrap.Default.Tenant) // its data key, as for every new tenant
 }
 
 // Bootstrap returns what Open created on a fresh store.
