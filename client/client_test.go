@@ -17,6 +17,7 @@ import (
 	"github.com/tenantdb/tenantdb/internal/admin"
 	"github.com/tenantdb/tenantdb/internal/audit"
 	"github.com/tenantdb/tenantdb/internal/quota"
+	"github.com/tenantdb/tenantdb/internal/rekey"
 	"github.com/tenantdb/tenantdb/internal/webhook"
 )
 
@@ -36,6 +37,7 @@ func TestShapesMatchTheServers(t *testing.T) {
 		{admin.SubscriptionList{}, client.SubscriptionList{}},
 		{admin.DeliveryList{}, client.DeliveryList{}},
 		{admin.DeadLetterList{}, client.DeadLetterList{}},
+		{rekey.Status{}, client.Encryption{}},
 	} {
 		if err := sameShape(reflect.TypeOf(c.server), reflect.TypeOf(c.client), 0); err != nil {
 			t.Errorf("%T and %T: %v", c.server, c.client, err)

@@ -190,7 +190,7 @@ func TestTableApplyRefusesMissingFeatures(t *testing.T) {
 	op := srv.Client(srv.Operator)
 	for name, c := range map[string]struct{ prop, want string }{
 		"pitr": {"      PointInTimeRecoverySpecification: {PointInTimeRecoveryEnabled: true}\n", "point-in-time recovery is per tenant in tenantdb"},
-		"sse":  {"      SSESpecification: {SSEEnabled: true}\n", "tenantdb does not encrypt table data at rest yet"},
+		"sse":  {"      SSESpecification: {SSEEnabled: true, SSEType: KMS}\n", "tenantdb has no KMS keys"},
 	} {
 		p := writeTemplate(t, ticketsTemplate+c.prop)
 		out, errOut, code := cli(t, append([]string{"table", "apply", "-f", p}, flags...)...)
@@ -206,7 +206,8 @@ func TestTableApplyRefusesMissingFeatures(t *testing.T) {
 		t.Fatalf("disabled features: code %d, stdout %q, stderr %q", code, out, errOut)
 	}
 	d, err := op.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String("tickets")})
-	if err != nil || d.Table.SSEDescription != nil || d.Table.StreamSpecification != nil {
+	// NB: every table is encrypted under its tenants' keys, whatever the template says.
+	if err != nil || d.Table.SSEDescription == nil || d.Table.SSEDescription.SSEType != "AES256" || d.Table.StreamSpecification != nil {
 		t.Fatalf("tickets: %v; SSE %v, stream %v", err, d.Table.SSEDescription, d.Table.StreamSpecification)
 	}
 }

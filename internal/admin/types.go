@@ -28,6 +28,7 @@ type (
 	Membership          = client.Membership
 	PlatformTenants     = client.PlatformTenants
 	WhoAmI              = client.WhoAmI
+	ServerKeyStatus     = client.ServerKeyStatus
 )
 
 // AuditPage is an answer of the audit endpoints: client.AuditPage's shape

@@ -22,6 +22,7 @@ package audit
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -37,6 +38,7 @@ import (
 	"github.com/tenantdb/tenantdb/internal/keyspace"
 	"github.com/tenantdb/tenantdb/internal/storage"
 	"github.com/tenantdb/tenantdb/internal/tenancy"
+	"github.com/tenantdb/tenantdb/internal/tenantkey"
 )
 
 // Store is the part of *storage.DB the log uses.
@@ -84,12 +86,17 @@ type Event struct {
 type Options struct {
 	Now    func() time.Time
 	Logger *slog.Logger
+	// Keys holds the tenants' data keys: a tenant's records are sealed
+	// under its key (the platform log is not); nil means an in-memory
+	// keyring under a random key (tests).
+	Keys *tenantkey.Keyring
 }
 
 // Log is the audit log of all tenants. Its methods are safe for
 // concurrent use; appends to one tenant's chain are serialized.
 type Log struct {
 	db   Store
+	keys *tenantkey.Keyring
 	now  func() time.Time
 	log  *slog.Logger
 	mu   sync.Mutex
@@ -121,7 +128,12 @@ func Open(db Store, opts Options) *Log {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	return &Log{db: db, now: opts.Now, log: opts.Logger.With("component", "audit"), tips: map[tenancy.TenantID]*chain{}}
+	if opts.Keys == nil {
+		kek := make([]byte, 32)
+		_, _ = rand.Read(kek)
+		opts.Keys, _ = tenantkey.Open(tenantkey.Options{KEK: kek}) // NB: fails only for a KEK not 32 bytes
+	}
+	return &Log{db: db, keys: opts.Keys, now: opts.Now, log: opts.Logger.With("component", "audit"), tips: map[tenancy.TenantID]*chain{}}
 }
 
 func (l *Log) chain(t tenancy.TenantID) *chain {
@@ -237,8 +249,10 @@ func (l *Log) append(ctx context.Context, t tenancy.TenantID, ev Event) (Record,
 		return Record{}, fmt.Errorf("audit: encode: %w", err)
 	}
 	h := chainHash(c.hash[:], canon)
-	val := make([]byte, 0, 32+len(canon))
-	val = append(append(val, h[:]...), canon...)
+	val, err := l.seal(t, r.Seq, h, canon)
+	if err != nil {
+		return Record{}, err
+	}
 	var head [headLen]byte
 	binary.BigEndian.PutUint64(head[:], r.Seq)
 	copy(head[8:], h[:])
@@ -301,19 +315,46 @@ func (l *Log) Denied(ctx context.Context, p tenancy.Principal, action, reason st
 	}
 }
 
-// decode splits a stored value into its hash and record.
-func decode(v []byte) ([32]byte, Record, error) {
+// seal returns the stored value of tenant t's record seq: its hash, then
+// its canonical JSON, sealed under t's data key with the record's key as
+// associated data (in plaintext for the platform log).
+func (l *Log) seal(t tenancy.TenantID, seq uint64, h [32]byte, canon []byte) ([]byte, error) {
+	val := make([]byte, 0, 32+len(canon)+tenantkey.Overhead)
+	val = append(val, h[:]...)
+	if t == keyspace.Platform {
+		return append(val, canon...), nil
+	}
+	k, err := l.keys.Key(t)
+	if err != nil {
+		return nil, fmt.Errorf("audit: %w", err)
+	}
+	return k.Seal(val, canon, keyspace.Audit(t, seq))
+}
+
+// decode splits tenant t's stored record seq into its hash, record and
+// canonical JSON (what the hash covers).
+func (l *Log) decode(t tenancy.TenantID, seq uint64, v []byte) ([32]byte, Record, []byte, error) {
 	var h [32]byte
 	var r Record
 	if len(v) < 32 {
-		return h, r, errors.New("audit: record too short")
+		return h, r, nil, errors.New("audit: record too short")
 	}
 	copy(h[:], v[:32])
-	if err := json.Unmarshal(v[32:], &r); err != nil {
-		return h, r, fmt.Errorf("audit: record is not JSON: %w", err)
+	canon := v[32:]
+	if t != keyspace.Platform {
+		k, err := l.keys.Key(t)
+		if err != nil {
+			return h, r, nil, fmt.Errorf("audit: %w", err)
+		}
+		if canon, err = k.Open(nil, canon, keyspace.Audit(t, seq)); err != nil {
+			return h, r, nil, fmt.Errorf("audit: record %d: %w", seq, err)
+		}
+	}
+	if err := json.Unmarshal(canon, &r); err != nil {
+		return h, r, nil, fmt.Errorf("audit: record is not JSON: %w", err)
 	}
 	r.Hash = hex.EncodeToString(h[:])
-	return h, r, nil
+	return h, r, canon, nil
 }
 
 // Query returns the scope's tenant's records with from <= time < to (zero bounds are
@@ -350,7 +391,7 @@ func (l *Log) Query(ctx context.Context, s tenancy.Scope, from, to time.Time, af
 			if err != nil {
 				return nil, fmt.Errorf("audit: read record %d: %w", mid, err)
 			}
-			_, r, err := decode(v)
+			_, r, _, err := l.decode(t, mid, v)
 			if err != nil {
 				return nil, err
 			}
@@ -370,7 +411,8 @@ func (l *Log) Query(ctx context.Context, s tenancy.Scope, from, to time.Time, af
 	it := l.db.NewIter(keyspace.Audit(t, start), hiKey)
 	defer it.Close()
 	for ok := it.First(); ok && len(out) < limit; ok = it.Next() {
-		_, r, err := decode(it.Value())
+		k := it.Key()
+		_, r, _, err := l.decode(t, binary.BigEndian.Uint64(k[len(k)-8:]), it.Value())
 		if err != nil {
 			return nil, err
 		}
@@ -414,7 +456,7 @@ func (l *Log) Verify(ctx context.Context, s tenancy.Scope) (uint64, error) {
 			return bad("record %d is missing or out of place", n)
 		}
 		v := it.Value()
-		h, r, err := decode(v)
+		h, r, canon, err := l.decode(t, n, v)
 		if err != nil {
 			return bad("record %d is unreadable: %v", n, err)
 		}
@@ -424,7 +466,7 @@ func (l *Log) Verify(ctx context.Context, s tenancy.Scope) (uint64, error) {
 		if r.Prev != hex.EncodeToString(prev[:]) {
 			return bad("record %d does not link to record %d", n, n-1)
 		}
-		if want := chainHash(prev[:], v[32:]); !bytes.Equal(want[:], h[:]) {
+		if want := chainHash(prev[:], canon); !bytes.Equal(want[:], h[:]) {
 			return bad("record %d does not match its hash", n)
 		}
 		prev = h
@@ -453,4 +495,54 @@ func scoped(s tenancy.Scope) (tenancy.TenantID, error) {
 		return tenancy.TenantID{}, apierr.New(apierr.Internal, "audit: no scope")
 	}
 	return s.Tenant(), nil
+}
+
+// Reseal re-encrypts the scope's tenant's records that are not sealed
+// under the current version of its data key (a tenant key rotation) and
+// returns how many it rewrote. Appends wait meanwhile; the records'
+// hashes cover their plaintext, so the chain is unchanged.
+func (l *Log) Reseal(ctx context.Context, s tenancy.Scope) (int64, error) {
+	t, err := scoped(s)
+	if err != nil || t == keyspace.Platform {
+		return 0, err
+	}
+	k, err := l.keys.Key(t)
+	if err != nil {
+		return 0, fmt.Errorf("audit: %w", err)
+	}
+	c := l.chain(t)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	lo, hi := keyspace.AuditRange(t)
+	it := l.db.NewIter(lo, hi)
+	defer it.Close()
+	b := l.db.NewBatch()
+	defer b.Close()
+	var n int64
+	for ok := it.First(); ok; ok = it.Next() {
+		key, v := it.Key(), it.Value()
+		if len(v) < 32 || k.Current(v[32:]) {
+			continue
+		}
+		seq := binary.BigEndian.Uint64(key[len(key)-8:])
+		h, _, canon, err := l.decode(t, seq, v)
+		if err != nil {
+			return n, err
+		}
+		val, err := l.seal(t, seq, h, canon)
+		if err != nil {
+			return n, err
+		}
+		b.Set(key, val)
+		n++
+	}
+	if err := it.Error(); err != nil {
+		return n, fmt.Errorf("audit: re-encrypting: %w", err)
+	}
+	if b.Len() > 0 {
+		if err := l.db.Apply(b); err != nil {
+			return n, fmt.Errorf("audit: re-encrypting: %w", err)
+		}
+	}
+	return n, nil
 }

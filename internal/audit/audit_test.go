@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"github.com/tenantdb/tenantdb/internal/keyspace"
 	"github.com/tenantdb/tenantdb/internal/storage"
 	"github.com/tenantdb/tenantdb/internal/tenancy"
+	"github.com/tenantdb/tenantdb/internal/tenantkey"
 )
 
 func openDB(t *testing.T) *storage.DB {
@@ -58,7 +60,7 @@ func TestAppendVerifyQuery(t *testing.T) {
 		}
 	}
 	// A fresh Log (restart) continues the chain.
-	l2 := Open(db, Options{Now: clk.now})
+	l2 := Open(db, Options{Now: clk.now, Keys: l.keys}) // the same data keys
 	fill(t, l2, a, 5)
 	n, err := l2.Verify(context.Background(), sys(a))
 	if err != nil || n != 55 {
@@ -191,3 +193,39 @@ func TestConcurrentAppends(t *testing.T) {
 
 // sys is a scope for tenant t, as the admin plane's guard would admit one.
 func sys(t tenancy.TenantID) tenancy.Scope { return tenancy.SystemScope(t, "test") }
+
+// TestRecordsSealed: a tenant's record details are not stored in
+// plaintext, and a record copied into another tenant's log does not open
+// there.
+func TestRecordsSealed(t *testing.T) {
+	ctx := context.Background()
+	db := openDB(t)
+	l := Open(db, Options{})
+	a, b := tenancy.NewTenantID(), tenancy.NewTenantID()
+	const marker = "marker-7f3a9c-audit-detail"
+	for _, ten := range []tenancy.TenantID{a, b} {
+		if _, err := l.Append(ctx, sys(ten), Event{Actor: "k", Action: "key.create", Target: marker}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	v, err := db.Get(keyspace.Audit(a, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(v, []byte(marker)) {
+		t.Fatalf("tenant record stored in plaintext: %q", v)
+	}
+	b1 := db.NewBatch()
+	b1.Set(keyspace.Audit(b, 1), v) // A's record in B's log
+	if err := db.Apply(b1); err != nil {
+		t.Fatal(err)
+	}
+	b1.Close()
+	if _, err := l.Query(ctx, sys(b), time.Time{}, time.Time{}, 0, 10); !errors.Is(err, tenantkey.ErrUnreadable) {
+		t.Fatalf("A's record read in B's log: err %v, want ErrUnreadable", err)
+	}
+	got, err := l.Query(ctx, sys(a), time.Time{}, time.Time{}, 0, 10)
+	if err != nil || len(got) != 1 || got[0].Target != marker {
+		t.Fatalf("A's own record: %v, %v", got, err)
+	}
+}

@@ -59,7 +59,7 @@ type Options struct {
 // use.
 type Authenticator struct {
 	cat  *catalog.Catalog
-	key  *ServerKey
+	keys atomic.Pointer[keyPair] // the server key (and, while it rotates, the previous one)
 	opts Options
 	log  *slog.Logger
 
@@ -116,7 +116,8 @@ func New(cat *catalog.Catalog, key *ServerKey, opts Options) *Authenticator {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	a := &Authenticator{cat: cat, key: key, opts: opts, log: opts.Logger.With("component", "auth")}
+	a := &Authenticator{cat: cat, opts: opts, log: opts.Logger.With("component", "auth")}
+	a.keys.Store(&keyPair{cur: key})
 	cat.OnChange(a.invalidate)
 	return a
 }
@@ -288,7 +289,7 @@ func (a *Authenticator) loadKey(ctx context.Context, k APIKey) (*entry, error) {
 	if cr.Env != k.Env {
 		return nil, invalidToken()
 	}
-	secret, err := open(a.key.seal, cr.Sealed, sealAAD(k.Tenant, k.ID))
+	secret, err := a.openSecret(cr.Sealed, sealAAD(k.Tenant, k.ID))
 	if err != nil {
 		return nil, apierr.Wrap(apierr.Internal, err, "The credential store could not be read")
 	}

@@ -56,7 +56,7 @@ func (a *Authenticator) issue(ctx context.Context, k APIKey, role tenancy.Role, 
 	for attempt := 0; ; attempt++ {
 		cr := catalog.Credential{
 			Tenant: k.Tenant, ID: k.ID, AccessKeyID: k.AccessKeyID(), Role: role, Env: k.Env,
-			Sealed:  seal(a.key.seal, []byte(k.Secret), sealAAD(k.Tenant, k.ID)),
+			Sealed:  seal(a.keys.Load().cur.seal, []byte(k.Secret), sealAAD(k.Tenant, k.ID)),
 			Created: a.opts.Now().UTC(), CreatedBy: by,
 		}
 		if !expires.IsZero() {
@@ -130,7 +130,7 @@ func (a *Authenticator) EnsureOperator(ctx context.Context, given string) (k API
 		}
 		cr, err := a.cat.Credential(ctx, keyspace.Platform, k.ID)
 		if err == nil {
-			secret, err := open(a.key.seal, cr.Sealed, sealAAD(keyspace.Platform, k.ID))
+			secret, err := a.openSecret(cr.Sealed, sealAAD(keyspace.Platform, k.ID))
 			if err != nil {
 				return APIKey{}, false, fmt.Errorf("auth: stored operator credential: %w", err)
 			}

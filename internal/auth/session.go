@@ -130,7 +130,7 @@ func (a *Authenticator) IssueSession(ctx context.Context, req SessionRequest) (S
 		Tenant: req.Tenant.String(), Env: req.Env, Role: req.Role.String(), Policy: req.Policy,
 		Expires: exp.Unix(), Secret: k.Secret, Issuer: ik.AccessKeyID(),
 	})
-	token := tokenPrefix + base64.RawURLEncoding.EncodeToString(seal(a.key.token, body, []byte(akid)))
+	token := tokenPrefix + base64.RawURLEncoding.EncodeToString(seal(a.keys.Load().cur.token, body, []byte(akid)))
 	return Session{
 		AccessKeyID: akid, SecretAccessKey: k.Secret, SessionToken: token, Expiration: exp,
 		Tenant: req.Tenant, Role: req.Role, Env: req.Env, Policy: req.Policy,
@@ -146,7 +146,7 @@ func (a *Authenticator) loadSession(ctx context.Context, k APIKey, akid, token s
 	if err != nil {
 		return nil, invalidToken()
 	}
-	plain, err := open(a.key.token, sealed, []byte(akid))
+	plain, err := a.openToken(sealed, []byte(akid))
 	if err != nil {
 		return nil, invalidToken()
 	}

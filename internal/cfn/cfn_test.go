@@ -142,7 +142,7 @@ func TestMalformed(t *testing.T) {
 		{"stream without view type", table(keys + "      StreamSpecification: {}\n"), nil, "required property StreamViewType is missing"},
 		{"point-in-time recovery", table(keys + "      PointInTimeRecoverySpecification: {PointInTimeRecoveryEnabled: true}\n"), nil, "PointInTimeRecoveryEnabled: point-in-time recovery is per tenant in tenantdb"},
 		{"point-in-time recovery not a bool", table(keys + "      PointInTimeRecoverySpecification: {PointInTimeRecoveryEnabled: yes}\n"), nil, `expected true or false, got "yes"`},
-		{"encryption at rest", table(keys + "      SSESpecification: {SSEEnabled: true, SSEType: KMS}\n"), nil, "SSEEnabled: tenantdb does not encrypt table data at rest yet"},
+		{"encryption under a KMS key", table(keys + "      SSESpecification: {SSEEnabled: true, SSEType: KMS}\n"), nil, "tenantdb has no KMS keys"},
 		{"gsi without projection", table(keys + "      GlobalSecondaryIndexes: [{IndexName: g, KeySchema: [{AttributeName: id, KeyType: HASH}]}]\n"), nil, "GlobalSecondaryIndexes[0]: required property Projection is missing"},
 		{"tags not pairs", table(keys + "      Tags: {Environment: prod}\n"), nil, "Tags: expected a list, got a mapping"},
 		{"import source", table(keys + "      ImportSourceSpecification: {}\n"), nil, "importing a table from S3 is not supported"},

@@ -432,17 +432,17 @@ func ttlSpec(n *yaml.Node, path string) (*wire.TimeToLiveSpecification, error) {
 }
 
 // sseSpec maps CloudFormation's SSESpecification (SSEEnabled) to the
-// API's (Enabled). SSEEnabled: true is refused: tenantdb does not encrypt
-// table data at rest yet.
+// API's (Enabled). Every table is encrypted under its tenants' data keys
+// (see internal/engine/sse.go); a KMS key is refused, as there is none.
 func sseSpec(n *yaml.Node, path string) (json.RawMessage, error) {
 	raw, err := rawObject(n, path, map[string]string{"SSEEnabled": "bool", "SSEType": "string", "KMSMasterKeyId": "string"},
 		map[string]string{"SSEEnabled": "Enabled"})
 	if err != nil {
 		return nil, err
 	}
-	var spec struct{ Enabled bool }
-	if json.Unmarshal(raw, &spec) == nil && spec.Enabled {
-		return nil, errAt(n, path+".SSEEnabled", "tenantdb does not encrypt table data at rest yet; set SSEEnabled to false or remove SSESpecification")
+	var spec struct{ SSEType, KMSMasterKeyId string }
+	if json.Unmarshal(raw, &spec) == nil && (spec.SSEType == "KMS" || spec.KMSMasterKeyId != "") {
+		return nil, errAt(n, path, "tenantdb has no KMS keys; every table is encrypted at rest (AES-256-GCM) under each tenant's own data key; remove SSEType and KMSMasterKeyId")
 	}
 	return raw, nil
 }

@@ -66,8 +66,13 @@ func (a *Appender) Append(db *storage.DB, b *storage.Batch, ns []byte, s Stream,
 	}
 	a.allocs = append(a.allocs, al)
 	a.l.noteShard(s, al.shard)
-	v, _ := encodeRecord(c, s.Capture, ms)
-	b.Set(keyspace.ChangeRecord(ns, s.Table, s.ID, al.shard, al.seq), v)
+	plain, _ := encodeRecord(c, s.Capture, ms)
+	k := keyspace.ChangeRecord(ns, s.Table, s.ID, al.shard, al.seq)
+	v, err := a.l.seal(k, plain)
+	if err != nil {
+		return err
+	}
+	b.Set(k, v)
 	if a.last.st == st && a.last.s == (streamKey{s.Table, s.ID}) && string(a.last.ns) == string(ns) {
 		return nil
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/tenantdb/tenantdb/internal/keyspace"
 	"github.com/tenantdb/tenantdb/internal/storage"
 	"github.com/tenantdb/tenantdb/internal/tenancy"
+	"github.com/tenantdb/tenantdb/internal/tenantkey"
 )
 
 // clock is a settable test clock.
@@ -30,6 +31,16 @@ func (c *clock) add(d time.Duration) {
 
 var secret = []byte("0123456789abcdef0123456789abcdef")
 
+// testKeys is one in-memory keyring for every log of the tests, so that a
+// log reopened on a store reads what the earlier one sealed.
+var testKeys = func() *tenantkey.Keyring {
+	kr, err := tenantkey.Open(tenantkey.Options{KEK: []byte(secret)})
+	if err != nil {
+		panic(err)
+	}
+	return kr
+}()
+
 func openDB(t testing.TB, dir string) *storage.DB {
 	t.Helper()
 	opts := storage.Options{InMemory: dir == "", Logger: slog.New(slog.DiscardHandler)}
@@ -46,7 +57,7 @@ func openDB(t testing.TB, dir string) *storage.DB {
 
 func newLog(t *testing.T, db *storage.DB, c *clock, mod func(*Options)) *Log {
 	t.Helper()
-	o := Options{Secret: secret, Now: c.now, Rollover: time.Hour}
+	o := Options{Secret: secret, Now: c.now, Rollover: time.Hour, Keys: testKeys}
 	if mod != nil {
 		mod(&o)
 	}

@@ -249,7 +249,11 @@ func (l *Log) followStream(snap *storage.Snapshot, ns []byte, s Stream, from Cur
 		if len(out) == limit {
 			return out, true, nil
 		}
-		r, err := decodeRecord(it.Value())
+		plain, err := l.open(key, it.Value())
+		if err != nil {
+			return nil, false, fmt.Errorf("changelog: reading record: %w", err)
+		}
+		r, err := decodeRecord(plain)
 		if err != nil {
 			return nil, false, fmt.Errorf("changelog: reading record: %w", err)
 		}
@@ -396,7 +400,11 @@ func (l *Log) ChangesAfter(snap *storage.Snapshot, ns []byte, table uint64, t ti
 			return nil
 		}
 		key := next.it.Key()
-		r, err := decodeRecord(next.it.Value())
+		plain, err := l.open(key, next.it.Value())
+		if err != nil {
+			return fmt.Errorf("changelog: reading record: %w", err)
+		}
+		r, err := decodeRecord(plain)
 		if err != nil {
 			return fmt.Errorf("changelog: reading record: %w", err)
 		}

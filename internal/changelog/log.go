@@ -27,6 +27,7 @@ import (
 
 	"github.com/tenantdb/tenantdb/internal/keyspace"
 	"github.com/tenantdb/tenantdb/internal/storage"
+	"github.com/tenantdb/tenantdb/internal/tenantkey"
 )
 
 // Defaults of Options.
@@ -79,6 +80,9 @@ type Options struct {
 	// TrimBudget bounds the records one Trim pass reads per stream and
 	// namespace; 0 means 10,000.
 	TrimBudget int
+	// Keys holds the tenants' data keys, under which records are sealed
+	// (seal.go); nil means an in-memory keyring under a random key.
+	Keys *tenantkey.Keyring
 }
 
 // Log is the change log. All methods are safe for concurrent use.
@@ -88,6 +92,7 @@ type Log struct {
 	iter  cipher.AEAD // seals shard iterators
 	idKey []byte      // tags shard ids and derives event ids
 	log   *slog.Logger
+	keys  *tenantkey.Keyring
 
 	ddl    sync.Mutex // serializes stream descriptor changes
 	trimMu sync.Mutex // one Trim pass at a time
@@ -120,6 +125,10 @@ func New(main *storage.DB, opts Options) (*Log, error) {
 	l := &Log{opts: opts, main: main, log: opts.Logger, stores: map[*storage.DB]*store{}}
 	if l.log == nil {
 		l.log = slog.Default()
+	}
+	var err error
+	if l.keys, err = keyring(opts); err != nil {
+		return nil, err
 	}
 	k, err := hkdf.Key(sha256.New, opts.Secret, nil, "tenantdb changelog iterator v1", 32)
 	if err != nil {

@@ -250,7 +250,11 @@ func (l *Log) Read(db *storage.DB, ns []byte, s Stream, from Position, limit, ma
 			exhausted = false
 			break
 		}
-		r, err := decodeRecord(it.Value())
+		plain, err := l.open(it.Key(), it.Value())
+		if err != nil {
+			return Page{}, fmt.Errorf("changelog: reading record: %w", err)
+		}
+		r, err := decodeRecord(plain)
 		if err != nil {
 			return Page{}, fmt.Errorf("changelog: reading record: %w", err)
 		}

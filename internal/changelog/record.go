@@ -235,7 +235,7 @@ func appendBytes(b, v []byte) []byte {
 // recordTime returns the creation time (ms) of an encoded record without
 // decoding the rest.
 func recordTime(v []byte) (int64, error) {
-	if len(v) < recordHeader || v[0] != recordV1 {
+	if len(v) < recordHeader || (v[0] != recordV1 && v[0] != recordSealed) {
 		return 0, errBadRecord
 	}
 	return int64(binary.BigEndian.Uint64(v[3:11])), nil
@@ -247,6 +247,9 @@ func decodeRecord(v []byte) (Record, error) {
 	ms, err := recordTime(v)
 	if err != nil {
 		return r, err
+	}
+	if v[0] != recordV1 {
+		return r, errBadRecord // sealed: open it first (seal.go)
 	}
 	r.Event, r.Time = Event(v[1]), time.UnixMilli(ms).UTC()
 	if r.Event < Insert || r.Event > Remove {

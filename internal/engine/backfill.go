@@ -129,7 +129,7 @@ func (e *Engine) backfillChunk(db *storage.DB, ns []byte, id uint64, no uint16, 
 	b := db.NewBatch()
 	defer b.Close()
 	for _, k := range keys {
-		item, err := readItem(db, k)
+		item, err := readItem(e.vals, db, k)
 		if err != nil {
 			return err
 		}
@@ -146,7 +146,11 @@ func (e *Engine) backfillChunk(db *storage.DB, ns []byte, id uint64, no uint16, 
 			return apierr.Wrap(apierr.Internal, err, "reading index entry")
 		}
 		entry := indexEntry(t, ix, item)
-		b.Set(ik, attr.EncodeItem(entry))
+		sealed, err := e.vals.encode(ik, entry)
+		if err != nil {
+			return err
+		}
+		b.Set(ik, sealed)
 		addCounters(b, ns, id, no, 1, int64(attr.ItemSize(entry)))
 	}
 	if b.Len() == 0 {

@@ -55,18 +55,19 @@ type backupMeta struct {
 	TableBytes int64 `json:"table_bytes"`
 }
 
-// backupValue encodes item for a backup of namespace ns, and backupItem
-// decodes it.
+// backupValue encodes item for a backup, stored at physical key pk, and
+// backupItem decodes it: sealed under the tenant's data key like every
+// stored value (values.go), so a backup is unreadable once the tenant's
+// key is destroyed (crypto-shredding).
 //
 // NB: every item written to a backup goes through backupValue and every
-// one read back through backupItem: encryption under the tenant's key
-// wraps exactly these two.
-func (e *Engine) backupValue(ns []byte, item attr.Item) ([]byte, error) {
-	return attr.EncodeItem(item), nil
+// one read back through backupItem.
+func (e *Engine) backupValue(pk []byte, item attr.Item) ([]byte, error) {
+	return e.vals.encode(pk, item)
 }
 
-func (e *Engine) backupItem(ns []byte, v []byte) (attr.Item, error) {
-	it, err := attr.DecodeItem(v)
+func (e *Engine) backupItem(pk, v []byte) (attr.Item, error) {
+	it, err := e.vals.decode(pk, v)
 	if err != nil {
 		return nil, apierr.Wrap(apierr.Internal, err, "decoding a backed-up item")
 	}
@@ -283,15 +284,16 @@ func (e *Engine) writeBackup(snap *storage.Snapshot, h *handle, m *backupMeta) e
 	defer it.Close()
 	b = e.db.NewBatch()
 	for ok := it.First(); ok; ok = it.Next() {
-		item, err := attr.DecodeItem(it.Value())
+		item, err := h.vals.decode(it.Key(), it.Value())
 		if err != nil {
 			return apierr.Wrap(apierr.Internal, err, "decoding item")
 		}
-		v, err := e.backupValue(ns, item)
+		bk := keyspace.BackupItem(ns, m.ID, uint64(m.Items))
+		v, err := e.backupValue(bk, item)
 		if err != nil {
 			return err
 		}
-		b.Set(keyspace.BackupItem(ns, m.ID, uint64(m.Items)), v)
+		b.Set(bk, v)
 		m.Items++
 		m.Bytes += int64(attr.ItemSize(item))
 		if m.Items%backupFlush == 0 {
@@ -543,7 +545,7 @@ func (e *Engine) RestoreTableFromBackup(ctx context.Context, s tenancy.Scope, in
 			it := snap.NewIter(lo, hi)
 			defer it.Close()
 			for ok := it.First(); ok; ok = it.Next() {
-				item, err := e.backupItem(ns, it.Value())
+				item, err := e.backupItem(it.Key(), it.Value())
 				if err != nil {
 					return err
 				}

@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"crypto/rand"
-	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -191,7 +190,7 @@ func (e *Engine) buildTable(in *wire.CreateTableInput) (*schema.Table, error) {
 			t.Stream = &spec
 		}
 	}
-	if err := checkSSE(in.SSESpecification); err != nil {
+	if err := e.checkSSE(in.SSESpecification); err != nil {
 		return nil, err
 	}
 	if in.DeletionProtectionEnabled != nil {
@@ -462,27 +461,6 @@ func checkStream(spec *wire.StreamSpecification) error {
 // errNoStreams refuses a stream: until change streams exist, a table must
 // not report one (a LatestStreamArn that nothing can read).
 var errNoStreams = apierr.Validationf("One or more parameter values were invalid: StreamEnabled is not supported: tenantdb has no change streams yet")
-
-// checkSSE accepts an SSESpecification that leaves encryption off (or is
-// absent) and refuses one that turns it on: tenantdb does not encrypt
-// table data at rest yet, and must not say it does.
-func checkSSE(raw json.RawMessage) error {
-	if len(raw) == 0 || string(raw) == "null" {
-		return nil
-	}
-	var spec struct {
-		Enabled        *bool
-		SSEType        string
-		KMSMasterKeyId string
-	}
-	if err := json.Unmarshal(raw, &spec); err != nil {
-		return apierr.Validationf("1 validation error detected: Value at 'sSESpecification' failed to satisfy constraint: Member must be an object")
-	}
-	if spec.Enabled != nil && *spec.Enabled || spec.SSEType != "" || spec.KMSMasterKeyId != "" {
-		return apierr.Validationf("One or more parameter values were invalid: SSESpecification is not supported: tenantdb does not encrypt table data at rest yet")
-	}
-	return nil
-}
 
 func enumErr(v, field, set string) error {
 	return apierr.Validationf("1 validation error detected: Value '%s' at '%s' failed to satisfy constraint: Member must satisfy enum value set: [%s]", v, field, set)

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/tenantdb/tenantdb/internal/apierr"
-	"github.com/tenantdb/tenantdb/internal/attr"
 	"github.com/tenantdb/tenantdb/internal/keyspace"
 	"github.com/tenantdb/tenantdb/internal/tenancy"
 	"github.com/tenantdb/tenantdb/internal/wire"
@@ -126,12 +125,15 @@ func TestCreateTableValidation(t *testing.T) {
 		{"stream enabled", func(in *wire.CreateTableInput) {
 			in.StreamSpecification = &wire.StreamSpecification{StreamEnabled: boolPtr(true), StreamViewType: "KEYS_ONLY"}
 		}, apierr.Validation, "tenantdb has no change streams yet"},
-		{"encryption at rest", func(in *wire.CreateTableInput) {
+		{"encryption under a KMS key", func(in *wire.CreateTableInput) {
 			in.SSESpecification = json.RawMessage(`{"Enabled":true,"SSEType":"KMS"}`)
-		}, apierr.Validation, "tenantdb does not encrypt table data at rest yet"},
+		}, apierr.Validation, "tenantdb has no KMS keys"},
 		{"encryption with a KMS key only", func(in *wire.CreateTableInput) {
 			in.SSESpecification = json.RawMessage(`{"KMSMasterKeyId":"alias/x"}`)
-		}, apierr.Validation, "tenantdb does not encrypt table data at rest yet"},
+		}, apierr.Validation, "tenantdb has no KMS keys"},
+		{"encryption of an unknown type", func(in *wire.CreateTableInput) {
+			in.SSESpecification = json.RawMessage(`{"Enabled":true,"SSEType":"ROT13"}`)
+		}, apierr.Validation, "Member must satisfy enum value set"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -502,7 +504,7 @@ func TestBackfillUnderConcurrentWrites(t *testing.T) {
 	it := env.db.NewIter(p, keyspace.PrefixEnd(p))
 	withG := map[string]string{}
 	for ok := it.First(); ok; ok = it.Next() {
-		item, err := attr.DecodeItem(it.Value())
+		item, err := h.vals.decode(it.Key(), it.Value())
 		noErr(t, err)
 		if g, ok := item["g"]; ok {
 			withG[item["pk"].S] = g.S

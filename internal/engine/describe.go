@@ -81,6 +81,7 @@ func (e *Engine) describe(t *schema.Table, st tableStats) *wire.TableDescription
 		CreationDateTime:          epoch(t.Created),
 		ProvisionedThroughput:     throughput(t.ReadCapacity, t.WriteCapacity),
 		TableSizeBytes:            st[0][1],
+		SSEDescription:            e.sseDescription(),
 		ItemCount:                 st[0][0],
 		TableArn:                  arn,
 		TableId:                   t.UUID,

@@ -12,6 +12,7 @@ package engine
 import (
 	"container/list"
 	"context"
+	"crypto/rand"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -23,6 +24,7 @@ import (
 	"github.com/tenantdb/tenantdb/internal/schema"
 	"github.com/tenantdb/tenantdb/internal/storage"
 	"github.com/tenantdb/tenantdb/internal/tenancy"
+	"github.com/tenantdb/tenantdb/internal/tenantkey"
 	"github.com/tenantdb/tenantdb/internal/wire"
 )
 
@@ -88,6 +90,12 @@ type Options struct {
 	// StreamRollover is how long each shard of a new stream is open; 0
 	// means 4h.
 	StreamRollover time.Duration
+
+	// Keys holds the tenants' data keys, under which every item, index
+	// entry and change record is sealed (values.go); nil means an
+	// in-memory keyring under a random key, for a store that does not
+	// outlive the process (tests). The server passes its keyring.
+	Keys *tenantkey.Keyring
 }
 
 // Meter adds a write request's usage to the storage batch that commits
@@ -114,6 +122,7 @@ const DefaultMaxTenantTables = 2500
 // Engine is the local DynamoDB implementation on one storage.DB.
 type Engine struct {
 	db     *storage.DB
+	vals   *values
 	opts   Options
 	log    *slog.Logger
 	locks  lockTable
@@ -217,6 +226,15 @@ func Open(db *storage.DB, opts Options) (_ *Engine, err error) {
 			e.shared.Close()
 		}
 	}()
+	if opts.Keys == nil {
+		kek := make([]byte, 32)
+		_, _ = rand.Read(kek)
+		if opts.Keys, err = tenantkey.Open(tenantkey.Options{KEK: kek}); err != nil {
+			return nil, err
+		}
+		e.opts.Keys = opts.Keys
+	}
+	e.vals = &values{keys: opts.Keys}
 	if e.clog, err = openChangeLog(db, opts); err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -19,6 +20,7 @@ import (
 	"github.com/tenantdb/tenantdb/internal/schema"
 	"github.com/tenantdb/tenantdb/internal/storage"
 	"github.com/tenantdb/tenantdb/internal/tenancy"
+	"github.com/tenantdb/tenantdb/internal/tenantkey"
 	"github.com/tenantdb/tenantdb/internal/wire"
 )
 
@@ -63,7 +65,7 @@ func openEnv(t testing.TB) *testEnv {
 		t.Fatalf("storage.Open: %v", err)
 	}
 	clock := &testClock{now: time.Unix(1_700_000_000, 0)}
-	env := &testEnv{t: t, db: db, clock: clock, opts: Options{Logger: log, TTLInterval: -1, InMemory: true, Now: clock.Now}}
+	env := &testEnv{t: t, db: db, clock: clock, opts: Options{Logger: log, TTLInterval: -1, InMemory: true, Now: clock.Now, Keys: testKeys(t, "")}}
 	env.e = env.open()
 	t.Cleanup(func() {
 		env.e.Close()
@@ -276,7 +278,7 @@ func (a testActor) indexEntries(name string, no uint16) []attr.Item {
 	defer it.Close()
 	var out []attr.Item
 	for ok := it.First(); ok; ok = it.Next() {
-		item, err := attr.DecodeItem(it.Value())
+		item, err := h.vals.decode(it.Key(), it.Value())
 		if err != nil {
 			a.env.t.Fatalf("decode index entry: %v", err)
 		}
@@ -573,4 +575,18 @@ func orderItem(pk, sk, status string, amount int, cust, date string) attr.Item {
 		it["date"] = sval(date)
 	}
 	return it
+}
+
+// testKEK is the key-encryption key of the tests' keyrings, fixed so that
+// a crash test's child and parent open the same keys.
+var testKEK = bytes.Repeat([]byte{0x42}, 32)
+
+// testKeys returns a keyring in dir ("" in memory) under testKEK.
+func testKeys(t testing.TB, dir string) *tenantkey.Keyring {
+	t.Helper()
+	kr, err := tenantkey.Open(tenantkey.Options{Dir: dir, KEK: testKEK})
+	if err != nil {
+		t.Fatalf("tenantkey.Open: %v", err)
+	}
+	return kr
 }

@@ -19,6 +19,7 @@ import (
 type handle struct {
 	resolve.Target
 	db      *storage.DB
+	vals    *values // seals and opens the items (values.go)
 	release releaser
 }
 
@@ -44,21 +45,18 @@ func (e *Engine) open(ctx context.Context, s tenancy.Scope, name string) (*handl
 	if err != nil {
 		return nil, err
 	}
-	return &handle{Target: tg, db: db, release: rel}, nil
+	return &handle{Target: tg, db: db, vals: e.vals, release: rel}, nil
 }
 
 // getItem reads the item with key attributes key (nil if absent).
 func (h *handle) getItem(key attr.Item) (attr.Item, error) {
-	v, err := h.db.Get(itemKey(h.Table, h.Namespace, key))
+	pk := itemKey(h.Table, h.Namespace, key)
+	v, err := h.db.Get(pk)
 	if err == storage.ErrNotFound {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, apierr.Wrap(apierr.Internal, err, "reading item")
 	}
-	it, err := attr.DecodeItem(v)
-	if err != nil {
-		return nil, apierr.Wrap(apierr.Internal, err, "decoding item")
-	}
-	return it, nil
+	return h.vals.decode(pk, v)
 }

@@ -57,7 +57,7 @@ func checkIndexEntries(w *itemWrite) {
 		if err != nil {
 			return // I/O errors are reported elsewhere
 		}
-		got, err := attr.DecodeItem(v)
+		got, err := w.h.vals.decode(k, v)
 		if err != nil || !attr.EqualItems(got, indexEntry(t, ix, nu)) {
 			panic(fmt.Sprintf("engine invariant: index %s entry differs from the base item", ix.Name))
 		}

@@ -277,7 +277,7 @@ func (e *Engine) RestoreTableToPointInTime(ctx context.Context, s tenancy.Scope,
 					}
 					continue
 				}
-				item, err := attr.DecodeItem(it.Value())
+				item, err := h.vals.decode(it.Key(), it.Value())
 				if err != nil {
 					return apierr.Wrap(apierr.Internal, err, "decoding item")
 				}

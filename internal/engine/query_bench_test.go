@@ -38,7 +38,7 @@ func BenchmarkQuery20(b *testing.B) {
 			it := h.db.NewIter(p, keyspace.PrefixEnd(p))
 			n := 0
 			for ok := it.First(); ok; ok = it.Next() {
-				if _, err := attr.DecodeItem(it.Value()); err != nil {
+				if _, err := h.vals.decode(it.Key(), it.Value()); err != nil {
 					b.Fatal(err)
 				}
 				n++

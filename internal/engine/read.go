@@ -104,9 +104,9 @@ func (r *readSpec) run(ctx context.Context) (*readResult, error) {
 				return nil, err
 			}
 		}
-		entry, err := attr.DecodeItem(it.Value())
+		entry, err := r.h.vals.decode(it.Key(), it.Value())
 		if err != nil {
-			return nil, apierr.Wrap(apierr.Internal, err, "decoding item")
+			return nil, err
 		}
 		res.scanned++
 		size := attr.ItemSize(entry)
@@ -168,18 +168,15 @@ func (r *readSpec) step(it *storage.Iter) bool {
 // missing item (nil) cannot happen while entries and items are written in
 // one batch; it is skipped.
 func (r *readSpec) base(snap *storage.Snapshot, entry attr.Item) (attr.Item, error) {
-	v, err := snap.Get(itemKey(r.h.Table, r.h.Namespace, r.h.Table.KeyOf(entry)))
+	pk := itemKey(r.h.Table, r.h.Namespace, r.h.Table.KeyOf(entry))
+	v, err := snap.Get(pk)
 	if err == storage.ErrNotFound {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, apierr.Wrap(apierr.Internal, err, "reading item")
 	}
-	it, err := attr.DecodeItem(v)
-	if err != nil {
-		return nil, apierr.Wrap(apierr.Internal, err, "decoding item")
-	}
-	return it, nil
+	return r.h.vals.decode(pk, v)
 }
 
 // match applies the filter. An evaluation error (rare: most are found when

@@ -60,7 +60,7 @@ func (e *Engine) restore(ctx context.Context, s tenancy.Scope, r restoreSpec) (*
 	if t, err = e.createRestored(ctx, s, t); err != nil {
 		return nil, 0, err
 	}
-	h := &handle{Target: resolve.Target{Table: t, Namespace: resolve.Namespace(s), Scope: s}}
+	h := &handle{Target: resolve.Target{Table: t, Namespace: resolve.Namespace(s), Scope: s}, vals: e.vals}
 	if h.db, h.release, err = e.storeFor(ctx, s, t); err != nil {
 		e.abandonRestore(t)
 		return nil, 0, err

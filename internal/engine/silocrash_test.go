@@ -31,7 +31,7 @@ func siloCrashOpen(t testing.TB, dir string, opened func()) *testEnv {
 		t.Fatalf("storage.Open: %v", err)
 	}
 	env := &testEnv{t: t, db: db, clock: &testClock{}, opts: Options{Logger: log, TTLInterval: -1,
-		SiloDir: filepath.Join(dir, "silos"), MaxOpenSilos: siloCrashBound}}
+		SiloDir: filepath.Join(dir, "silos"), MaxOpenSilos: siloCrashBound, Keys: testKeys(t, filepath.Join(dir, "keys"))}}
 	env.e = env.open()
 	if opened != nil {
 		env.e.openStore = func(dir string, o storage.Options) (*storage.DB, error) {

@@ -88,9 +88,9 @@ func (sn *Snapshot) Items(ctx context.Context, i int, fn func(attr.Item) error) 
 				return err
 			}
 		}
-		item, err := attr.DecodeItem(it.Value())
+		item, err := t.h.vals.decode(it.Key(), it.Value())
 		if err != nil {
-			return apierr.Wrap(apierr.Internal, err, "decoding item")
+			return err
 		}
 		if err := fn(item); err != nil {
 			return err

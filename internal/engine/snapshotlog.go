@@ -43,9 +43,9 @@ func (e *Engine) SnapshotLog(ctx context.Context, s tenancy.Scope, table string,
 				return at, nil, err
 			}
 		}
-		item, err := attr.DecodeItem(it.Value())
+		item, err := h.vals.decode(it.Key(), it.Value())
 		if err != nil {
-			return at, nil, apierr.Wrap(apierr.Internal, err, "decoding item")
+			return at, nil, err
 		}
 		if err := each(item); err != nil {
 			return at, nil, err

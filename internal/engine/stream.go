@@ -36,6 +36,7 @@ func openChangeLog(db *storage.DB, opts Options) (*changelog.Log, error) {
 		Rollover:  opts.StreamRollover,
 		Now:       opts.Now,
 		Logger:    opts.Logger,
+		Keys:      opts.Keys,
 	})
 	if err != nil {
 		return nil, apierr.Wrap(apierr.Internal, err, "opening the change log")

@@ -33,7 +33,7 @@ func streamCrashEnvOpen(t testing.TB, dir string) *testEnv {
 	if err != nil {
 		t.Fatalf("storage.Open: %v", err)
 	}
-	env := &testEnv{t: t, db: db, clock: &testClock{}, opts: Options{Logger: log, TTLInterval: -1, InMemory: true, Streams: true}}
+	env := &testEnv{t: t, db: db, clock: &testClock{}, opts: Options{Logger: log, TTLInterval: -1, InMemory: true, Streams: true, Keys: testKeys(t, dir+"-keys")}}
 	env.e = env.open()
 	return env
 }

@@ -88,7 +88,7 @@ func (e *Engine) openStream(ctx context.Context, s tenancy.Scope, arn string) (*
 // open meanwhile). The caller closes the handle.
 func (e *Engine) goneTableHandle(s tenancy.Scope, st changelog.Stream) *handle {
 	t := &schema.Table{ID: st.Table, Name: st.TableName, Status: "DELETED"}
-	h := &handle{Target: resolve.Target{Table: t, Namespace: resolve.Namespace(s), Scope: s}, db: e.db}
+	h := &handle{Target: resolve.Target{Table: t, Namespace: resolve.Namespace(s), Scope: s}, db: e.db, vals: e.vals}
 	if sl := e.holdIfOpen(s.Tenant()); sl != nil {
 		lo, hi := keyspace.ChangeTableRange(h.Namespace, st.Table)
 		it := sl.db.NewIter(lo, hi)

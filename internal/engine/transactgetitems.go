@@ -97,9 +97,9 @@ func (e *Engine) TransactGetItems(ctx context.Context, s tenancy.Scope, in *wire
 		if err != nil {
 			return nil, apierr.Wrap(apierr.Internal, err, "reading item")
 		}
-		item, err := attr.DecodeItem(v)
+		item, err := g.h.vals.decode(g.pk, v)
 		if err != nil {
-			return nil, apierr.Wrap(apierr.Internal, err, "decoding item")
+			return nil, err
 		}
 		tally.addRead(g.h.Table.Name, 2*readUnits(attr.ItemSize(item), true))
 		if g.proj != nil {

@@ -182,7 +182,7 @@ func (e *Engine) expire(t *schema.Table, ns []byte, now time.Time, from []byte, 
 		return nil, err // nil: t was dropped meanwhile
 	}
 	defer release()
-	h := &handle{Target: resolve.Background(t, ns), db: db}
+	h := &handle{Target: resolve.Background(t, ns), db: db, vals: e.vals}
 	p := keyspace.Items(ns, t.ID)
 	lo, hi := p, keyspace.PrefixEnd(p)
 	if from != nil && bytes.Compare(from, lo) > 0 {
@@ -191,10 +191,10 @@ func (e *Engine) expire(t *schema.Table, ns []byte, now time.Time, from []byte, 
 	return e.scanChunks(db, lo, hi, func(keys, vals [][]byte) (bool, error) {
 		*budget -= len(keys)
 		var ws []*itemWrite
-		for _, v := range vals {
-			item, err := attr.DecodeItem(v)
+		for i, v := range vals {
+			item, err := e.vals.decode(keys[i], v)
 			if err != nil {
-				return false, apierr.Wrap(apierr.Internal, err, "decoding item")
+				return false, err
 			}
 			if expired(item, t.TTLAttribute, nowN, horizonN) {
 				ws = append(ws, newWrite(h, t.KeyOf(item)))

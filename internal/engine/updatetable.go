@@ -228,7 +228,7 @@ func (e *Engine) UpdateTable(ctx context.Context, s tenancy.Scope, in *wire.Upda
 			}
 		}
 	}
-	if err := checkSSE(in.SSESpecification); err != nil {
+	if err := e.checkSSE(in.SSESpecification); err != nil {
 		return nil, err
 	}
 	if in.DeletionProtectionEnabled != nil {

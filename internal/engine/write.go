@@ -115,15 +115,16 @@ func (e *Engine) locked(ws []*itemWrite, extra [][]byte, fn func() error) error 
 			return err
 		}
 		if w.sizeOnly && len(t.Indexes) == 0 {
-			// NB: a stream's old image is the stored encoding itself; the
-			// record keeps it without a decode and an encode.
+			// NB: a stream's old image is the stored item's (opened)
+			// encoding itself; the record keeps it without a decode and
+			// an encode.
 			w.old, w.oldEnc = nil, nil
-			if w.found, w.oldSize, w.oldEnc, err = readItemSize(w.h.db, w.pk, wantsOld); err != nil {
+			if w.found, w.oldSize, w.oldEnc, err = readItemSize(w.h.vals, w.h.db, w.pk, wantsOld); err != nil {
 				return err
 			}
 			continue
 		}
-		if w.old, err = readItem(w.h.db, w.pk); err != nil {
+		if w.old, err = readItem(w.h.vals, w.h.db, w.pk); err != nil {
 			return err
 		}
 		w.found, w.oldSize = w.old != nil, 0
@@ -135,18 +136,18 @@ func (e *Engine) locked(ws []*itemWrite, extra [][]byte, fn func() error) error 
 }
 
 // readItem reads and decodes the item at physical key pk (nil if absent).
-func readItem(db *storage.DB, pk []byte) (attr.Item, error) {
+func readItem(vals *values, db *storage.DB, pk []byte) (attr.Item, error) {
 	var it attr.Item
 	var derr error
 	err := db.View(pk, func(v []byte) error {
-		it, derr = attr.DecodeItem(v) // NB: copies what it keeps of v
+		it, derr = vals.decode(pk, v) // NB: keeps nothing of v
 		return derr
 	})
 	switch {
 	case errors.Is(err, storage.ErrNotFound):
 		return nil, nil
 	case derr != nil:
-		return nil, apierr.Wrap(apierr.Internal, derr, "decoding item")
+		return nil, derr
 	case err != nil:
 		return nil, apierr.Wrap(apierr.Internal, err, "reading item")
 	}
@@ -154,20 +155,19 @@ func readItem(db *storage.DB, pk []byte) (attr.Item, error) {
 }
 
 // readItemSize reads whether the item at physical key pk exists and its
-// size, without decoding it, and with keep a copy of its encoding.
-func readItemSize(db *storage.DB, pk []byte, keep bool) (found bool, size int, enc []byte, err error) {
+// size, without decoding it, and with keep a copy of its (opened)
+// encoding.
+func readItemSize(vals *values, db *storage.DB, pk []byte, keep bool) (found bool, size int, enc []byte, err error) {
 	var derr error
 	err = db.View(pk, func(v []byte) error {
-		if size, derr = attr.EncodedItemSize(v); derr == nil && keep {
-			enc = bytes.Clone(v)
-		}
+		size, enc, derr = vals.size(pk, v, keep)
 		return derr
 	})
 	switch {
 	case errors.Is(err, storage.ErrNotFound):
 		return false, 0, nil, nil
 	case derr != nil:
-		return false, 0, nil, apierr.Wrap(apierr.Internal, derr, "decoding item")
+		return false, 0, nil, derr
 	case err != nil:
 		return false, 0, nil, apierr.Wrap(apierr.Internal, err, "reading item")
 	}
@@ -326,6 +326,12 @@ func (e *Engine) stage(b *storage.Batch, w *itemWrite) error {
 	}
 	old := w.old // NB: nil when not decoded (sizeOnly), only if t has no indexes
 	oldSize, newSize := w.oldSize, 0
+	// NB: the change record of a table with a stream keeps the new item's
+	// encoding (newEnc) rather than encoding it again.
+	_, keepEnc, err := e.streamOf(t)
+	if err != nil {
+		return err
+	}
 	if nu != nil {
 		newSize = attr.ItemSize(nu)
 	}
@@ -335,8 +341,12 @@ func (e *Engine) stage(b *storage.Batch, w *itemWrite) error {
 	}
 	checkInNamespace(ns, w.pk)
 	if nu != nil {
-		w.newEnc = attr.EncodeItem(nu)
-		b.Set(w.pk, w.newEnc)
+		sealed, plain, err := w.h.vals.encodeKeep(w.pk, nu, keepEnc)
+		if err != nil {
+			return err
+		}
+		w.newEnc = plain
+		b.Set(w.pk, sealed)
 	} else {
 		b.Delete(w.pk)
 	}
@@ -392,7 +402,11 @@ func (e *Engine) stage(b *storage.Batch, w *itemWrite) error {
 			}
 		}
 		if nk != nil {
-			b.Set(nk, attr.EncodeItem(ne))
+			sealed, err := w.h.vals.encode(nk, ne)
+			if err != nil {
+				return err
+			}
+			b.Set(nk, sealed)
 		}
 		addCounters(b, ns, t.ID, ix.No, presenceKey(nk)-presenceKey(ok), int64(nes-oes))
 		if w.cost.indexes == nil {

@@ -179,3 +179,14 @@ func PrefixEnd(p []byte) []byte {
 func prefixRange(p []byte) (lo, hi []byte) { return clone(p), PrefixEnd(p) }
 
 func clone(b []byte) []byte { return append(make([]byte, 0, len(b)+48), b...) }
+
+// TenantOf returns the tenant whose range key lies in (false for a key
+// outside every tenant's range).
+func TenantOf(key []byte) (tenancy.TenantID, bool) {
+	var t tenancy.TenantID
+	if len(key) < 1+len(t) || key[0] != tenantPrefix {
+		return t, false
+	}
+	copy(t[:], key[1:1+len(t)])
+	return t, !t.IsZero()
+}

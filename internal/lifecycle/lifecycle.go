@@ -15,9 +15,11 @@ import (
 	"github.com/tenantdb/tenantdb/internal/apierr"
 	"github.com/tenantdb/tenantdb/internal/audit"
 	"github.com/tenantdb/tenantdb/internal/catalog"
+	"github.com/tenantdb/tenantdb/internal/keyspace"
 	"github.com/tenantdb/tenantdb/internal/quota"
 	"github.com/tenantdb/tenantdb/internal/schema"
 	"github.com/tenantdb/tenantdb/internal/tenancy"
+	"github.com/tenantdb/tenantdb/internal/tenantkey"
 )
 
 // Engine is the part of a storage engine that keeps a tenant's data
@@ -52,6 +54,13 @@ type Options struct {
 	SiloTier bool
 	// Placement, if not nil, reports where tenants' data lives (Show).
 	Placement Placement
+	// Keys holds the tenants' data keys: Create generates the tenant's,
+	// Delete destroys it before any data is deleted (crypto-shredding).
+	// Nil only in tests without data.
+	Keys *tenantkey.Keyring
+	// Compact, if not nil, compacts a deleted tenant's key range [lo, hi)
+	// away once Delete has deleted it (storage.DB.Compact).
+	Compact func(lo, hi []byte) error
 }
 
 // Service is the tenant lifecycle.
@@ -78,6 +87,11 @@ func (s *Service) Create(ctx context.Context, platform tenancy.Scope, nt catalog
 	t, err := s.o.Catalog.CreateTenant(ctx, nt)
 	if err != nil {
 		return t, err
+	}
+	if s.o.Keys != nil {
+		if err := s.o.Keys.Create(t.ID); err != nil {
+			return t, apierr.Wrap(apierr.Internal, err, "creating the tenant's data key")
+		}
 	}
 	if explicit {
 		// NB: the new tenant did not exist when the guard admitted the
@@ -157,9 +171,21 @@ func (s *Service) Delete(ctx context.Context, sc tenancy.Scope) error {
 	if s.o.Quotas != nil {
 		s.o.Quotas.Forget(id)
 	}
-	var drop func(context.Context, tenancy.Scope) error
-	if s.o.Engine != nil {
-		drop = s.o.Engine.DropTenant
+	// NB: the data key is destroyed first, durably, inside the deletion
+	// (the tenant is already Deleting, its credentials refused): from
+	// then on none of its data opens, in the store or in any copy of it,
+	// and a write racing the deletion fails to seal rather than commit.
+	// Only then are its stores and range deleted.
+	drop := func(ctx context.Context, sc tenancy.Scope) error {
+		if s.o.Keys != nil {
+			if err := s.o.Keys.Destroy(sc.Tenant()); err != nil {
+				return apierr.Wrap(apierr.Internal, err, "destroying the tenant's data key")
+			}
+		}
+		if s.o.Engine != nil {
+			return s.o.Engine.DropTenant(ctx, sc)
+		}
+		return nil
 	}
 	if err := s.o.Catalog.DeleteTenant(ctx, sc, drop); err != nil {
 		s.o.Audit.Unretire(id)
@@ -169,5 +195,11 @@ func (s *Service) Delete(ctx context.Context, sc tenancy.Scope) error {
 		return err
 	}
 	s.o.Audit.Forget(id)
+	if s.o.Compact != nil {
+		lo, hi := keyspace.TenantRange(id)
+		if err := s.o.Compact(lo, hi); err != nil {
+			return apierr.Wrap(apierr.Internal, err, "compacting the deleted tenant's range (the tenant is deleted; its key was destroyed)")
+		}
+	}
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/tenantdb/tenantdb/internal/server"
 	"github.com/tenantdb/tenantdb/internal/sigv4"
 	"github.com/tenantdb/tenantdb/internal/tenancy"
+	"github.com/tenantdb/tenantdb/internal/tenantkey"
 )
 
 // benchOptions holds the benchmark-only options. They exist only in
@@ -22,6 +23,16 @@ type benchOptions struct {
 	// they cost (bypassAuth). INSECURE: it lets anyone who knows an access
 	// key id use it.
 	BenchBypassTenancy bool
+	// BenchPlaintext stores the tenants' values unencrypted, to measure
+	// what encryption costs (tenantkey.Keyring.BenchPlaintext).
+	BenchPlaintext bool
+}
+
+func (o benchOptions) keys(kr *tenantkey.Keyring, log *slog.Logger) {
+	if o.BenchPlaintext {
+		log.Warn("BenchPlaintext: tenant data is stored unencrypted; benchmarks only")
+		kr.BenchPlaintext()
+	}
 }
 
 func (o benchOptions) wrap(a server.Authenticator, g *tenancy.Guard, log *slog.Logger) server.Authenticator {

@@ -33,10 +33,12 @@ import (
 	"github.com/tenantdb/tenantdb/internal/engine"
 	"github.com/tenantdb/tenantdb/internal/lifecycle"
 	"github.com/tenantdb/tenantdb/internal/quota"
+	"github.com/tenantdb/tenantdb/internal/rekey"
 	"github.com/tenantdb/tenantdb/internal/remote"
 	"github.com/tenantdb/tenantdb/internal/server"
 	"github.com/tenantdb/tenantdb/internal/storage"
 	"github.com/tenantdb/tenantdb/internal/tenancy"
+	"github.com/tenantdb/tenantdb/internal/tenantkey"
 	"github.com/tenantdb/tenantdb/internal/transfer"
 	"github.com/tenantdb/tenantdb/internal/webhook"
 )
@@ -168,6 +170,10 @@ type Node struct {
 	log       *slog.Logger
 	db        *storage.DB
 	catalog   *catalog.Catalog
+	keys      *tenantkey.Keyring
+	rekey     *rekey.Service
+	opts      Options
+	skMu      sync.Mutex // one server key rotation at a time
 	audit     *audit.Log
 	auth      *auth.Authenticator
 	engine    *engine.Engine
@@ -224,8 +230,16 @@ func Open(ctx context.Context, o Options) (_ *Node, err error) {
 		return nil, err
 	}
 	n.catalog = catalog.Open(n.db, catalog.Options{})
-	n.audit = audit.Open(n.db, audit.Options{Logger: log})
+	if n.keys, err = openKeys(ctx, o, key, n.catalog); err != nil {
+		return nil, err
+	}
+	o.benchOptions.keys(n.keys, log) // nothing unless benchbypass
+	n.audit = audit.Open(n.db, audit.Options{Logger: log, Keys: n.keys})
 	n.auth = auth.New(n.catalog, key, auth.Options{Logger: log, Denied: n.audit.Denied})
+	n.opts = o
+	if key, err = n.resumeServerKeyRotation(ctx, key); err != nil {
+		return nil, err
+	}
 	if err := n.bootstrapStore(ctx, o); err != nil {
 		return nil, err
 	}
@@ -260,6 +274,7 @@ func Open(ctx context.Context, o Options) (_ *Node, err error) {
 		StreamRollover:  o.StreamRollover,
 		MaxOpenSilos:    o.MaxOpenSilos,
 		Tiers:           catalogTiers{n.catalog},
+		Keys:            n.keys,
 	}
 	if !o.InMemory {
 		eo.SiloDir = filepath.Join(o.DataDir, "silos")
@@ -285,7 +300,7 @@ func Open(ctx context.Context, o Options) (_ *Node, err error) {
 	}
 	adminOpts := admin.Options{Catalog: n.catalog, Auth: n.auth, Audit: n.audit, Logger: log, Guard: guard,
 		Lifecycle: lifecycle.New(lifecycle.Options{Catalog: n.catalog, Audit: n.audit, Quotas: n.quotas, Engine: tenantData,
-			SiloTier: n.remote == nil, Placement: placement(n)})}
+			SiloTier: n.remote == nil, Placement: placement(n), Keys: n.keys, Compact: n.db.Compact})}
 	if adminOpts.JWT, adminOpts.JWKS, err = o.Platform.open(ctx, log); err != nil {
 		return nil, err
 	}
@@ -336,6 +351,15 @@ func Open(ctx context.Context, o Options) (_ *Node, err error) {
 		if err := n.aggregates.Start(); err != nil {
 			return nil, err
 		}
+	}
+	var data rekey.Data
+	if n.remote == nil {
+		data = n.engine
+	}
+	n.rekey = rekey.New(rekey.Options{Keys: n.keys, Data: data, Audit: n.audit, Logger: log.With("component", "rekey")})
+	adm.ServeEncryption(n.rekey, admin.ServerKeyOps{Status: n.serverKeyStatus, Rotate: n.rotateServerKey})
+	if err := n.rekey.Resume(rekey.SystemScope); err != nil {
+		return nil, err
 	}
 	n.adminRoutes = adm.Routes()
 
@@ -398,7 +422,10 @@ func (n *Node) bootstrapStore(ctx context.Context, o Options) error {
 		dir = ""
 	}
 	n.bootstrap.Default, n.bootstrap.DefaultFile, err = createDefaultTenant(ctx, n.catalog, n.auth, dir, o.Region, clientEndpoint(o.Endpoint))
-	return err
+	if err != nil {
+		return err
+	}
+	return n.keys.Create(n.bootstrap.Default.Tenant) // its data key, as for every new tenant
 }
 
 // Bootstrap returns what Open created on a fresh store.
@@ -448,6 +475,9 @@ func (n *Node) Close() error {
 		}
 		if n.webhooks != nil {
 			errs = append(errs, n.webhooks.Close())
+		}
+		if n.rekey != nil {
+			n.rekey.Close() // unfinished rotations resume at the next start
 		}
 		if n.quotas != nil {
 			errs = append(errs, n.quotas.Close())

@@ -19,6 +19,7 @@
 package storage
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -415,6 +416,24 @@ func (db *DB) Flush() error {
 	defer db.mu.RUnlock()
 	if err := db.pdb.Flush(); err != nil {
 		return fmt.Errorf("storage: flush: %w", err)
+	}
+	return nil
+}
+
+// Compact flushes the memtable and compacts [lo, hi) down to the bottom
+// level, so that deleted keys of the range are dropped from every sstable
+// (a deleted tenant's range: crypto-shredding's physical part). It
+// returns ErrClosed after Close.
+func (db *DB) Compact(lo, hi []byte) error {
+	if err := db.enter(); err != nil {
+		return err
+	}
+	defer db.mu.RUnlock()
+	if err := db.pdb.Flush(); err != nil {
+		return fmt.Errorf("storage: flush: %w", err)
+	}
+	if err := db.pdb.Compact(context.Background(), lo, hi, true); err != nil {
+		return fmt.Errorf("storage: compact: %w", err)
 	}
 	return nil
 }

@@ -240,6 +240,14 @@ type TableDescription struct {
 	DeletionProtectionEnabled bool
 	TableClassSummary         *TableClassSummary `json:",omitempty"`
 	RestoreSummary            *RestoreSummary    `json:",omitempty"`
+	SSEDescription            *SSEDescription    `json:",omitempty"`
+}
+
+// SSEDescription describes a table's encryption at rest.
+type SSEDescription struct {
+	Status          string // ENABLED
+	SSEType         string `json:",omitempty"` // AES256 or KMS
+	KMSMasterKeyArn string `json:",omitempty"`
 }
 
 // Deleting returns the part of d that DeleteTable answers, with status

@@ -39,46 +39,58 @@ func wantValidation(t *testing.T, what string, err error, msg string) {
 	}
 }
 
-// TestEncryptionRefused: encryption at rest is refused; a disabled stream
-// and disabled encryption are accepted and report nothing. (Streams are
-// real: streams_test.go.)
-func TestEncryptionRefused(t *testing.T) {
+// TestEncryptionAtRest: every table is encrypted under the tenant's data
+// key, which DescribeTable reports (SSEType AES256, no KMS key); asking
+// for encryption without a KMS key, or for none (DynamoDB's owned key),
+// is accepted and changes nothing; asking for a KMS key is refused,
+// since there is none.
+func TestEncryptionAtRest(t *testing.T) {
 	_, c := start(t)
 	ctx := ctxT(t)
+	wantSSE := func(what, table string) {
+		t.Helper()
+		d, err := c.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		s := d.Table.SSEDescription
+		if s == nil || s.Status != types.SSEStatusEnabled || s.SSEType != types.SSETypeAes256 || s.KMSMasterKeyArn != nil {
+			t.Errorf("%s: SSEDescription %+v; want ENABLED, AES256, no KMS key", what, s)
+		}
+	}
 
-	in := plainTable("encrypted")
+	in := plainTable("kms")
 	in.SSESpecification = &types.SSESpecification{Enabled: aws.Bool(true), SSEType: types.SSETypeKms}
 	_, err := c.CreateTable(ctx, in)
-	wantValidation(t, "CreateTable with encryption at rest", err, "tenantdb does not encrypt table data at rest yet")
-	if _, err := c.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String("encrypted")}); err == nil {
-		t.Error("the refused table encrypted exists")
+	wantValidation(t, "CreateTable with a KMS key", err, "tenantdb has no KMS keys")
+	if _, err := c.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String("kms")}); err == nil {
+		t.Error("the refused table kms exists")
 	}
 
-	// Disabled stream and encryption: accepted, and nothing reported.
-	in = plainTable("plain")
-	in.StreamSpecification = &types.StreamSpecification{StreamEnabled: aws.Bool(false)}
-	in.SSESpecification = &types.SSESpecification{Enabled: aws.Bool(false)}
-	if _, err := c.CreateTable(ctx, in); err != nil {
-		t.Fatal(err)
+	for name, spec := range map[string]*types.SSESpecification{
+		"default": nil,
+		"owned":   {Enabled: aws.Bool(false)},
+		"enabled": {Enabled: aws.Bool(true)},
+	} {
+		in = plainTable(name)
+		in.SSESpecification = spec
+		out, err := c.CreateTable(ctx, in)
+		if err != nil {
+			t.Fatalf("CreateTable %s: %v", name, err)
+		}
+		if s := out.TableDescription.SSEDescription; s == nil || s.SSEType != types.SSETypeAes256 {
+			t.Errorf("CreateTable %s: SSEDescription %+v", name, s)
+		}
+		wantSSE("DescribeTable "+name, name)
 	}
-	d, err := c.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String("plain")})
-	if err != nil {
-		t.Fatal(err)
+	_, err = c.UpdateTable(ctx, &dynamodb.UpdateTableInput{TableName: aws.String("default"),
+		SSESpecification: &types.SSESpecification{Enabled: aws.Bool(true), KMSMasterKeyId: aws.String("alias/mine")}})
+	wantValidation(t, "UpdateTable to a KMS key", err, "tenantdb has no KMS keys")
+	if _, err := c.UpdateTable(ctx, &dynamodb.UpdateTableInput{TableName: aws.String("default"),
+		SSESpecification: &types.SSESpecification{Enabled: aws.Bool(true)}}); err != nil {
+		t.Fatalf("UpdateTable enabling encryption: %v", err)
 	}
-	if d.Table.StreamSpecification != nil || d.Table.LatestStreamArn != nil || d.Table.LatestStreamLabel != nil || d.Table.SSEDescription != nil {
-		t.Errorf("DescribeTable: stream %v, arn %v, label %v, SSE %v; want none", d.Table.StreamSpecification,
-			aws.ToString(d.Table.LatestStreamArn), aws.ToString(d.Table.LatestStreamLabel), d.Table.SSEDescription)
-	}
-	_, err = c.UpdateTable(ctx, &dynamodb.UpdateTableInput{TableName: aws.String("plain"),
-		SSESpecification: &types.SSESpecification{Enabled: aws.Bool(true)}})
-	wantValidation(t, "UpdateTable enabling encryption", err, "tenantdb does not encrypt table data at rest yet")
-	d, err = c.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String("plain")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if d.Table.SSEDescription != nil {
-		t.Errorf("DescribeTable after the refused update: SSE %v; want none", d.Table.SSEDescription)
-	}
+	wantSSE("DescribeTable after UpdateTable", "default")
 }
 
 // TestDescribeLimitsIsTheQuota: a tenant sees its own quota (the server

@@ -74,6 +74,10 @@ var adminRouteBodies = map[string]string{
 	"GET /v1/tenants/{tenant}/subscriptions/{id}/dead-letters":         "",
 	"POST /v1/tenants/{tenant}/subscriptions/{id}/dead-letters/replay": "",
 	"POST /v1/tenants/{tenant}/subscriptions/{id}/rotate-secret":       `{}`,
+	"GET /v1/tenants/{tenant}/encryption":                              "",
+	"POST /v1/tenants/{tenant}/rotate-key":                             `{}`,
+	"GET /v1/server-key":                                               "",
+	"POST /v1/server-key/rotate":                                       `{}`,
 }
 
 // adminRoutes returns the routes of the admin API of a node assembled as

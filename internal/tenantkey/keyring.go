@@ -1,0 +1,417 @@
+// Package tenantkey keeps every tenant's data keys: generated per tenant,
+// stored only wrapped (AES-256-GCM) by a key-encryption key derived from
+// the server key, unwrapped into memory on first use and cached there, and
+// destroyed — the file removed and synced — when the tenant is deleted
+// (crypto-shredding). A Key seals and opens the tenant's stored values.
+//
+// The wrapped keys live in their own directory (<data-dir>/tenant-keys/,
+// one file per tenant), outside the item store, so that destroying one is
+// an unlink rather than a delete that lingers in the store's WAL and
+// sstables until compaction, and so that no copy of the store (a backup)
+// carries the keys that open it. See DESIGN.md.
+package tenantkey
+
+import (
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/tenantdb/tenantdb/internal/tenancy"
+)
+
+// Errors.
+var (
+	// ErrUnreadable is returned by Open for a value that does not open
+	// under any of the tenant's keys: altered, moved from another key or
+	// tenant, or sealed under a destroyed key.
+	ErrUnreadable = errors.New("tenantkey: value does not open under the tenant's data key")
+	// ErrDestroyed is returned for a tenant whose data key was destroyed.
+	ErrDestroyed = errors.New("tenantkey: the tenant's data key was destroyed")
+	// ErrNoKey is returned for a tenant without a data key when keys may
+	// not be created (Options.NoCreate).
+	ErrNoKey = errors.New("tenantkey: the tenant has no data key")
+)
+
+// Options configure a Keyring.
+type Options struct {
+	// Dir holds the wrapped keys, one file per tenant; "" keeps them in
+	// memory only (a store in memory).
+	Dir string
+	// KEK is the key-encryption key (32 bytes, derived from the server
+	// key) that wraps every data key.
+	KEK []byte
+	// Upgrade marks keys created lazily, for tenants that existed before
+	// their data was encrypted, as legacy: their values may still be
+	// plaintext until Rekey re-encrypts them (see Key.Legacy).
+	Upgrade bool
+}
+
+// Keyring holds the data keys of all tenants. Safe for concurrent use.
+type Keyring struct {
+	dir     string
+	upgrade bool
+	kek     atomic.Pointer[kek]
+	// prev is the previous key-encryption key while a rotation of the
+	// server key re-wraps (nil otherwise): keys wrapped under it still open.
+	prev atomic.Pointer[kek]
+
+	mu        sync.Mutex // creation, destruction, file writes
+	keys      sync.Map   // tenancy.TenantID -> *Key
+	destroyed sync.Map   // tenancy.TenantID -> struct{}: not re-created in this process
+	mem       map[tenancy.TenantID][]byte
+	plain     bool // benchmark-only: see plain_bench.go
+}
+
+type kek struct {
+	id   string // hex of 8 bytes of HMAC under the KEK: which KEK wrapped a key
+	aead cipher.AEAD
+}
+
+func newKEK(b []byte) (*kek, error) {
+	if len(b) != 32 {
+		return nil, fmt.Errorf("tenantkey: key-encryption key must be 32 bytes, got %d", len(b))
+	}
+	a, err := newAEAD(b)
+	if err != nil {
+		return nil, err
+	}
+	m := hmac.New(sha256.New, b)
+	m.Write([]byte("tenantdb tenant key wrap id v1"))
+	return &kek{id: hex.EncodeToString(m.Sum(nil)[:8]), aead: a}, nil
+}
+
+func newAEAD(k []byte) (cipher.AEAD, error) {
+	block, err := aes.NewCipher(k)
+	if err != nil {
+		return nil, fmt.Errorf("tenantkey: %w", err)
+	}
+	return cipher.NewGCM(block)
+}
+
+// Open returns the keyring of opts.Dir (created, mode 0700, if missing).
+func Open(opts Options) (*Keyring, error) {
+	k, err := newKEK(opts.KEK)
+	if err != nil {
+		return nil, err
+	}
+	kr := &Keyring{dir: opts.Dir, upgrade: opts.Upgrade}
+	kr.kek.Store(k)
+	if kr.dir == "" {
+		kr.mem = map[tenancy.TenantID][]byte{}
+		return kr, nil
+	}
+	if err := os.MkdirAll(kr.dir, 0o700); err != nil {
+		return nil, fmt.Errorf("tenantkey: %w", err)
+	}
+	return kr, nil
+}
+
+// Create gives tenant t a data key if it has none (tenant creation).
+func (kr *Keyring) Create(t tenancy.TenantID) error {
+	kr.destroyed.Delete(t) // a tenant created again with a deleted tenant's id
+	_, err := kr.Key(t)
+	return err
+}
+
+// Key returns tenant t's data key, unwrapping it on first use and creating
+// it if t has none yet (an existing tenant after an upgrade: marked legacy
+// with Options.Upgrade). Errors: ErrDestroyed if it was destroyed in this
+// process; a file or unwrap error (wrong server key) otherwise.
+func (kr *Keyring) Key(t tenancy.TenantID) (*Key, error) {
+	if v, ok := kr.keys.Load(t); ok {
+		return v.(*Key), nil
+	}
+	if t.IsZero() {
+		return nil, errors.New("tenantkey: no data key for the zero tenant")
+	}
+	kr.mu.Lock()
+	defer kr.mu.Unlock()
+	if v, ok := kr.keys.Load(t); ok {
+		return v.(*Key), nil
+	}
+	if _, gone := kr.destroyed.Load(t); gone {
+		return nil, ErrDestroyed
+	}
+	f, err := kr.read(t)
+	if errors.Is(err, fs.ErrNotExist) {
+		f, err = kr.generate(t)
+	}
+	if err != nil {
+		return nil, err
+	}
+	st, err := kr.unwrap(t, f)
+	if err != nil {
+		return nil, err
+	}
+	key := &Key{kr: kr, tenant: t}
+	key.st.Store(st)
+	kr.keys.Store(t, key)
+	return key, nil
+}
+
+// generate makes t's first data key and stores it. REQUIRES: kr.mu.
+func (kr *Keyring) generate(t tenancy.TenantID) (*keyFile, error) {
+	f := &keyFile{Tenant: t.String(), Current: 1, Legacy: kr.upgrade}
+	if err := f.add(kr.kek.Load(), t, 1); err != nil {
+		return nil, err
+	}
+	return f, kr.write(t, f)
+}
+
+// Destroy destroys tenant t's data key: its file is removed and the
+// directory synced before Destroy returns, and the cached key stops
+// sealing and opening at once. From then on no value sealed under it can
+// be opened by anyone. It is idempotent.
+func (kr *Keyring) Destroy(t tenancy.TenantID) error {
+	kr.mu.Lock()
+	defer kr.mu.Unlock()
+	kr.destroyed.Store(t, struct{}{})
+	if v, ok := kr.keys.LoadAndDelete(t); ok {
+		v.(*Key).st.Store(&keyState{destroyed: true})
+	}
+	if kr.dir == "" {
+		delete(kr.mem, t)
+		return nil
+	}
+	err := os.Remove(kr.path(t))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("tenantkey: destroying key: %w", err)
+	}
+	return syncDir(kr.dir)
+}
+
+// Tenants returns the tenants that have a stored key.
+func (kr *Keyring) Tenants() ([]tenancy.TenantID, error) {
+	kr.mu.Lock()
+	defer kr.mu.Unlock()
+	var out []tenancy.TenantID
+	if kr.dir == "" {
+		for t := range kr.mem {
+			out = append(out, t)
+		}
+		return out, nil
+	}
+	ents, err := os.ReadDir(kr.dir)
+	if err != nil {
+		return nil, fmt.Errorf("tenantkey: %w", err)
+	}
+	for _, e := range ents {
+		if t, err := tenancy.ParseTenantID(e.Name()); err == nil {
+			out = append(out, t)
+		}
+	}
+	return out, nil
+}
+
+// keyFile is the stored form of one tenant's keys (JSON).
+type keyFile struct {
+	Tenant   string        `json:"tenant"`
+	Current  uint32        `json:"current"`
+	Versions []wrappedKey  `json:"versions"`
+	Legacy   bool          `json:"legacy,omitempty"`
+	Rotation *RotationInfo `json:"rotation,omitempty"`
+}
+
+type wrappedKey struct {
+	Version uint32 `json:"v"`
+	KEK     string `json:"kek"`     // id of the key-encryption key that wrapped it
+	Wrapped []byte `json:"wrapped"` // nonce || AES-GCM(kek, data key)
+}
+
+// RotationInfo is the state of a tenant key rotation (Rekey): which
+// version is being replaced, and how far re-encryption got.
+type RotationInfo struct {
+	From    uint32 `json:"from"`
+	To      uint32 `json:"to"`
+	Started int64  `json:"started"`          // unix ms
+	Done    int64  `json:"done"`             // values re-encrypted so far
+	Cursor  string `json:"cursor,omitempty"` // opaque resume point of the caller
+}
+
+func wrapAAD(t tenancy.TenantID, v uint32) []byte {
+	b := append([]byte("tenantdb data key v1 "), t[:]...)
+	return binary.BigEndian.AppendUint32(b, v)
+}
+
+// add generates version v and appends it wrapped under k.
+func (f *keyFile) add(k *kek, t tenancy.TenantID, v uint32) error {
+	dk := make([]byte, 32)
+	rand.Read(dk)
+	f.Versions = append(f.Versions, wrappedKey{Version: v, KEK: k.id, Wrapped: wrap(k, t, v, dk)})
+	clear(dk)
+	return nil
+}
+
+func wrap(k *kek, t tenancy.TenantID, v uint32, dk []byte) []byte {
+	nonce := make([]byte, k.aead.NonceSize(), k.aead.NonceSize()+len(dk)+k.aead.Overhead())
+	rand.Read(nonce)
+	return k.aead.Seal(nonce, nonce, dk, wrapAAD(t, v))
+}
+
+// unwrapOne opens one wrapped version under whichever KEK wrapped it.
+func (kr *Keyring) unwrapOne(t tenancy.TenantID, w wrappedKey) ([]byte, error) {
+	for _, k := range []*kek{kr.kek.Load(), kr.prev.Load()} {
+		if k == nil || k.id != w.KEK {
+			continue
+		}
+		n := k.aead.NonceSize()
+		if len(w.Wrapped) < n {
+			break
+		}
+		dk, err := k.aead.Open(nil, w.Wrapped[:n], w.Wrapped[n:], wrapAAD(t, w.Version))
+		if err != nil {
+			break
+		}
+		return dk, nil
+	}
+	return nil, fmt.Errorf("tenantkey: the data key of tenant %s (version %d) does not unwrap under this server key", t, w.Version)
+}
+
+func (kr *Keyring) unwrap(t tenancy.TenantID, f *keyFile) (*keyState, error) {
+	st := &keyState{current: f.Current, aeads: map[uint32]cipher.AEAD{}, legacy: f.Legacy}
+	if f.Rotation != nil {
+		r := *f.Rotation
+		st.rotation = &r
+	}
+	for _, w := range f.Versions {
+		dk, err := kr.unwrapOne(t, w)
+		if err != nil {
+			return nil, err
+		}
+		a, err := newAEAD(dk)
+		clear(dk)
+		if err != nil {
+			return nil, err
+		}
+		st.aeads[w.Version] = a
+	}
+	if st.aeads[st.current] == nil {
+		return nil, fmt.Errorf("tenantkey: tenant %s's key file lacks its current version %d", t, f.Current)
+	}
+	return st, nil
+}
+
+func (kr *Keyring) path(t tenancy.TenantID) string { return filepath.Join(kr.dir, t.String()) }
+
+// read returns t's stored key file (fs.ErrNotExist if none). REQUIRES: kr.mu.
+func (kr *Keyring) read(t tenancy.TenantID) (*keyFile, error) {
+	var data []byte
+	if kr.dir == "" {
+		b, ok := kr.mem[t]
+		if !ok {
+			return nil, fs.ErrNotExist
+		}
+		data = b
+	} else {
+		b, err := os.ReadFile(kr.path(t))
+		if err != nil {
+			return nil, err
+		}
+		data = b
+	}
+	var f keyFile
+	if err := json.Unmarshal(data, &f); err != nil || f.Tenant != t.String() {
+		return nil, fmt.Errorf("tenantkey: key file of tenant %s is corrupt", t)
+	}
+	return &f, nil
+}
+
+// write stores f durably (temporary file, fsync, rename, directory
+// fsync). REQUIRES: kr.mu.
+func (kr *Keyring) write(t tenancy.TenantID, f *keyFile) error {
+	data, err := json.Marshal(f)
+	if err != nil {
+		return err
+	}
+	if kr.dir == "" {
+		kr.mem[t] = data
+		return nil
+	}
+	tmp, err := os.CreateTemp(kr.dir, ".tmp-*")
+	if err != nil {
+		return fmt.Errorf("tenantkey: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), kr.path(t))
+	}
+	if err == nil {
+		err = syncDir(kr.dir)
+	}
+	if err != nil {
+		return fmt.Errorf("tenantkey: writing key of tenant %s: %w", t, err)
+	}
+	return nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("tenantkey: %w", err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("tenantkey: sync %s: %w", dir, err)
+	}
+	return nil
+}
+
+// update reads t's key file, lets fn change it, writes it and refreshes
+// the cached key. REQUIRES: not kr.mu.
+func (kr *Keyring) update(t tenancy.TenantID, fn func(f *keyFile) error) error {
+	if _, err := kr.Key(t); err != nil { // exists (or is created) first
+		return err
+	}
+	kr.mu.Lock()
+	defer kr.mu.Unlock()
+	if _, gone := kr.destroyed.Load(t); gone {
+		return ErrDestroyed
+	}
+	f, err := kr.read(t)
+	if err != nil {
+		return err
+	}
+	if err := fn(f); err != nil {
+		return err
+	}
+	st, err := kr.unwrap(t, f)
+	if err != nil {
+		return err
+	}
+	if err := kr.write(t, f); err != nil {
+		return err
+	}
+	if v, ok := kr.keys.Load(t); ok {
+		v.(*Key).st.Store(st)
+	}
+	return nil
+}
+
+// versions returns the version numbers of f, ascending.
+func (f *keyFile) versions() []uint32 {
+	var vs []uint32
+	for _, w := range f.Versions {
+		vs = append(vs, w.Version)
+	}
+	slices.Sort(vs)
+	return vs
+}
