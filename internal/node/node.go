@@ -15,6 +15,7 @@ import (
 	"errors"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -29,6 +30,7 @@ import (
 	"github.com/tenantdb/tenantdb/internal/audit"
 	"github.com/tenantdb/tenantdb/internal/auth"
 	"github.com/tenantdb/tenantdb/internal/catalog"
+	"github.com/tenantdb/tenantdb/internal/console"
 	"github.com/tenantdb/tenantdb/internal/dynamo"
 	"github.com/tenantdb/tenantdb/internal/engine"
 	"github.com/tenantdb/tenantdb/internal/lifecycle"
@@ -282,11 +284,19 @@ func Open(ctx context.Context, o Options) (_ *Node, err error) {
 	if o.ConnGate {
 		connGate = n.quotas
 	}
+	// NB: the console acts through the admin API and the server itself,
+	// in-process, with each session's own key.
+	con, err := console.New(console.Options{Admin: adm, Region: o.Region, Logger: log,
+		Dynamo: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { n.server.ServeHTTP(w, r) })})
+	if err != nil {
+		return nil, err
+	}
 	if n.server, err = server.New(server.Options{
 		Backend:   n.backend,
 		Auth:      dataAuth,
 		Guard:     guard,
 		Admin:     adm,
+		Console:   con,
 		Denied:    n.audit.Denied,
 		Registry:  reg,
 		Logger:    log,
