@@ -191,6 +191,41 @@ func TestConsoleFlow(t *testing.T) {
 	st, body = op.get("/console/audit")
 	want(t, "platform audit", st, body, 200, "Chain verified", "tenant.create")
 
+	// Quotas: the operator sets them, a tenant admin only reads them.
+	st, body, _ = op.post(tpath+"/quota", url.Values{"read_units": {"123"}, "write_units": {""}})
+	want(t, "set quota", st, body, http.StatusSeeOther)
+	st, body = op.get(tpath + "/quota")
+	want(t, "quota", st, body, 200, "Changed the tenant&#39;s quota.", "123.0", "Save quota")
+	st, body = ta.get(tpath + "/quota")
+	want(t, "quota as tenant admin", st, body, 200, "123.0")
+	if strings.Contains(body, "Save quota") {
+		t.Fatal("a tenant admin is offered to set its quota")
+	}
+	st, body, _ = ta.post(tpath+"/quota", url.Values{"read_units": {"100000"}})
+	want(t, "tenant admin sets quota", st, body, http.StatusForbidden, "only the operator may set quotas")
+
+	// Rotating a key shows the new secret once; the old key stops working.
+	ta.get(tpath)
+	st, body, _ = ta.post(tpath+"/keys", url.Values{"role": {"app"}})
+	want(t, "create app key", st, body, 200)
+	appAkid := regexp.MustCompile(`id="akid" readonly value="([^"]+)"`).FindStringSubmatch(body)[1]
+	appSecret := regexp.MustCompile(`id="secret" readonly value="([^"]+)"`).FindStringSubmatch(body)[1]
+	_, body = ta.get(tpath)
+	var rotPath string
+	for _, m := range regexp.MustCompile(`action="([^"]+/keys/([^"/]+)/rotate)"`).FindAllStringSubmatch(body, -1) {
+		if strings.HasSuffix(appAkid, "_"+m[2]) {
+			rotPath = m[1]
+		}
+	}
+	if rotPath == "" {
+		t.Fatalf("no rotate form for %s", appAkid)
+	}
+	st, body, _ = ta.post(rotPath, url.Values{"grace": {"0"}})
+	want(t, "rotate", st, body, 200, "This is the only time the secret is shown")
+	if _, err := s.Client(harness.Credential{AccessKeyID: appAkid, SecretAccessKey: appSecret}).ListTables(ctx, &dynamodb.ListTablesInput{}); err == nil {
+		t.Fatal("the rotated key still works")
+	}
+
 	// Suspend, resume, delete with confirmation.
 	st, body, _ = op.post(tpath+"/suspend", nil)
 	want(t, "suspend", st, body, http.StatusSeeOther)

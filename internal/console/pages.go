@@ -32,6 +32,9 @@ func (h *Handler) routes() {
 
 	h.mux.HandleFunc("POST /console/tenants/{tenant}/keys", h.authed(h.createKey))
 	h.mux.HandleFunc("POST /console/tenants/{tenant}/keys/{key}/revoke", h.authed(h.revokeKey))
+	h.mux.HandleFunc("POST /console/tenants/{tenant}/keys/{key}/rotate", h.authed(h.rotateKey))
+	h.mux.HandleFunc("GET /console/tenants/{tenant}/quota", h.authed(h.quota))
+	h.mux.HandleFunc("POST /console/tenants/{tenant}/quota", h.authed(h.setQuota))
 
 	h.mux.HandleFunc("GET /console/audit", h.authed(h.audit))
 	h.mux.HandleFunc("GET /console/tenants/{tenant}/audit", h.authed(h.audit))

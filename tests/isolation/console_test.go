@@ -163,7 +163,7 @@ func TestConsoleIsolation(t *testing.T) {
 	// The answer for B's pages must be the answer for a tenant that does
 	// not exist.
 	ghost := strings.Repeat("ab", 16)
-	gets := []string{"", "/usage", "/audit", "/audit?outcome=denied", "/tables", "/tables/" + secretTable,
+	gets := []string{"", "/usage", "/quota", "/audit", "/audit?outcome=denied", "/tables", "/tables/" + secretTable,
 		"/tables/" + secretTable + "?pk=emp-1", "/tables/" + secretTable + "/item?key=" + itemKey, "/delete"}
 	for _, g := range gets {
 		st, body, _ := A.do("GET", bPath+g, nil)
@@ -190,6 +190,8 @@ func TestConsoleIsolation(t *testing.T) {
 	}{
 		{bPath + "/keys/" + bKeyID + "/revoke", nil, false},
 		{bPath + "/keys", url.Values{"role": {"admin"}}, false},
+		{bPath + "/keys/" + bKeyID + "/rotate", url.Values{"grace": {"0"}}, false},
+		{bPath + "/quota", url.Values{"read_units": {"1"}}, false},
 		{bPath + "/suspend", nil, false},
 		{bPath + "/resume", nil, false},
 		{bPath + "/delete", url.Values{"confirm": {tb.Slug}}, false},
