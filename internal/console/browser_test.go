@@ -173,6 +173,11 @@ func TestBrowser(t *testing.T) {
 		t.Fatal("the new tenant is not listed")
 	}
 	shot("tenants")
+	run("health", chromedp.Navigate(srv.Endpoint+"/console/health"), chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS("#ops")))
+	if r := text("#health"); !strings.Contains(r, "per second since the previous look") {
+		t.Fatalf("health: %q", r)
+	}
+	shot("health")
 
 	// The application writes items with the SDK; a read key is denied a write.
 	ctx2 := context.Background()

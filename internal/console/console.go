@@ -60,9 +60,9 @@ const (
 type Options struct {
 	// Admin is the /v1/ admin API handler. Required.
 	Admin http.Handler
-	// Dynamo serves DynamoDB requests (POST /); nil disables the table
-	// pages.
-	Dynamo http.Handler
+	// Server is the server's own handler: DynamoDB requests (POST /) and
+	// /metrics. nil disables the table and health pages.
+	Server http.Handler
 	// Region is the region the console signs DynamoDB requests for.
 	Region string
 	// Logger; nil means slog.Default().
@@ -78,6 +78,7 @@ type Handler struct {
 	sessions *store
 	pages    map[string]*template.Template
 	log      *slog.Logger
+	healthState
 }
 
 // New returns the console handler.
@@ -296,7 +297,7 @@ func (h *Handler) endSession(w http.ResponseWriter, r *http.Request, s *session)
 // dynamo returns a DynamoDB client acting with the session's key.
 func (h *Handler) dynamo(q *req) *dynamoClient {
 	akid, secret := splitKey(q.s.key)
-	return &dynamoClient{h: h.o.Dynamo, region: h.o.Region, signer: v4.NewSigner(),
+	return &dynamoClient{h: h.o.Server, region: h.o.Region, signer: v4.NewSigner(),
 		creds: aws.Credentials{AccessKeyID: akid, SecretAccessKey: secret}}
 }
 

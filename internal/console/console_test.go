@@ -169,7 +169,7 @@ func TestConsoleFlow(t *testing.T) {
 	st, body = ta.get(strings.ReplaceAll(next, "&amp;", "&"))
 	want(t, "scan page 2", st, body, 200, "items (scan, continued)")
 	st, body = ta.get(tpath + "/tables/orders?pk=bob")
-	want(t, "query", st, body, 200, "items (query)", `&#34;S&#34;: &#34;bob&#34;`)
+	want(t, "query", st, body, 200, "items (query)", `&#34;S&#34;:&#34;bob&#34;`)
 	if strings.Contains(body, "alice") {
 		t.Fatal("query by bob shows alice")
 	}
@@ -188,6 +188,12 @@ func TestConsoleFlow(t *testing.T) {
 
 	st, body = op.get("/console/usage")
 	want(t, "top tenants", st, body, 200, "Acme Corp")
+	st, body = op.get("/console/health")
+	want(t, "health", st, body, 200, "PutItem", "p99", "reload the page")
+	st, body = op.get("/console/health")
+	want(t, "health again", st, body, 200, "per second since the previous look")
+	st, body = ta.get("/console/health")
+	want(t, "health as tenant admin", st, body, http.StatusForbidden, "operator only")
 	st, body = op.get("/console/audit")
 	want(t, "platform audit", st, body, 200, "Chain verified", "tenant.create")
 

@@ -40,6 +40,7 @@ func (h *Handler) routes() {
 	h.mux.HandleFunc("GET /console/tenants/{tenant}/audit", h.authed(h.audit))
 
 	h.mux.HandleFunc("GET /console/usage", h.authed(h.topTenants))
+	h.mux.HandleFunc("GET /console/health", h.authed(h.health))
 	h.mux.HandleFunc("GET /console/tenants/{tenant}/usage", h.authed(h.usage))
 
 	h.mux.HandleFunc("GET /console/tenants/{tenant}/tables", h.authed(h.tables))

@@ -24,7 +24,7 @@ func (h *Handler) dataTenant(q *req) (client.Tenant, *dynamoClient, bool) {
 	if !ok {
 		return t, nil, false
 	}
-	if h.o.Dynamo == nil || q.s.Operator() || q.s.who.TenantID != t.ID {
+	if h.o.Server == nil || q.s.Operator() || q.s.who.TenantID != t.ID {
 		p := q.page("Tables of "+t.Name, nil)
 		p.Tenant = &t
 		p.Status = http.StatusForbidden
@@ -119,7 +119,8 @@ func (h *Handler) browse(q *req) {
 		return
 	}
 	for _, it := range pg.Items {
-		row := itemRow{Key: encodeKey(desc.keyOf(it)), JSON: pretty(it)}
+		b, _ := json.Marshal(it)
+		row := itemRow{Key: encodeKey(desc.keyOf(it)), JSON: string(b)}
 		bd.Items = append(bd.Items, row)
 	}
 	bd.Count = len(bd.Items)

@@ -287,7 +287,7 @@ func Open(ctx context.Context, o Options) (_ *Node, err error) {
 	// NB: the console acts through the admin API and the server itself,
 	// in-process, with each session's own key.
 	con, err := console.New(console.Options{Admin: adm, Region: o.Region, Logger: log,
-		Dynamo: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { n.server.ServeHTTP(w, r) })})
+		Server: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { n.server.ServeHTTP(w, r) })})
 	if err != nil {
 		return nil, err
 	}

@@ -177,7 +177,7 @@ func TestConsoleIsolation(t *testing.T) {
 		noLeak("GET "+g, body)
 	}
 	// A's own table list and the tenant list.
-	for _, g := range []string{"/console/tenants/" + ta.ID + "/tables", "/console/tenants", "/console/usage", "/console/audit"} {
+	for _, g := range []string{"/console/tenants/" + ta.ID + "/tables", "/console/tenants", "/console/usage", "/console/audit", "/console/health"} {
 		_, body, _ := A.do("GET", g, nil)
 		noLeak("GET "+g, body)
 	}
@@ -246,7 +246,7 @@ func TestConsoleIsolation(t *testing.T) {
 
 	// No session: every page redirects to sign-in.
 	anon := newConsoleSession(t, srv)
-	for _, g := range append([]string{"/console/", "/console/tenants", "/console/usage", "/console/audit"}, gets...) {
+	for _, g := range append([]string{"/console/", "/console/tenants", "/console/usage", "/console/audit", "/console/health"}, gets...) {
 		if !strings.HasPrefix(g, "/console/") {
 			g = bPath + g
 		}
