@@ -176,6 +176,16 @@ func TestConsoleFlow(t *testing.T) {
 	view := regexp.MustCompile(`href="([^"]+/item\?key=[^"]+)"`).FindStringSubmatch(body)[1]
 	st, body = ta.get(view)
 	want(t, "item", st, body, 200, "Delete item", "bob")
+	edited := `{"pk": {"S": "bob"}, "sk": {"N": "99"}, "note": {"S": "edited in the console"}}`
+	st, body, h = ta.post(tpath+"/tables/orders/item", url.Values{"item": {edited}})
+	want(t, "put item", st, body, http.StatusSeeOther)
+	st, body = ta.get(h.Get("Location"))
+	want(t, "put item shown", st, body, 200, "Saved the item.", "edited in the console")
+	st, body, _ = ta.post(tpath+"/tables/orders/item", url.Values{"item": {`{"note": {"S": "no key"}}`}})
+	want(t, "put item without key", st, body, http.StatusBadRequest, "ValidationException")
+	st, body, _ = ta.post(tpath+"/tables/orders/item", url.Values{"item": {`not json`}})
+	want(t, "put malformed item", st, body, http.StatusBadRequest, "DynamoDB JSON")
+	st, body = ta.get(view)
 	st, body, _ = ta.post(tpath+"/tables/orders/item/delete", url.Values{"key": {regexp.MustCompile(`name="key" value="([^"]+)"`).FindStringSubmatch(body)[1]}, "confirm": {"yes"}})
 	want(t, "delete item", st, body, http.StatusSeeOther)
 	st, body = ta.get(view)

@@ -47,6 +47,7 @@ func (h *Handler) routes() {
 	h.mux.HandleFunc("GET /console/tenants/{tenant}/tables/{table}", h.authed(h.browse))
 	h.mux.HandleFunc("GET /console/tenants/{tenant}/tables/{table}/item", h.authed(h.item))
 	h.mux.HandleFunc("POST /console/tenants/{tenant}/tables/{table}/item/delete", h.authed(h.deleteItem))
+	h.mux.HandleFunc("POST /console/tenants/{tenant}/tables/{table}/item", h.authed(h.putItem))
 
 	h.mux.HandleFunc("/console/", func(w http.ResponseWriter, r *http.Request) {
 		h.render(w, http.StatusNotFound, "error", page{Title: "Not found", Status: http.StatusNotFound, Error: "There is no such console page."})

@@ -195,6 +195,31 @@ func (h *Handler) deleteItem(q *req) {
 	h.redirect(q, back, "Deleted the item.")
 }
 
+// putItem writes an item given as DynamoDB JSON (a new one, or an edit
+// of the item page's): the DynamoDB API validates it and its key.
+func (h *Handler) putItem(q *req) {
+	t, d, ok := h.dataTenant(q)
+	if !ok {
+		return
+	}
+	table := q.r.PathValue("table")
+	var it item
+	if err := json.Unmarshal([]byte(q.r.PostFormValue("item")), &it); err != nil || len(it) == 0 {
+		h.badRequest(q, "The item must be a JSON object of DynamoDB JSON attributes, like {\"pk\": {\"S\": \"a\"}}.")
+		return
+	}
+	if err := d.call(q.ctx, "PutItem", map[string]any{"TableName": table, "Item": it}, nil); err != nil {
+		h.fail(q, err)
+		return
+	}
+	desc, err := d.describe(q.ctx, table)
+	if err != nil {
+		h.fail(q, err)
+		return
+	}
+	h.redirect(q, Prefix+"tenants/"+url.PathEscape(t.ID)+"/tables/"+url.PathEscape(table)+"/item?key="+encodeKey(desc.keyOf(it)), "Saved the item.")
+}
+
 func (h *Handler) badRequest(q *req, msg string) {
 	p := q.page("Bad request", nil)
 	p.Status, p.Error = http.StatusBadRequest, msg

@@ -196,6 +196,7 @@ func TestConsoleIsolation(t *testing.T) {
 		{bPath + "/resume", nil, false},
 		{bPath + "/delete", url.Values{"confirm": {tb.Slug}}, false},
 		{bPath + "/tables/" + secretTable + "/item/delete", url.Values{"key": {itemKey}, "confirm": {"yes"}}, false},
+		{bPath + "/tables/" + secretTable + "/item", url.Values{"item": {`{"pk": {"S": "emp-1"}, "pay": {"S": "0"}}`}}, false},
 		// A's own tenant path with B's item key acts on A's tables only.
 		{"/console/tenants/" + ta.ID + "/tables/" + secretTable + "/item/delete", url.Values{"key": {itemKey}, "confirm": {"yes"}}, true},
 		{"/console/tenants", url.Values{"name": {"made by A"}}, false},
@@ -230,6 +231,8 @@ func TestConsoleIsolation(t *testing.T) {
 	}
 	if out, err := dbB.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(secretTable), Key: bItemKey}); err != nil || out.Item == nil {
 		t.Errorf("B's item after the attacks: %v", err)
+	} else if v, _ := out.Item["pay"].(*types.AttributeValueMemberS); v == nil || v.Value != secretValue {
+		t.Errorf("B's item changed by the attacks: %v", out.Item["pay"])
 	}
 	if keys, _ := op.Keys(ctx, tb.ID); len(keys) != len(bKeys) {
 		t.Errorf("B has %d keys after the attacks, had %d", len(keys), len(bKeys))
