@@ -201,9 +201,20 @@ func (q *req) page(title string, data any) page {
 	return page{Title: title, Session: q.s, CSRF: q.s.csrf, Data: data}
 }
 
-// authed wraps a page handler: no session redirects to sign-in; a POST
-// without the session's CSRF token is refused.
+// authed wraps a page handler of API key sessions: no session redirects to
+// sign-in; a POST without the session's CSRF token is refused; a platform
+// user's session is sent to its memberships (those pages act with API
+// keys, which it has none of).
 func (h *Handler) authed(fn func(q *req)) http.HandlerFunc {
+	return h.session(false, fn)
+}
+
+// platform wraps a page handler of platform user sessions.
+func (h *Handler) platform(fn func(q *req)) http.HandlerFunc {
+	return h.session(true, fn)
+}
+
+func (h *Handler) session(platform bool, fn func(q *req)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		var s *session
 		if c, err := r.Cookie(cookieName); err == nil {
@@ -225,10 +236,19 @@ func (h *Handler) authed(fn func(q *req)) http.HandlerFunc {
 				return
 			}
 		}
+		if s.Platform() != platform && r.URL.Path != Prefix+"signout" {
+			where := Prefix + "memberships"
+			if !s.Platform() {
+				where = Prefix
+			}
+			http.Redirect(w, r, where, http.StatusSeeOther)
+			return
+		}
 		ctx := withRemoteAddr(r.Context(), r.RemoteAddr)
 		q := &req{w: w, r: r, ctx: ctx, s: s, admin: &client.Client{
 			Endpoint: "http://console.tenantdb.internal",
 			Key:      s.key,
+			Token:    s.token,
 			HTTP:     &http.Client{Transport: inProc{h.o.Admin}, Timeout: 30 * time.Second},
 		}}
 		fn(q)

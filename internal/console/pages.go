@@ -16,7 +16,9 @@ func (h *Handler) routes() {
 	h.mux.Handle("GET /console/static/", http.StripPrefix("/console/static/", http.FileServerFS(static)))
 	h.mux.HandleFunc("GET /console/signin", h.signinForm)
 	h.mux.HandleFunc("POST /console/signin", h.signin)
-	h.mux.HandleFunc("POST /console/signout", h.authed(h.signout))
+	h.mux.HandleFunc("POST /console/signout", h.session(false, h.signout))
+	h.mux.HandleFunc("GET /console/memberships", h.platform(h.memberships))
+	h.mux.HandleFunc("POST /console/invites/accept", h.platform(h.acceptInvite))
 	h.mux.HandleFunc("GET /console/{$}", h.authed(h.home))
 	h.mux.HandleFunc("GET /console", func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, Prefix, http.StatusMovedPermanently)
@@ -96,19 +98,34 @@ func (h *Handler) signin(w http.ResponseWriter, r *http.Request) {
 		h.signinPage(w, r, http.StatusBadRequest, "Enter an API key.")
 		return
 	}
-	c := &client.Client{Endpoint: "http://console.tenantdb.internal", Key: key,
+	c := &client.Client{Endpoint: "http://console.tenantdb.internal",
 		HTTP: &http.Client{Transport: inProc{h.o.Admin}, Timeout: 30 * time.Second}}
-	who, err := c.WhoAmI(withRemoteAddr(r.Context(), r.RemoteAddr))
-	if err != nil {
-		// NB: one message for every refusal: nothing about the key is revealed.
-		h.signinPage(w, r, http.StatusUnauthorized, "That key was not accepted.")
-		return
+	ctx := withRemoteAddr(r.Context(), r.RemoteAddr)
+	var who client.WhoAmI
+	var jwt string
+	if strings.HasPrefix(key, "sk_") {
+		c.Key = key
+		var err error
+		if who, err = c.WhoAmI(ctx); err != nil {
+			// NB: one message for every refusal: nothing about the key is revealed.
+			h.signinPage(w, r, http.StatusUnauthorized, "That key was not accepted.")
+			return
+		}
+		if who.Role != "operator" && who.Role != "admin" {
+			h.signinPage(w, r, http.StatusForbidden, "Only the operator key or a tenant admin key can sign in to the console.")
+			return
+		}
+	} else {
+		// A platform user's OIDC token: the admin API verifies it.
+		c.Token, jwt = key, key
+		pt, err := c.PlatformTenants(ctx)
+		if err != nil {
+			h.signinPage(w, r, http.StatusUnauthorized, "That key was not accepted.")
+			return
+		}
+		who = client.WhoAmI{AccessKeyID: "sub:" + pt.Sub, Role: "platform user"}
 	}
-	if who.Role != "operator" && who.Role != "admin" {
-		h.signinPage(w, r, http.StatusForbidden, "Only the operator key or a tenant admin key can sign in to the console.")
-		return
-	}
-	s := h.sessions.create(key, who)
+	s := h.sessions.create(c.Key, jwt, who)
 	h.setCookie(w, r, preCookieName, "", -1)
 	h.setCookie(w, r, cookieName, s.id, 0)
 	http.Redirect(w, r, safeNext(r.PostFormValue("next")), http.StatusSeeOther)
@@ -117,6 +134,25 @@ func (h *Handler) signin(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) signout(q *req) {
 	h.endSession(q.w, q.r, q.s)
 	http.Redirect(q.w, q.r, Prefix+"signin", http.StatusSeeOther)
+}
+
+// memberships lists the tenants of a platform user's session.
+func (h *Handler) memberships(q *req) {
+	pt, err := q.admin.PlatformTenants(q.ctx)
+	if err != nil {
+		h.fail(q, err)
+		return
+	}
+	h.show(q, "memberships", q.page("My tenants", pt))
+}
+
+func (h *Handler) acceptInvite(q *req) {
+	m, err := q.admin.AcceptInvite(q.ctx, strings.TrimSpace(q.r.PostFormValue("invite")))
+	if err != nil {
+		h.fail(q, err)
+		return
+	}
+	h.redirect(q, Prefix+"memberships", "You are now a member ("+m.Role+") of "+m.Name+".")
 }
 
 func (h *Handler) home(q *req) {

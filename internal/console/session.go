@@ -15,7 +15,8 @@ import (
 // the CSRF token its forms carry.
 type session struct {
 	id      string
-	key     string
+	key     string // an API key; "" for a platform user
+	token   string // a platform user's OIDC JWT; "" for an API key
 	who     client.WhoAmI
 	csrf    string
 	created time.Time
@@ -27,6 +28,10 @@ type session struct {
 
 // Operator reports whether the session signed in with the operator key.
 func (s *session) Operator() bool { return s.who.Role == "operator" }
+
+// Platform reports whether the session signed in with a platform user's
+// OIDC token.
+func (s *session) Platform() bool { return s.token != "" }
 
 // store keeps sessions in memory, server-side: the cookie carries only a
 // random id. A restart signs everyone out.
@@ -49,9 +54,9 @@ func token() string {
 	return base64.RawURLEncoding.EncodeToString(b[:])
 }
 
-func (st *store) create(key string, who client.WhoAmI) *session {
+func (st *store) create(key, jwt string, who client.WhoAmI) *session {
 	now := st.now()
-	s := &session{id: token(), key: key, who: who, csrf: token(), created: now, seen: now}
+	s := &session{id: token(), key: key, token: jwt, who: who, csrf: token(), created: now, seen: now}
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	st.sweepLocked(now)
