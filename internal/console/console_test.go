@@ -173,6 +173,20 @@ func TestConsoleFlow(t *testing.T) {
 	if strings.Contains(body, "alice") {
 		t.Fatal("query by bob shows alice")
 	}
+	// A filter applies to each page read, as DynamoDB's does: follow the pages.
+	matched, fpath := 0, tpath+"/tables/orders?fattr=n&ftext="+strings.Repeat("x", 25)
+	for pages := 0; fpath != ""; pages++ {
+		st, fbody := ta.get(fpath)
+		want(t, "filter", st, fbody, 200, "items (scan, filtered")
+		matched += strings.Count(fbody, "order-")
+		fpath = ""
+		if m := regexp.MustCompile(`id="next" href="([^"]+)"`).FindStringSubmatch(fbody); m != nil && pages < 5 {
+			fpath = strings.ReplaceAll(m[1], "&amp;", "&")
+		}
+	}
+	if matched != 5 { // items 25..29 have 25 or more x
+		t.Fatalf("filter n contains 25 x: %d items", matched)
+	}
 	view := regexp.MustCompile(`href="([^"]+/item\?key=[^"]+)"`).FindStringSubmatch(body)[1]
 	st, body = ta.get(view)
 	want(t, "item", st, body, 200, "Delete item", "bob")

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 
 	"github.com/tenantdb/tenantdb/client"
 )
@@ -73,6 +74,8 @@ type itemRow struct {
 type browseData struct {
 	Table tableDesc
 	PK    string // the partition key value queried, if any
+	FAttr string // filter: an attribute name
+	FText string // filter: the string it contains
 	Mode  string // "query" or "scan"
 	Items []itemRow
 	Next  string // base64url of LastEvaluatedKey
@@ -90,7 +93,8 @@ func (h *Handler) browse(q *req) {
 		h.fail(q, err)
 		return
 	}
-	bd := browseData{Table: desc, PK: q.r.FormValue("pk"), Mode: "scan", Start: q.r.FormValue("start")}
+	bd := browseData{Table: desc, PK: q.r.FormValue("pk"), Mode: "scan", Start: q.r.FormValue("start"),
+		FAttr: strings.TrimSpace(q.r.FormValue("fattr")), FText: q.r.FormValue("ftext")}
 	in := map[string]any{"TableName": desc.TableName, "Limit": browseLimit}
 	if bd.Start != "" {
 		start, err := decodeKey(bd.Start)
@@ -112,6 +116,24 @@ func (h *Handler) browse(q *req) {
 		in["KeyConditionExpression"] = "#pk = :pk"
 		in["ExpressionAttributeNames"] = map[string]string{"#pk": pk}
 		in["ExpressionAttributeValues"] = map[string]any{":pk": v}
+	}
+	if bd.FAttr != "" {
+		// A filter: items whose attribute contains the text (a substring of
+		// a string, an element of a set, ...), applied by the API after it
+		// reads each page, as DynamoDB's FilterExpression is.
+		in["FilterExpression"] = "contains(#f, :f)"
+		names, _ := in["ExpressionAttributeNames"].(map[string]string)
+		if names == nil {
+			names = map[string]string{}
+		}
+		names["#f"] = bd.FAttr
+		in["ExpressionAttributeNames"] = names
+		values, _ := in["ExpressionAttributeValues"].(map[string]any)
+		if values == nil {
+			values = map[string]any{}
+		}
+		values[":f"] = map[string]string{"S": bd.FText}
+		in["ExpressionAttributeValues"] = values
 	}
 	var pg itemPage
 	if err := d.call(q.ctx, op, in, &pg); err != nil {
