@@ -229,7 +229,8 @@ func (h *Handler) session(platform bool, fn func(q *req)) http.HandlerFunc {
 			return
 		}
 		if r.Method == http.MethodPost {
-			r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+			// NB: room for an item of DynamoDB's 400 KB limit as JSON.
+			r.Body = http.MaxBytesReader(w, r.Body, 2<<20)
 			if err := r.ParseForm(); err != nil || !equal(r.PostFormValue("csrf"), s.csrf) {
 				h.render(w, http.StatusForbidden, "error", page{Title: "Refused", Session: s, CSRF: s.csrf, Status: http.StatusForbidden,
 					Error: "This form is stale or did not come from this console (CSRF check failed). Reload the page and try again."})

@@ -76,7 +76,7 @@ func (h *Handler) signinPage(w http.ResponseWriter, r *http.Request, status int,
 
 // safeNext keeps a post-sign-in redirect inside the console.
 func safeNext(next string) string {
-	if !strings.HasPrefix(next, Prefix) || strings.HasPrefix(next, "//") || strings.ContainsAny(next, "\\\r\n") {
+	if !strings.HasPrefix(next, Prefix) || strings.Contains(next, "..") || strings.ContainsAny(next, "\\\r\n") {
 		return Prefix
 	}
 	return next
