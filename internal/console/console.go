@@ -61,7 +61,8 @@ type Options struct {
 	// Admin is the /v1/ admin API handler. Required.
 	Admin http.Handler
 	// Server is the server's own handler: DynamoDB requests (POST /) and
-	// /metrics. nil disables the table and health pages.
+	// /metrics. nil disables the table and health pages; SetServer sets it
+	// once the server exists.
 	Server http.Handler
 	// Region is the region the console signs DynamoDB requests for.
 	Region string
@@ -155,6 +156,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hd.Set("Cache-Control", "no-store")
 	h.mux.ServeHTTP(w, r)
 }
+
+// SetServer sets Options.Server, for the assembly that builds the server
+// after the console (which the server serves). NB: call it before the
+// server serves a request.
+func (h *Handler) SetServer(s http.Handler) { h.o.Server = s }
 
 // page is what every template gets.
 type page struct {

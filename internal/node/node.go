@@ -15,7 +15,6 @@ import (
 	"errors"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -286,8 +285,7 @@ func Open(ctx context.Context, o Options) (_ *Node, err error) {
 	}
 	// NB: the console acts through the admin API and the server itself,
 	// in-process, with each session's own key.
-	con, err := console.New(console.Options{Admin: adm, Region: o.Region, Logger: log,
-		Server: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { n.server.ServeHTTP(w, r) })})
+	con, err := console.New(console.Options{Admin: adm, Region: o.Region, Logger: log})
 	if err != nil {
 		return nil, err
 	}
@@ -306,6 +304,7 @@ func Open(ctx context.Context, o Options) (_ *Node, err error) {
 	}); err != nil {
 		return nil, err
 	}
+	con.SetServer(n.server)
 	return n, nil
 }
 
