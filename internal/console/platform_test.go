@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/tenantdb/tenantdb/client"
-	"github.com/tenantdb/tenantdb/internal/node"
 	"github.com/tenantdb/tenantdb/tests/harness"
 )
 
@@ -32,7 +31,9 @@ func hs256(secret, sub string) string {
 // kept to its own pages.
 func TestPlatformUser(t *testing.T) {
 	const secret = "console-test-secret"
-	s := harness.Start(t, harness.Options{Platform: node.Platform{HS256Secret: secret}})
+	var o harness.Options
+	o.Platform.HS256Secret = secret
+	s := harness.Start(t, o)
 	ctx := context.Background()
 	op := s.Admin()
 	mine, err := op.CreateTenant(ctx, client.CreateTenantRequest{Name: "Mine Inc", Slug: "mine"})
