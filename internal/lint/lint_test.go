@@ -96,6 +96,7 @@ func TestOnlyStorageImportsPebble(t *testing.T) {
 func TestOnlyServerAndAdminImportNetHTTP(t *testing.T) {
 	allowed := map[string]bool{
 		"internal/server": true, "internal/admin": true,
+		"internal/console": true, // the web console: HTML over HTTP, calling the two above in-process
 		"internal/sdkhttp": true, // the HTTP client wrapper of our SDK clients (tdbload, tests)
 		"internal/verify":  true, // a black-box attacker: a client, like the tests
 		"internal/webhook": true, // delivers webhooks: an HTTP client of tenants' endpoints

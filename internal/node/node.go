@@ -29,6 +29,7 @@ import (
 	"github.com/tenantdb/tenantdb/internal/audit"
 	"github.com/tenantdb/tenantdb/internal/auth"
 	"github.com/tenantdb/tenantdb/internal/catalog"
+	"github.com/tenantdb/tenantdb/internal/console"
 	"github.com/tenantdb/tenantdb/internal/dynamo"
 	"github.com/tenantdb/tenantdb/internal/engine"
 	"github.com/tenantdb/tenantdb/internal/lifecycle"
@@ -368,11 +369,18 @@ func Open(ctx context.Context, o Options) (_ *Node, err error) {
 	if o.ConnGate {
 		connGate = n.quotas
 	}
+	// NB: the console acts through the admin API and the server itself,
+	// in-process, with each session's own key.
+	con, err := console.New(console.Options{Admin: adm, Region: o.Region, Logger: log})
+	if err != nil {
+		return nil, err
+	}
 	if n.server, err = server.New(server.Options{
 		Backend:   n.backend,
 		Auth:      dataAuth,
 		Guard:     guard,
 		Admin:     adm,
+		Console:   con,
 		Denied:    n.audit.Denied,
 		Registry:  reg,
 		Logger:    log,
@@ -382,6 +390,7 @@ func Open(ctx context.Context, o Options) (_ *Node, err error) {
 	}); err != nil {
 		return nil, err
 	}
+	con.SetServer(n.server)
 	return n, nil
 }
 

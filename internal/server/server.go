@@ -55,6 +55,8 @@ type Options struct {
 	Guard *tenancy.Guard
 	// Admin, if set, serves everything under /v1/.
 	Admin http.Handler
+	// Console, if set, serves the web console under /console/.
+	Console http.Handler
 	// Denied, if set, is told of every request refused with
 	// AccessDeniedException, by the guard or the backend, after
 	// authentication succeeded (authentication failures are the
@@ -99,6 +101,7 @@ type Server struct {
 	auth    Authenticator
 	guard   *tenancy.Guard
 	admin   http.Handler
+	console http.Handler
 	denied  func(ctx context.Context, p tenancy.Principal, action, reason string)
 	opsAuth func(ctx context.Context, bearer string) error
 	metrics http.Handler
@@ -150,6 +153,7 @@ func New(o Options) (*Server, error) {
 		auth:         o.Auth,
 		guard:        o.Guard,
 		admin:        o.Admin,
+		console:      o.Console,
 		denied:       o.Denied,
 		opsAuth:      o.OpsAuth,
 		log:          o.Logger,
@@ -216,7 +220,8 @@ func (s *Server) Shutdown(ctx context.Context) error { return s.http.Shutdown(ct
 func (s *Server) Close() error { return s.http.Close() }
 
 // ServeHTTP routes a request: DynamoDB on POST /, the admin API under
-// /v1/, health on GET /, metrics on GET /metrics.
+// /v1/, the web console under /console/, health on GET /, metrics on GET
+// /metrics.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	path := r.URL.Path
 	dynamo := path == "/" && r.Method == http.MethodPost
@@ -242,6 +247,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		s.admin.ServeHTTP(w, r)
+	case s.console != nil && (path == "/console" || strings.HasPrefix(path, "/console/")):
+		s.console.ServeHTTP(w, r)
 	case (path == "/" || path == "/healthz") && (r.Method == http.MethodGet || r.Method == http.MethodHead):
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.WriteHeader(http.StatusOK)

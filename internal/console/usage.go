@@ -1,0 +1,196 @@
+package console
+
+import (
+	"fmt"
+	"html/template"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/tenantdb/tenantdb/client"
+)
+
+// usageWindow is the span of the usage pages: the last day, by hour.
+const usageWindow = 24 * time.Hour
+
+type usageData struct {
+	Report client.UsageReport
+	Chart  template.HTML
+	Hours  []client.HourUsage // every hour of the window, oldest first
+	Tables []tableUse
+}
+
+type tableUse struct {
+	Name string
+	client.TableUsage
+}
+
+func (h *Handler) usage(q *req) {
+	t, ok := h.tenantOf(q)
+	if !ok {
+		return
+	}
+	to := h.o.Now().UTC()
+	rep, err := q.admin.Usage(q.ctx, t.ID, to.Add(-usageWindow), to)
+	if err != nil {
+		h.fail(q, err)
+		return
+	}
+	d := usageData{Report: rep, Hours: hourly(rep, to)}
+	d.Chart = usageChart(d.Hours)
+	for name, u := range rep.ByTable {
+		d.Tables = append(d.Tables, tableUse{name, u})
+	}
+	slices.SortFunc(d.Tables, func(a, b tableUse) int { return strings.Compare(a.Name, b.Name) })
+	p := q.page("Usage of "+t.Name, d)
+	p.Tenant = &t
+	h.show(q, "usage", p)
+}
+
+// hourly returns the window's hours ending at to, oldest first, each with
+// the report's figures (zero where it has none).
+func hourly(rep client.UsageReport, to time.Time) []client.HourUsage {
+	last := to.Truncate(time.Hour)
+	n := int(usageWindow / time.Hour)
+	out := make([]client.HourUsage, n)
+	for i := range out {
+		out[i].Hour = last.Add(-time.Duration(n-1-i) * time.Hour)
+	}
+	for _, hu := range rep.Hours {
+		i := n - 1 - int(last.Sub(hu.Hour.UTC().Truncate(time.Hour))/time.Hour)
+		if i >= 0 && i < n {
+			out[i].OpUsage = hu.OpUsage
+		}
+	}
+	return out
+}
+
+// usageChart draws hours as an SVG bar chart: consumed read and write
+// units stacked, requests as a line, throttled requests marked.
+func usageChart(hours []client.HourUsage) template.HTML {
+	const (
+		w, hgt       = 720.0, 240.0
+		left, right  = 56.0, 16.0
+		top, bottom  = 16.0, 36.0
+		plotW, plotH = w - left - right, hgt - top - bottom
+	)
+	maxU, maxR := 0.0, 0.0
+	for _, hu := range hours {
+		maxU = math.Max(maxU, hu.ConsumedReadUnits+hu.ConsumedWriteUnits)
+		maxR = math.Max(maxR, float64(hu.Requests))
+	}
+	maxU = niceCeil(maxU)
+	maxR = niceCeil(maxR)
+	var b strings.Builder
+	var total float64
+	for _, hu := range hours {
+		total += hu.ConsumedReadUnits + hu.ConsumedWriteUnits
+	}
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" class="chart" viewBox="0 0 %g %g" role="img" aria-labelledby="chart-title chart-desc">`, w, hgt)
+	fmt.Fprintf(&b, `<title id="chart-title">Consumed capacity per hour, last %d hours</title>`, len(hours))
+	fmt.Fprintf(&b, `<desc id="chart-desc">Stacked bars: read units (blue) and write units (orange) per hour; line: requests per hour. %.1f units in all.</desc>`, total)
+	// Axes and grid.
+	for i := 0; i <= 4; i++ {
+		y := top + plotH - plotH*float64(i)/4
+		fmt.Fprintf(&b, `<line class="grid" x1="%g" y1="%.1f" x2="%g" y2="%.1f"/>`, left, y, w-right, y)
+		fmt.Fprintf(&b, `<text class="axis" x="%g" y="%.1f" text-anchor="end">%s</text>`, left-6, y+4, short(maxU*float64(i)/4))
+	}
+	slot := plotW / float64(len(hours))
+	var line []string
+	for i, hu := range hours {
+		x := left + float64(i)*slot
+		rh := plotH * hu.ConsumedReadUnits / maxU
+		wh := plotH * hu.ConsumedWriteUnits / maxU
+		label := fmt.Sprintf("%s: %.1f read units, %.1f write units, %d requests, %d throttled",
+			hu.Hour.UTC().Format("Jan 2 15:04"), hu.ConsumedReadUnits, hu.ConsumedWriteUnits, hu.Requests, hu.ThrottledRequests)
+		fmt.Fprintf(&b, `<g class="bar"><title>%s</title>`, template.HTMLEscapeString(label))
+		fmt.Fprintf(&b, `<rect class="read" x="%.1f" y="%.1f" width="%.1f" height="%.1f"/>`, x+1, top+plotH-rh, slot-2, rh)
+		fmt.Fprintf(&b, `<rect class="write" x="%.1f" y="%.1f" width="%.1f" height="%.1f"/>`, x+1, top+plotH-rh-wh, slot-2, wh)
+		if hu.ThrottledRequests > 0 {
+			fmt.Fprintf(&b, `<circle class="throttled" cx="%.1f" cy="%.1f" r="3"/>`, x+slot/2, top+4)
+		}
+		b.WriteString(`</g>`)
+		line = append(line, fmt.Sprintf("%.1f,%.1f", x+slot/2, top+plotH-plotH*float64(hu.Requests)/maxR))
+		if i%4 == 3 || i == len(hours)-1 {
+			fmt.Fprintf(&b, `<text class="axis" x="%.1f" y="%g" text-anchor="middle">%s</text>`, x+slot/2, hgt-bottom+16, hu.Hour.UTC().Format("15:04"))
+		}
+	}
+	fmt.Fprintf(&b, `<polyline class="requests" points="%s"/>`, strings.Join(line, " "))
+	fmt.Fprintf(&b, `<text class="axis" x="%g" y="%g" text-anchor="end">requests max %s</text>`, w-right, top-4, short(maxR))
+	fmt.Fprintf(&b, `<text class="axis" x="%g" y="%g">UTC</text>`, left, hgt-4)
+	b.WriteString(`</svg>`)
+	// NB: every value in the markup is a number or escaped text.
+	return template.HTML(b.String())
+}
+
+// niceCeil rounds v up to 1, 2 or 5 times a power of ten (at least 1).
+func niceCeil(v float64) float64 {
+	if v <= 1 {
+		return 1
+	}
+	p := math.Pow(10, math.Floor(math.Log10(v)))
+	for _, m := range []float64{1, 2, 5, 10} {
+		if v <= m*p {
+			return m * p
+		}
+	}
+	return 10 * p
+}
+
+func short(v float64) string {
+	switch {
+	case v >= 1e6:
+		return fmt.Sprintf("%gM", math.Round(v/1e5)/10)
+	case v >= 1e3:
+		return fmt.Sprintf("%gk", math.Round(v/1e2)/10)
+	}
+	return fmt.Sprintf("%g", math.Round(v*10)/10)
+}
+
+type topRow struct {
+	Tenant client.Tenant
+	Usage  client.OpUsage
+	Units  float64
+	Bytes  int64
+	Err    string
+	Width  float64 // percent of the largest
+}
+
+// topTenants ranks the tenants the session sees by consumed capacity over
+// the window.
+func (h *Handler) topTenants(q *req) {
+	ts, err := q.admin.Tenants(q.ctx)
+	if err != nil {
+		h.fail(q, err)
+		return
+	}
+	to := h.o.Now().UTC()
+	rows := make([]topRow, 0, len(ts))
+	for _, t := range ts {
+		row := topRow{Tenant: t}
+		rep, err := q.admin.Usage(q.ctx, t.ID, to.Add(-usageWindow), to)
+		if err != nil {
+			row.Err = err.Error()
+		} else {
+			row.Usage, row.Bytes = rep.OpUsage, rep.StorageBytes
+			row.Units = rep.ConsumedReadUnits + rep.ConsumedWriteUnits
+		}
+		rows = append(rows, row)
+	}
+	slices.SortStableFunc(rows, func(a, b topRow) int {
+		switch {
+		case a.Units > b.Units:
+			return -1
+		case a.Units < b.Units:
+			return 1
+		}
+		return int(b.Usage.Requests - a.Usage.Requests)
+	})
+	if len(rows) > 0 && rows[0].Units > 0 {
+		for i := range rows {
+			rows[i].Width = 100 * rows[i].Units / rows[0].Units
+		}
+	}
+	h.show(q, "top", q.page("Top tenants", rows))
+}
