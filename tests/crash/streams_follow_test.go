@@ -64,7 +64,11 @@ func (f *liveFollower) pass(sc *dynamodbstreams.Client, arn string) error {
 			break
 		}
 	}
-	for _, sh := range shards { // NB: DescribeStream lists parents first
+	// NB: DescribeStream lists parents first, and a child is read only
+	// once its parent is read to its end (closed): a parent still open
+	// may yet receive a change in flight, which must come before the
+	// child's records.
+	for _, sh := range shards {
 		id := aws.ToString(sh.ShardId)
 		f.mu.Lock()
 		done, last := f.done[id], f.last[id]
@@ -103,7 +107,7 @@ func (f *liveFollower) pass(sc *dynamodbstreams.Client, arn string) error {
 			}
 			f.mu.Unlock()
 			if len(r.Records) == 0 && r.NextShardIterator != nil {
-				break // the open shard's end, for now
+				return nil // the open shard's end, for now: its children wait
 			}
 			iter = r.NextShardIterator
 		}
