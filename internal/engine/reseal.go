@@ -69,11 +69,13 @@ func (e *Engine) ResealTenant(ctx context.Context, s tenancy.Scope, from string,
 		if db == nil {
 			continue
 		}
-		// NB: held until the change records below are re-encrypted too
-		// (the tenant has one silo store at most).
-		defer rel()
 		if stores[db] == nil {
+			// NB: one reference per store, held until the change records
+			// below are re-encrypted too.
+			defer rel()
 			stores[db] = map[string]bool{}
+		} else {
+			rel()
 		}
 		stores[db][string(p.ns)] = true
 		if cursor != nil && bytes.Compare(p.key, cursor) <= 0 {
