@@ -29,6 +29,7 @@ import (
 	"github.com/tenantdb/tenantdb/internal/auth"
 	"github.com/tenantdb/tenantdb/internal/catalog"
 	"github.com/tenantdb/tenantdb/internal/keyspace"
+	"github.com/tenantdb/tenantdb/internal/kv"
 	"github.com/tenantdb/tenantdb/internal/storage"
 	"github.com/tenantdb/tenantdb/internal/tenancy"
 )
@@ -56,8 +57,8 @@ func newHarness(t *testing.T, jwks string) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &harness{cat: catalog.Open(db, catalog.Options{})}
-	h.audit = audit.Open(db, audit.Options{Logger: quiet})
+	h := &harness{cat: catalog.Open(kv.NewLocal(db), catalog.Options{})}
+	h.audit = audit.Open(kv.NewLocal(db), audit.Options{Logger: quiet})
 	h.auth = auth.New(h.cat, sk, auth.Options{Denied: h.audit.Denied, Logger: quiet})
 	h.jwt = auth.NewJWTVerifier(auth.JWTOptions{HS256Secret: hsSecret, Issuer: "https://idp.test/"})
 	o := Options{Catalog: h.cat, Auth: h.auth, Audit: h.audit, JWT: h.jwt, Logger: quiet}

@@ -12,6 +12,13 @@
 // The chain's head (last seq and hash) is kept at keyspace.AuditHead and
 // written in the same batch as each record, so Verify notices a changed
 // byte anywhere, a removed or reordered record, and a truncated tail.
+//
+// NB: the batch is conditioned on the head being the one the record
+// links to (and the record's key being free). With the control plane in
+// a DynamoDB-API engine several gateways append to one chain; the loser
+// of a race reads the new head and links its record to it, so the chain
+// stays one chain. The per-tenant mutex only saves a process's own
+// appenders from losing to each other.
 // (Someone able to rewrite the whole store can rewrite the whole chain; an
 // external anchor of the head would be needed against that.)
 //
@@ -36,20 +43,24 @@ import (
 
 	"github.com/tenantdb/tenantdb/internal/apierr"
 	"github.com/tenantdb/tenantdb/internal/keyspace"
-	"github.com/tenantdb/tenantdb/internal/storage"
+	"github.com/tenantdb/tenantdb/internal/kv"
 	"github.com/tenantdb/tenantdb/internal/tenancy"
 	"github.com/tenantdb/tenantdb/internal/tenantkey"
 )
 
-// Store is the part of *storage.DB the log uses.
+// Store is where the log lives: kv.Local (the embedded store) or
+// enginekv.Store (a DynamoDB-API engine shared by gateways).
 type Store interface {
-	Get(key []byte) ([]byte, error)
-	NewBatch() *storage.Batch
-	Apply(b *storage.Batch) error
-	NewIter(lower, upper []byte) *storage.Iter
+	Get(ctx context.Context, key []byte) ([]byte, error)
+	Scan(ctx context.Context, lo, hi []byte, f func(k, v []byte) bool) error
+	Apply(ctx context.Context, b *kv.Batch) error
 }
 
-var _ Store = (*storage.DB)(nil)
+var _ Store = (*kv.Local)(nil)
+
+// maxAppendRounds bounds how often an append reads a head another
+// process moved and tries again.
+const maxAppendRounds = 64
 
 // Outcomes.
 const (
@@ -86,6 +97,10 @@ type Event struct {
 type Options struct {
 	Now    func() time.Time
 	Logger *slog.Logger
+	// Shared says that other processes append to the same store (gateways
+	// over one engine): Verify then accepts a head past the records it
+	// read (appends landed meanwhile) instead of calling it tampering.
+	Shared bool
 	// Keys holds the tenants' data keys: a tenant's records are sealed
 	// under its key (the platform log is not); nil means an in-memory
 	// keyring under a random key (tests).
@@ -95,12 +110,13 @@ type Options struct {
 // Log is the audit log of all tenants. Its methods are safe for
 // concurrent use; appends to one tenant's chain are serialized.
 type Log struct {
-	db   Store
-	keys *tenantkey.Keyring
-	now  func() time.Time
-	log  *slog.Logger
-	mu   sync.Mutex
-	tips map[tenancy.TenantID]*chain
+	db     Store
+	shared bool
+	keys   *tenantkey.Keyring
+	now    func() time.Time
+	log    *slog.Logger
+	mu     sync.Mutex
+	tips   map[tenancy.TenantID]*chain
 
 	denials denials // rate of denial records per tenant (denials.go)
 	// retired holds the tenants being or having been deleted (Retire):
@@ -118,6 +134,7 @@ type chain struct {
 	seq    uint64
 	hash   [32]byte
 	time   time.Time
+	head   []byte // the stored head (nil: none), what the next append is conditioned on
 }
 
 // Open returns the log over db.
@@ -133,7 +150,7 @@ func Open(db Store, opts Options) *Log {
 		_, _ = rand.Read(kek)
 		opts.Keys, _ = tenantkey.Open(tenantkey.Options{KEK: kek}) // NB: fails only for a KEK not 32 bytes
 	}
-	return &Log{db: db, keys: opts.Keys, now: opts.Now, log: opts.Logger.With("component", "audit"), tips: map[tenancy.TenantID]*chain{}}
+	return &Log{db: db, shared: opts.Shared, keys: opts.Keys, now: opts.Now, log: opts.Logger.With("component", "audit"), tips: map[tenancy.TenantID]*chain{}}
 }
 
 func (l *Log) chain(t tenancy.TenantID) *chain {
@@ -175,13 +192,14 @@ func (l *Log) Forget(t tenancy.TenantID) {
 const headLen = 8 + 32 + 8
 
 // load reads the chain's head. REQUIRES: c.mu held.
-func (l *Log) load(t tenancy.TenantID, c *chain) error {
+func (l *Log) load(ctx context.Context, t tenancy.TenantID, c *chain) error {
 	if c.loaded {
 		return nil
 	}
-	v, err := l.db.Get(keyspace.AuditHead(t))
+	c.seq, c.hash, c.time, c.head = 0, [32]byte{}, time.Time{}, nil
+	v, err := l.db.Get(ctx, keyspace.AuditHead(t))
 	switch {
-	case errors.Is(err, storage.ErrNotFound):
+	case errors.Is(err, kv.ErrNotFound):
 	case err != nil:
 		return fmt.Errorf("audit: read head: %w", err)
 	case len(v) != headLen:
@@ -190,6 +208,7 @@ func (l *Log) load(t tenancy.TenantID, c *chain) error {
 		c.seq = binary.BigEndian.Uint64(v)
 		copy(c.hash[:], v[8:40])
 		c.time = time.Unix(0, int64(binary.BigEndian.Uint64(v[40:]))).UTC()
+		c.head = v
 	}
 	c.loaded = true
 	return nil
@@ -230,7 +249,21 @@ func (l *Log) append(ctx context.Context, t tenancy.TenantID, ev Event) (Record,
 	if _, gone := l.retired.Load(t); gone {
 		return Record{}, ErrRetired
 	}
-	if err := l.load(t, c); err != nil {
+	for range maxAppendRounds {
+		r, err := l.appendOnce(ctx, t, c, ev)
+		if errors.Is(err, kv.ErrConflict) {
+			c.loaded = false // another gateway appended: link to its record
+			continue
+		}
+		return r, err
+	}
+	return Record{}, errors.New("audit: append: the chain head keeps moving")
+}
+
+// appendOnce links ev to the head c holds. Errors: kv.ErrConflict if the
+// stored head moved. REQUIRES: c.mu held.
+func (l *Log) appendOnce(ctx context.Context, t tenancy.TenantID, c *chain, ev Event) (Record, error) {
+	if err := l.load(ctx, t, c); err != nil {
 		return Record{}, err
 	}
 	now := l.now().UTC()
@@ -253,19 +286,21 @@ func (l *Log) append(ctx context.Context, t tenancy.TenantID, ev Event) (Record,
 	if err != nil {
 		return Record{}, err
 	}
-	var head [headLen]byte
-	binary.BigEndian.PutUint64(head[:], r.Seq)
+	head := make([]byte, headLen)
+	binary.BigEndian.PutUint64(head, r.Seq)
 	copy(head[8:], h[:])
 	binary.BigEndian.PutUint64(head[40:], uint64(now.UnixNano()))
 
-	b := l.db.NewBatch()
-	defer b.Close()
-	b.Set(keyspace.Audit(t, r.Seq), val)
-	b.Set(keyspace.AuditHead(t), head[:])
-	if err := l.db.Apply(b); err != nil {
+	var b kv.Batch
+	b.SetIfEquals(keyspace.AuditHead(t), c.head, head)
+	b.SetIfAbsent(keyspace.Audit(t, r.Seq), val)
+	if err := l.db.Apply(ctx, &b); err != nil {
+		if errors.Is(err, kv.ErrConflict) {
+			return Record{}, err
+		}
 		return Record{}, fmt.Errorf("audit: append: %w", err)
 	}
-	c.seq, c.hash, c.time = r.Seq, h, now
+	c.seq, c.hash, c.time, c.head = r.Seq, h, now, head
 	r.Hash = hex.EncodeToString(h[:])
 	return r, nil
 }
@@ -375,7 +410,8 @@ func (l *Log) Query(ctx context.Context, s tenancy.Scope, from, to time.Time, af
 	l.flushDenialsOf(t)
 	c := l.chain(t)
 	c.mu.Lock()
-	err = l.load(t, c)
+	c.loaded = false // the head another gateway may have moved
+	err = l.load(ctx, t, c)
 	last := c.seq
 	c.mu.Unlock()
 	if err != nil {
@@ -387,7 +423,7 @@ func (l *Log) Query(ctx context.Context, s tenancy.Scope, from, to time.Time, af
 		lo, hi := start, last+1
 		for lo < hi {
 			mid := lo + (hi-lo)/2
-			v, err := l.db.Get(keyspace.Audit(t, mid))
+			v, err := l.db.Get(ctx, keyspace.Audit(t, mid))
 			if err != nil {
 				return nil, fmt.Errorf("audit: read record %d: %w", mid, err)
 			}
@@ -408,20 +444,26 @@ func (l *Log) Query(ctx context.Context, s tenancy.Scope, from, to time.Time, af
 		return out, nil
 	}
 	_, hiKey := keyspace.AuditRange(t)
-	it := l.db.NewIter(keyspace.Audit(t, start), hiKey)
-	defer it.Close()
-	for ok := it.First(); ok && len(out) < limit; ok = it.Next() {
-		k := it.Key()
-		_, r, _, err := l.decode(t, binary.BigEndian.Uint64(k[len(k)-8:]), it.Value())
+	var derr error
+	err = l.db.Scan(ctx, keyspace.Audit(t, start), hiKey, func(k, v []byte) bool {
+		if len(out) >= limit {
+			return false
+		}
+		_, r, _, err := l.decode(t, binary.BigEndian.Uint64(k[len(k)-8:]), v)
 		if err != nil {
-			return nil, err
+			derr = err
+			return false
 		}
 		if !to.IsZero() && !r.Time.Before(to) {
-			break
+			return false
 		}
 		out = append(out, r)
+		return true
+	})
+	if err == nil {
+		err = derr
 	}
-	if err := it.Error(); err != nil {
+	if err != nil {
 		return nil, fmt.Errorf("audit: query: %w", err)
 	}
 	return out, nil
@@ -439,51 +481,59 @@ func (l *Log) Verify(ctx context.Context, s tenancy.Scope) (uint64, error) {
 		return 0, err
 	}
 	c := l.chain(t)
-	c.mu.Lock() // a consistent view: no append runs meanwhile
+	c.mu.Lock() // no append of this process runs meanwhile
 	defer c.mu.Unlock()
 	lo, hi := keyspace.AuditRange(t)
-	it := l.db.NewIter(lo, hi)
-	defer it.Close()
 	var prev [32]byte
 	var n uint64
-	bad := func(format string, args ...any) (uint64, error) {
-		return n, fmt.Errorf("%w: %s", ErrTampered, fmt.Sprintf(format, args...))
+	var bad error
+	fail := func(format string, args ...any) bool {
+		bad = fmt.Errorf("%w: %s", ErrTampered, fmt.Sprintf(format, args...))
+		return false
 	}
-	for ok := it.First(); ok; ok = it.Next() {
+	err = l.db.Scan(ctx, lo, hi, func(k, v []byte) bool {
 		n++
-		k := it.Key()
 		if len(k) != len(lo)+8 || binary.BigEndian.Uint64(k[len(lo):]) != n {
-			return bad("record %d is missing or out of place", n)
+			return fail("record %d is missing or out of place", n)
 		}
-		v := it.Value()
 		h, r, canon, err := l.decode(t, n, v)
 		if err != nil {
-			return bad("record %d is unreadable: %v", n, err)
+			return fail("record %d is unreadable: %v", n, err)
 		}
 		if r.Seq != n {
-			return bad("record %d claims seq %d", n, r.Seq)
+			return fail("record %d claims seq %d", n, r.Seq)
 		}
 		if r.Prev != hex.EncodeToString(prev[:]) {
-			return bad("record %d does not link to record %d", n, n-1)
+			return fail("record %d does not link to record %d", n, n-1)
 		}
 		if want := chainHash(prev[:], canon); !bytes.Equal(want[:], h[:]) {
-			return bad("record %d does not match its hash", n)
+			return fail("record %d does not match its hash", n)
 		}
 		prev = h
+		return true
+	})
+	if bad != nil {
+		return n, bad
 	}
-	if err := it.Error(); err != nil {
+	if err != nil {
 		return n, fmt.Errorf("audit: verify: %w", err)
 	}
-	v, err := l.db.Get(keyspace.AuditHead(t))
+	// NB: the head is read after the records: another gateway may have
+	// appended meanwhile (its head is then past n), but a head behind
+	// the records, or not matching record n when at n, is tampering.
+	v, err := l.db.Get(ctx, keyspace.AuditHead(t))
 	switch {
-	case errors.Is(err, storage.ErrNotFound):
+	case errors.Is(err, kv.ErrNotFound):
 		if n != 0 {
-			return bad("the chain head is missing")
+			return n, fmt.Errorf("%w: %s", ErrTampered, "the chain head is missing")
 		}
 	case err != nil:
 		return n, fmt.Errorf("audit: read head: %w", err)
-	case len(v) != headLen || binary.BigEndian.Uint64(v) != n || !bytes.Equal(v[8:40], prev[:]):
-		return bad("the chain head does not match record %d (records were removed or replaced)", n)
+	case len(v) != headLen:
+		return n, fmt.Errorf("%w: the chain head is corrupt", ErrTampered)
+	case binary.BigEndian.Uint64(v) < n, binary.BigEndian.Uint64(v) == n && !bytes.Equal(v[8:40], prev[:]),
+		binary.BigEndian.Uint64(v) > n && !l.shared:
+		return n, fmt.Errorf("%w: the chain head does not match record %d (records were removed or replaced)", ErrTampered, n)
 	}
 	return n, nil
 }
@@ -514,35 +564,36 @@ func (l *Log) Reseal(ctx context.Context, s tenancy.Scope) (int64, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	lo, hi := keyspace.AuditRange(t)
-	it := l.db.NewIter(lo, hi)
-	defer it.Close()
-	b := l.db.NewBatch()
-	defer b.Close()
+	var b kv.Batch
 	var n int64
-	for ok := it.First(); ok; ok = it.Next() {
-		key, v := it.Key(), it.Value()
+	var derr error
+	err = l.db.Scan(ctx, lo, hi, func(key, v []byte) bool {
 		if len(v) < 32 || k.Current(v[32:]) {
-			continue
+			return true
 		}
 		seq := binary.BigEndian.Uint64(key[len(key)-8:])
 		h, _, canon, err := l.decode(t, seq, v)
 		if err != nil {
-			return n, err
+			derr = err
+			return false
 		}
 		val, err := l.seal(t, seq, h, canon)
 		if err != nil {
-			return n, err
+			derr = err
+			return false
 		}
 		b.Set(key, val)
 		n++
+		return true
+	})
+	if err == nil {
+		err = derr
 	}
-	if err := it.Error(); err != nil {
-		return n, fmt.Errorf("audit: re-encrypting: %w", err)
+	if err != nil {
+		return 0, fmt.Errorf("audit: re-encrypting: %w", err)
 	}
-	if b.Len() > 0 {
-		if err := l.db.Apply(b); err != nil {
-			return n, fmt.Errorf("audit: re-encrypting: %w", err)
-		}
+	if err := l.db.Apply(ctx, &b); err != nil {
+		return 0, fmt.Errorf("audit: re-encrypting: %w", err)
 	}
 	return n, nil
 }

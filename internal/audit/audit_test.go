@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tenantdb/tenantdb/internal/keyspace"
+	"github.com/tenantdb/tenantdb/internal/kv"
 	"github.com/tenantdb/tenantdb/internal/storage"
 	"github.com/tenantdb/tenantdb/internal/tenancy"
 	"github.com/tenantdb/tenantdb/internal/tenantkey"
@@ -49,7 +50,7 @@ func fill(t *testing.T, l *Log, ten tenancy.TenantID, n int) {
 func TestAppendVerifyQuery(t *testing.T) {
 	db := openDB(t)
 	clk := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	l := Open(db, Options{Now: clk.now})
+	l := Open(kv.NewLocal(db), Options{Now: clk.now})
 	a, b := tenancy.NewTenantID(), tenancy.NewTenantID()
 	fill(t, l, a, 50)
 	fill(t, l, b, 3)
@@ -60,7 +61,7 @@ func TestAppendVerifyQuery(t *testing.T) {
 		}
 	}
 	// A fresh Log (restart) continues the chain.
-	l2 := Open(db, Options{Now: clk.now, Keys: l.keys}) // the same data keys
+	l2 := Open(kv.NewLocal(db), Options{Now: clk.now, Keys: l.keys}) // the same data keys
 	fill(t, l2, a, 5)
 	n, err := l2.Verify(context.Background(), sys(a))
 	if err != nil || n != 55 {
@@ -102,7 +103,7 @@ func TestVerifyDetectsTampering(t *testing.T) {
 	ten := tenancy.NewTenantID()
 	setup := func(t *testing.T) (*storage.DB, *Log) {
 		db := openDB(t)
-		l := Open(db, Options{})
+		l := Open(kv.NewLocal(db), Options{})
 		fill(t, l, ten, 10)
 		if _, err := l.Verify(ctx, sys(ten)); err != nil {
 			t.Fatal(err)
@@ -164,7 +165,7 @@ func TestVerifyDetectsTampering(t *testing.T) {
 
 func TestConcurrentAppends(t *testing.T) {
 	db := openDB(t)
-	l := Open(db, Options{})
+	l := Open(kv.NewLocal(db), Options{})
 	ten := tenancy.NewTenantID()
 	var wg sync.WaitGroup
 	for g := range 8 {
@@ -200,7 +201,7 @@ func sys(t tenancy.TenantID) tenancy.Scope { return tenancy.SystemScope(t, "test
 func TestRecordsSealed(t *testing.T) {
 	ctx := context.Background()
 	db := openDB(t)
-	l := Open(db, Options{})
+	l := Open(kv.NewLocal(db), Options{})
 	a, b := tenancy.NewTenantID(), tenancy.NewTenantID()
 	const marker = "marker-7f3a9c-audit-detail"
 	for _, ten := range []tenancy.TenantID{a, b} {

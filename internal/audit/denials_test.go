@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tenantdb/tenantdb/internal/kv"
 	"github.com/tenantdb/tenantdb/internal/tenancy"
 )
 
@@ -34,7 +35,7 @@ func (c *fixedClock) add(d time.Duration) {
 func fixedLog(t *testing.T) (*Log, *fixedClock) {
 	t.Helper()
 	clk := &fixedClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	return Open(openDB(t), Options{Now: clk.now}), clk
+	return Open(kv.NewLocal(openDB(t)), Options{Now: clk.now}), clk
 }
 
 func records(t *testing.T, l *Log, ten tenancy.TenantID) []Record {

@@ -53,6 +53,13 @@ type Options struct {
 	Denied func(ctx context.Context, p tenancy.Principal, action, reason string)
 	// Logger receives background errors; nil means slog.Default().
 	Logger *slog.Logger
+	// MaxStale is how long a cached credential is used before it is read
+	// again from the catalog; 0 keeps it until the catalog announces a
+	// change (one process owns the store). Gateways sharing a DynamoDB-API
+	// engine set it: a revocation, expiry change or suspension made
+	// through another gateway is then seen within MaxStale (plus the
+	// catalog's own MaxStale for the tenant's status).
+	MaxStale time.Duration
 }
 
 // Authenticator authenticates requests. Its methods are safe for concurrent
@@ -89,6 +96,7 @@ type entry struct {
 	issuer  keyRef    // for sessions: the credential that minted it
 	sk      atomic.Pointer[signingKey]
 	touched atomic.Int64 // unix nanos of the last last-used write
+	loaded  time.Time    // when it was read (monotonic), for Options.MaxStale
 }
 
 type keyRef struct {
@@ -226,7 +234,8 @@ func (a *Authenticator) denied(ctx context.Context, p tenancy.Principal, action,
 func (a *Authenticator) lookup(ctx context.Context, akid, token string) (*entry, error) {
 	if v, ok := a.cache.Load(akid); ok {
 		e := v.(*entry)
-		if subtle.ConstantTimeCompare([]byte(e.token), []byte(token)) == 1 {
+		if subtle.ConstantTimeCompare([]byte(e.token), []byte(token)) == 1 &&
+			(a.opts.MaxStale <= 0 || time.Since(e.loaded) < a.opts.MaxStale) {
 			return e, nil
 		}
 		// A different token under the same id: fall through and validate
@@ -250,6 +259,12 @@ func (a *Authenticator) lookup(ctx context.Context, akid, token string) (*entry,
 	}
 	if err != nil {
 		return nil, err
+	}
+	if a.opts.MaxStale > 0 {
+		e.loaded = time.Now()
+		if old, ok := a.cache.Load(akid); ok && old.(*entry).token == e.token {
+			e.touched.Store(old.(*entry).touched.Load()) // keep rate-limiting last-used writes
+		}
 	}
 	a.store(akid, e, gen)
 	return e, nil

@@ -31,6 +31,7 @@ import (
 	"github.com/tenantdb/tenantdb/internal/catalog"
 	"github.com/tenantdb/tenantdb/internal/dynamo"
 	"github.com/tenantdb/tenantdb/internal/keyspace"
+	"github.com/tenantdb/tenantdb/internal/kv"
 	"github.com/tenantdb/tenantdb/internal/sigv4"
 	"github.com/tenantdb/tenantdb/internal/storage"
 	"github.com/tenantdb/tenantdb/internal/tenancy"
@@ -38,18 +39,19 @@ import (
 
 // countingStore counts the reads the catalog makes.
 type countingStore struct {
-	*storage.DB
+	*kv.Local
+	db          *storage.DB
 	gets, iters atomic.Int64
 }
 
-func (s *countingStore) Get(k []byte) ([]byte, error) {
+func (s *countingStore) Get(ctx context.Context, k []byte) ([]byte, error) {
 	s.gets.Add(1)
-	return s.DB.Get(k)
+	return s.Local.Get(ctx, k)
 }
 
-func (s *countingStore) NewIter(lo, hi []byte) *storage.Iter {
+func (s *countingStore) Scan(ctx context.Context, lo, hi []byte, f func(k, v []byte) bool) error {
 	s.iters.Add(1)
-	return s.DB.NewIter(lo, hi)
+	return s.Local.Scan(ctx, lo, hi, f)
 }
 
 // clock is a settable clock that starts at the real time (SDK signatures
@@ -95,7 +97,7 @@ func newEnv(t testing.TB, dir string, inMemory bool) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{store: &countingStore{DB: db}, clock: &clock{}}
+	e := &env{store: &countingStore{Local: kv.NewLocal(db), db: db}, clock: &clock{}}
 	e.cat = catalog.Open(e.store, catalog.Options{Now: e.clock.now})
 	e.auth = New(e.cat, testKey(t), Options{Now: e.clock.now, Denied: func(_ context.Context, p tenancy.Principal, _, reason string) {
 		e.mu.Lock()
@@ -622,7 +624,7 @@ func TestSecretsSealedOnDisk(t *testing.T) {
 		t.Fatal(err)
 	}
 	secrets = append(secrets, op.Secret)
-	if err := e.store.DB.Flush(); err != nil {
+	if err := e.store.db.Flush(); err != nil {
 		t.Fatal(err)
 	}
 	// Reading back works, so the secrets are in there somewhere, sealed.
@@ -662,15 +664,15 @@ func TestSealedSecretBoundToCredential(t *testing.T) {
 	k2 := e.key(t, a.ID, tenancy.RoleAdmin, "live")
 	// Copy k1's sealed secret into k2's record: it must not open there.
 	c1, _ := e.cat.Credential(ctx, a.ID, k1.ID)
-	raw, _ := e.store.DB.Get(keyspace.Credential(a.ID, k2.ID))
+	raw, _ := e.store.db.Get(keyspace.Credential(a.ID, k2.ID))
 	c2, _ := e.cat.Credential(ctx, a.ID, k2.ID)
 	patched := bytes.Replace(raw, []byte(b64(c2.Sealed)), []byte(b64(c1.Sealed)), 1)
 	if bytes.Equal(patched, raw) {
 		t.Fatal("could not patch the record")
 	}
-	b := e.store.DB.NewBatch()
+	b := e.store.db.NewBatch()
 	b.Set(keyspace.Credential(a.ID, k2.ID), patched)
-	if err := e.store.DB.Apply(b); err != nil {
+	if err := e.store.db.Apply(b); err != nil {
 		t.Fatal(err)
 	}
 	b.Close()

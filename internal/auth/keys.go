@@ -143,17 +143,34 @@ func (a *Authenticator) EnsureOperator(ctx context.Context, given string) (k API
 			return APIKey{}, false, err
 		}
 		_, err = a.issue(ctx, k, tenancy.RoleOperator, time.Time{}, "bootstrap")
+		if apierr.Is(err, apierr.Conflict) {
+			// Another gateway stored the same key at the same time.
+			return a.EnsureOperator(ctx, given)
+		}
 		return k, err == nil, err
+	}
+	mark, err := a.cat.BootstrapMark(ctx) // read first: what the write is conditioned on
+	if err != nil {
+		return APIKey{}, false, err
 	}
 	ok, err := a.cat.HasCredentials(ctx, keyspace.Platform, tenancy.RoleOperator)
 	if err != nil || ok {
 		return APIKey{}, false, err
 	}
-	ik, err := a.issue(ctx, NewAPIKey(keyspace.Platform, OperatorEnv), tenancy.RoleOperator, time.Time{}, "bootstrap")
-	if err != nil {
+	// NB: the credential is stored with the bootstrap mark in one
+	// conditional write: of several gateways starting on an empty engine
+	// one creates the operator, the others find it.
+	k = NewAPIKey(keyspace.Platform, OperatorEnv)
+	cr := catalog.Credential{
+		Tenant: k.Tenant, ID: k.ID, AccessKeyID: k.AccessKeyID(), Role: tenancy.RoleOperator, Env: k.Env,
+		Sealed:  seal(a.keys.Load().cur.seal, []byte(k.Secret), sealAAD(k.Tenant, k.ID)),
+		Created: a.opts.Now().UTC(), CreatedBy: "bootstrap",
+	}
+	created, err = a.cat.PutBootstrapCredential(ctx, cr, mark)
+	if err != nil || !created {
 		return APIKey{}, false, err
 	}
-	return ik.Key, true, nil
+	return k, true, nil
 }
 
 // CreateOperatorKey creates an additional operator key (for rotation of the

@@ -12,10 +12,17 @@
 // read of that user's own entries.
 //
 // Catalog keeps tenants in memory once read, so checking a tenant's status
-// on a request costs a map lookup. Writes go through one mutex (they are
-// rare), and every change is announced to the functions registered with
-// OnChange, which is how auth drops cached credentials on revocation or
-// suspension before the next request.
+// on a request costs a map lookup. Every change made through this Catalog
+// is announced to the functions registered with OnChange, which is how
+// auth drops cached credentials on revocation or suspension before the
+// next request. When several gateways share one store (a DynamoDB-API
+// engine), changes made by another gateway are seen after at most
+// Options.MaxStale, for which a cached tenant is kept.
+//
+// NB: no read-modify-write relies on a lock of this process. Each one
+// reads, writes a kv.Batch conditioned on what it read, and reads again
+// on kv.ErrConflict, so that writers in several processes over one
+// engine stay correct (two gateways creating one slug: one wins).
 //
 // The catalog stores credential secrets only in sealed form; sealing is
 // package auth's business (it holds the server key).
@@ -28,26 +35,31 @@
 package catalog
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync"
 	"time"
 
 	"github.com/tenantdb/tenantdb/internal/apierr"
-	"github.com/tenantdb/tenantdb/internal/storage"
+	"github.com/tenantdb/tenantdb/internal/kv"
 	"github.com/tenantdb/tenantdb/internal/tenancy"
 )
 
-// Store is the part of *storage.DB the catalog uses. It is an interface so
-// that tests can count the reads the catalog makes.
+// Store is where the catalog's records live: kv.Local (the embedded
+// server's store) or enginekv.Store (a DynamoDB-API engine shared by
+// gateways).
 type Store interface {
-	Get(key []byte) ([]byte, error)
-	NewBatch() *storage.Batch
-	Apply(b *storage.Batch) error
-	NewIter(lower, upper []byte) *storage.Iter
+	Get(ctx context.Context, key []byte) ([]byte, error)
+	Scan(ctx context.Context, lo, hi []byte, f func(k, v []byte) bool) error
+	Apply(ctx context.Context, b *kv.Batch) error
 }
 
-var _ Store = (*storage.DB)(nil)
+var _ Store = (*kv.Local)(nil)
+
+// maxRetries bounds the rounds of a read-modify-write that keeps losing
+// to concurrent writers.
+const maxRetries = 20
 
 // ErrNotFound is in the chain of every error for an absent tenant,
 // credential, membership or invitation (test with errors.Is).
@@ -64,20 +76,28 @@ type Change struct {
 type Options struct {
 	// Now returns the current time; nil means time.Now.
 	Now func() time.Time
+	// MaxStale is how long a cached tenant record is used before it is
+	// read again; 0 keeps it until this Catalog changes it (one process
+	// owns the store). Gateways sharing an engine set it.
+	MaxStale time.Duration
 }
 
 // Catalog is the control-plane metadata store. Its methods are safe for
 // concurrent use.
 type Catalog struct {
-	db  Store
-	now func() time.Time
-
-	// wmu serializes writes that read-modify-write records.
-	wmu sync.Mutex
+	db       Store
+	now      func() time.Time
+	maxStale time.Duration
 
 	mu        sync.RWMutex
-	tenants   map[tenancy.TenantID]*Tenant // cached tenant records
+	tenants   map[tenancy.TenantID]cachedTenant
 	listeners []func(Change)
+}
+
+// cachedTenant is a tenant record and when it was read (monotonic).
+type cachedTenant struct {
+	t  *Tenant
+	at time.Time
 }
 
 // Open returns a Catalog over db.
@@ -85,8 +105,11 @@ func Open(db Store, opts Options) *Catalog {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Catalog{db: db, now: opts.Now, tenants: make(map[tenancy.TenantID]*Tenant)}
+	return &Catalog{db: db, now: opts.Now, maxStale: opts.MaxStale, tenants: make(map[tenancy.TenantID]cachedTenant)}
 }
+
+// MaxStale returns Options.MaxStale.
+func (c *Catalog) MaxStale() time.Duration { return c.maxStale }
 
 // OnChange registers f to be called, synchronously and after the write is
 // durable, for every change of a credential or tenant. f must not call back
@@ -106,21 +129,31 @@ func (c *Catalog) notify(ch Change) {
 	}
 }
 
-// apply commits the batch built by fill.
-func (c *Catalog) apply(fill func(b *storage.Batch)) error {
-	b := c.db.NewBatch()
-	defer b.Close()
-	fill(b)
-	if err := c.db.Apply(b); err != nil {
+// apply commits the batch built by fill. A failed condition returns an
+// error wrapping kv.ErrConflict, for the caller to read again.
+func (c *Catalog) apply(ctx context.Context, fill func(b *kv.Batch)) error {
+	var b kv.Batch
+	fill(&b)
+	err := c.db.Apply(ctx, &b)
+	if errors.Is(err, kv.ErrConflict) {
+		return err
+	}
+	if err != nil {
 		return apierr.Wrap(apierr.Internal, err, "catalog write failed")
 	}
 	return nil
 }
 
+// contended is the error of a read-modify-write that lost maxRetries
+// times to concurrent writers.
+func contended() error {
+	return apierr.New(apierr.Conflict, "the record is being changed concurrently; try again")
+}
+
 // get reads key, mapping absence to ErrNotFound.
-func (c *Catalog) get(key []byte) ([]byte, error) {
-	v, err := c.db.Get(key)
-	if errors.Is(err, storage.ErrNotFound) {
+func (c *Catalog) get(ctx context.Context, key []byte) ([]byte, error) {
+	v, err := c.db.Get(ctx, key)
+	if errors.Is(err, kv.ErrNotFound) {
 		return nil, ErrNotFound
 	}
 	if err != nil {
@@ -130,18 +163,8 @@ func (c *Catalog) get(key []byte) ([]byte, error) {
 }
 
 // scan calls f for every key in [lo, hi) until f returns false.
-func (c *Catalog) scan(lo, hi []byte, f func(k, v []byte) bool) error {
-	it := c.db.NewIter(lo, hi)
-	for ok := it.First(); ok; ok = it.Next() {
-		if !f(it.Key(), it.Value()) {
-			break
-		}
-	}
-	err := it.Error()
-	if cerr := it.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+func (c *Catalog) scan(ctx context.Context, lo, hi []byte, f func(k, v []byte) bool) error {
+	if err := c.db.Scan(ctx, lo, hi, f); err != nil {
 		return fmt.Errorf("catalog: scan: %w", err)
 	}
 	return nil

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tenantdb/tenantdb/internal/apierr"
 	"github.com/tenantdb/tenantdb/internal/keyspace"
+	"github.com/tenantdb/tenantdb/internal/kv"
 	"github.com/tenantdb/tenantdb/internal/storage"
 	"github.com/tenantdb/tenantdb/internal/tenancy"
 )
@@ -52,7 +53,7 @@ func TestSlugify(t *testing.T) {
 func TestTenantLifecycle(t *testing.T) {
 	ctx := context.Background()
 	db := openDB(t)
-	c := Open(db, Options{})
+	c := Open(kv.NewLocal(db), Options{})
 	var changes []Change
 	c.OnChange(func(ch Change) { changes = append(changes, ch) })
 
@@ -75,7 +76,7 @@ func TestTenantLifecycle(t *testing.T) {
 	}
 
 	// A fresh catalog reads from storage.
-	c2 := Open(db, Options{})
+	c2 := Open(kv.NewLocal(db), Options{})
 	got, err := c2.TenantBySlug(ctx, "beta")
 	if err != nil || got.ID != b.ID || got.Tier != Silo {
 		t.Fatalf("TenantBySlug = %+v, %v", got, err)
@@ -107,7 +108,7 @@ func TestTenantLifecycle(t *testing.T) {
 func TestDeleteTenantRemovesOnlyItsRange(t *testing.T) {
 	ctx := context.Background()
 	db := openDB(t)
-	c := Open(db, Options{})
+	c := Open(kv.NewLocal(db), Options{})
 	a, _ := c.CreateTenant(ctx, NewTenant{Name: "a", OwnerSub: "u1"})
 	b, _ := c.CreateTenant(ctx, NewTenant{Name: "b", OwnerSub: "u1"})
 	for _, ten := range []Tenant{a, b} {
@@ -153,7 +154,7 @@ func TestDeleteTenantRemovesOnlyItsRange(t *testing.T) {
 func TestCredentials(t *testing.T) {
 	ctx := context.Background()
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	c := Open(openDB(t), Options{Now: func() time.Time { return now }})
+	c := Open(kv.NewLocal(openDB(t)), Options{Now: func() time.Time { return now }})
 	a, _ := c.CreateTenant(ctx, NewTenant{Name: "a"})
 	cr := Credential{Tenant: a.ID, ID: "k1", AccessKeyID: "sk_live_x_k1", Sealed: []byte{1, 2}, Role: tenancy.RoleRead, Env: "live", Created: now}
 	if err := c.PutCredential(ctx, cr); err != nil {
@@ -182,7 +183,7 @@ func TestCredentials(t *testing.T) {
 func TestInvites(t *testing.T) {
 	ctx := context.Background()
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	c := Open(openDB(t), Options{Now: func() time.Time { return now }})
+	c := Open(kv.NewLocal(openDB(t)), Options{Now: func() time.Time { return now }})
 	a, _ := c.CreateTenant(ctx, NewTenant{Name: "a"})
 	tok, err := c.CreateInvite(ctx, tenancy.SystemScope(a.ID, "test"), Invite{Role: tenancy.RoleApp, Expires: now.Add(time.Hour)})
 	if err != nil {

@@ -11,7 +11,7 @@ import (
 
 	"github.com/tenantdb/tenantdb/internal/apierr"
 	"github.com/tenantdb/tenantdb/internal/keyspace"
-	"github.com/tenantdb/tenantdb/internal/storage"
+	"github.com/tenantdb/tenantdb/internal/kv"
 	"github.com/tenantdb/tenantdb/internal/tenancy"
 )
 
@@ -82,30 +82,72 @@ func (c *Catalog) PutCredential(ctx context.Context, cr Credential) error {
 	if cr.ID == "" || cr.AccessKeyID == "" || len(cr.Sealed) == 0 {
 		return errors.New("catalog: credential lacks id, access key id or sealed secret")
 	}
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	if cr.Tenant != keyspace.Platform {
-		t, err := c.Tenant(ctx, cr.Tenant)
-		if err != nil {
+	key := keyspace.Credential(cr.Tenant, cr.ID)
+	for range maxRetries {
+		var tenant []byte // the tenant record the write is conditioned on
+		if cr.Tenant != keyspace.Platform {
+			t, v, err := c.readTenant(ctx, cr.Tenant)
+			if errors.Is(err, ErrNotFound) {
+				return notFound("tenant")
+			}
+			if err != nil {
+				return err
+			}
+			if t.Status == Deleting {
+				return apierr.Validationf("tenant is being deleted")
+			}
+			tenant = v
+		}
+		err := c.apply(ctx, func(b *kv.Batch) {
+			b.SetIfAbsent(key, encodeCredential(&cr))
+			if tenant != nil {
+				b.Expect(keyspace.TenantRecord(cr.Tenant), tenant)
+			}
+		})
+		if !errors.Is(err, kv.ErrConflict) {
 			return err
 		}
-		if t.Status == Deleting {
-			return apierr.Validationf("tenant is being deleted")
+		if _, err := c.get(ctx, key); err == nil {
+			return apierr.New(apierr.Conflict, "credential %s already exists", cr.ID)
 		}
+		// The tenant record changed meanwhile: check it again.
 	}
-	key := keyspace.Credential(cr.Tenant, cr.ID)
-	if _, err := c.get(key); err == nil {
-		return apierr.New(apierr.Conflict, "credential %s already exists", cr.ID)
-	} else if !errors.Is(err, ErrNotFound) {
-		return err
+	return contended()
+}
+
+// PutBootstrapCredential stores an operator credential made because no
+// usable one exists (the first start): cr and the bootstrap mark, in one
+// write conditioned on the mark being what it was before the caller
+// looked. It returns false, storing nothing, if another process (a
+// gateway over the same engine) stored its operator meanwhile.
+func (c *Catalog) PutBootstrapCredential(ctx context.Context, cr Credential, mark []byte) (bool, error) {
+	if cr.Tenant != keyspace.Platform || cr.Role != tenancy.RoleOperator {
+		return false, errors.New("catalog: the bootstrap credential must be an operator credential")
 	}
-	return c.apply(func(b *storage.Batch) { b.Set(key, encodeCredential(&cr)) })
+	err := c.apply(ctx, func(b *kv.Batch) {
+		b.SetIfAbsent(keyspace.Credential(cr.Tenant, cr.ID), encodeCredential(&cr))
+		b.SetIfEquals(keyspace.System(keyspace.SysOperatorBootstrap), mark, []byte(cr.AccessKeyID))
+	})
+	if errors.Is(err, kv.ErrConflict) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// BootstrapMark returns the bootstrap mark PutBootstrapCredential
+// conditions on (nil if none was ever written).
+func (c *Catalog) BootstrapMark(ctx context.Context) ([]byte, error) {
+	v, err := c.get(ctx, keyspace.System(keyspace.SysOperatorBootstrap))
+	if errors.Is(err, ErrNotFound) {
+		return nil, nil
+	}
+	return v, err
 }
 
 // Credential returns tenant t's credential id with exactly one storage
 // read. Errors: NotFound (wrapping ErrNotFound).
 func (c *Catalog) Credential(ctx context.Context, t tenancy.TenantID, id string) (Credential, error) {
-	v, err := c.get(keyspace.Credential(t, id))
+	v, err := c.get(ctx, keyspace.Credential(t, id))
 	if errors.Is(err, ErrNotFound) {
 		return Credential{}, notFound("credential")
 	}
@@ -125,7 +167,7 @@ func (c *Catalog) Credentials(ctx context.Context, s tenancy.Scope) ([]Credentia
 	var out []Credential
 	lo, hi := keyspace.Credentials(t)
 	var derr error
-	if err := c.scan(lo, hi, func(_, v []byte) bool {
+	if err := c.scan(ctx, lo, hi, func(_, v []byte) bool {
 		cr, err := decodeCredential(t, v)
 		if err != nil {
 			derr = err
@@ -142,7 +184,7 @@ func (c *Catalog) Credentials(ctx context.Context, s tenancy.Scope) ([]Credentia
 	used := map[string]time.Time{}
 	lo, hi = keyspace.CredentialsLastUsed(t)
 	prefix := len(lo)
-	if err := c.scan(lo, hi, func(k, v []byte) bool {
+	if err := c.scan(ctx, lo, hi, func(k, v []byte) bool {
 		if len(v) == 8 {
 			used[string(k[prefix:])] = time.Unix(0, int64(binary.BigEndian.Uint64(v))).UTC()
 		}
@@ -188,21 +230,32 @@ func (c *Catalog) updateCredential(ctx context.Context, s tenancy.Scope, id stri
 	if err != nil {
 		return Credential{}, err
 	}
-	c.wmu.Lock()
-	cr, err := c.Credential(ctx, t, id)
-	if err != nil {
-		c.wmu.Unlock()
-		return Credential{}, err
-	}
-	if f(&cr) {
-		if err := c.apply(func(b *storage.Batch) { b.Set(keyspace.Credential(t, id), encodeCredential(&cr)) }); err != nil {
-			c.wmu.Unlock()
+	key := keyspace.Credential(t, id)
+	for range maxRetries {
+		old, err := c.get(ctx, key)
+		if errors.Is(err, ErrNotFound) {
+			return Credential{}, notFound("credential")
+		}
+		if err != nil {
 			return Credential{}, err
 		}
+		cr, err := decodeCredential(t, old)
+		if err != nil {
+			return Credential{}, err
+		}
+		if f(&cr) {
+			err := c.apply(ctx, func(b *kv.Batch) { b.SetIfEquals(key, old, encodeCredential(&cr)) })
+			if errors.Is(err, kv.ErrConflict) {
+				continue
+			}
+			if err != nil {
+				return Credential{}, err
+			}
+		}
+		c.notify(Change{Tenant: t, KeyID: id})
+		return cr, nil
 	}
-	c.wmu.Unlock()
-	c.notify(Change{Tenant: t, KeyID: id})
-	return cr, nil
+	return Credential{}, contended()
 }
 
 // TouchCredential records that tenant t's credential id was used at at.
@@ -210,7 +263,7 @@ func (c *Catalog) updateCredential(ctx context.Context, s tenancy.Scope, id stri
 func (c *Catalog) TouchCredential(t tenancy.TenantID, id string, at time.Time) error {
 	var v [8]byte
 	binary.BigEndian.PutUint64(v[:], uint64(at.UnixNano()))
-	return c.apply(func(b *storage.Batch) { b.Set(keyspace.CredentialLastUsed(t, id), v[:]) })
+	return c.apply(context.Background(), func(b *kv.Batch) { b.Set(keyspace.CredentialLastUsed(t, id), v[:]) })
 }
 
 // HasCredentials reports whether tenant t (keyspace.Platform for the
@@ -219,7 +272,7 @@ func (c *Catalog) HasCredentials(ctx context.Context, t tenancy.TenantID, r tena
 	found := false
 	now := c.now()
 	lo, hi := keyspace.Credentials(t)
-	err := c.scan(lo, hi, func(_, v []byte) bool {
+	err := c.scan(ctx, lo, hi, func(_, v []byte) bool {
 		cr, err := decodeCredential(t, v)
 		if err == nil && cr.Role == r && cr.Usable(now) {
 			found = true

@@ -14,7 +14,7 @@ import (
 
 	"github.com/tenantdb/tenantdb/internal/apierr"
 	"github.com/tenantdb/tenantdb/internal/keyspace"
-	"github.com/tenantdb/tenantdb/internal/storage"
+	"github.com/tenantdb/tenantdb/internal/kv"
 	"github.com/tenantdb/tenantdb/internal/tenancy"
 )
 
@@ -49,7 +49,7 @@ func validSub(sub string) error {
 	return nil
 }
 
-func putMembership(b *storage.Batch, m Membership) {
+func putMembership(b *kv.Batch, m Membership) {
 	v, _ := json.Marshal(memberRecord{Role: m.Role.String(), Via: m.Via, Created: m.Created})
 	b.Set(keyspace.Membership(m.Sub, m.Tenant), v)
 	b.Set(keyspace.TenantMember(m.Tenant, m.Sub), nil)
@@ -72,19 +72,30 @@ func (c *Catalog) AddMembership(ctx context.Context, s tenancy.Scope, m Membersh
 	if m.Created.IsZero() {
 		m.Created = c.now().UTC()
 	}
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	t, err := c.Tenant(ctx, m.Tenant)
-	if err != nil {
-		return Membership{}, err
+	for range maxRetries {
+		t, tv, err := c.readTenant(ctx, m.Tenant)
+		if errors.Is(err, ErrNotFound) {
+			return Membership{}, notFound("tenant")
+		}
+		if err != nil {
+			return Membership{}, err
+		}
+		if t.Status == Deleting {
+			return Membership{}, apierr.Validationf("tenant is being deleted")
+		}
+		err = c.apply(ctx, func(b *kv.Batch) {
+			b.Expect(keyspace.TenantRecord(m.Tenant), tv)
+			putMembership(b, m)
+		})
+		if errors.Is(err, kv.ErrConflict) {
+			continue
+		}
+		if err != nil {
+			return Membership{}, err
+		}
+		return m, nil
 	}
-	if t.Status == Deleting {
-		return Membership{}, apierr.Validationf("tenant is being deleted")
-	}
-	if err := c.apply(func(b *storage.Batch) { putMembership(b, m) }); err != nil {
-		return Membership{}, err
-	}
-	return m, nil
+	return Membership{}, contended()
 }
 
 // Memberships returns platform user sub's memberships, and nothing else:
@@ -97,7 +108,7 @@ func (c *Catalog) Memberships(ctx context.Context, sub string) ([]Membership, er
 	lo, hi := keyspace.Memberships(sub)
 	prefix := len(lo)
 	var derr error
-	err := c.scan(lo, hi, func(k, v []byte) bool {
+	err := c.scan(ctx, lo, hi, func(k, v []byte) bool {
 		var id tenancy.TenantID
 		if len(k) != prefix+len(id) {
 			derr = fmt.Errorf("catalog: corrupt membership key")
@@ -167,7 +178,7 @@ func (c *Catalog) CreateInvite(ctx context.Context, s tenancy.Scope, inv Invite)
 	token := invitePrefix + inv.Tenant.String() + "_" + hex.EncodeToString(secret[:])
 	h := sha256.Sum256([]byte(token))
 	v, _ := json.Marshal(inviteRecord{Role: inv.Role.String(), Email: inv.Email, Expires: inv.Expires.UTC(), CreatedBy: inv.CreatedBy, Created: inv.Created})
-	if err := c.apply(func(b *storage.Batch) { b.Set(keyspace.Invite(inv.Tenant, h[:]), v) }); err != nil {
+	if err := c.apply(ctx, func(b *kv.Batch) { b.Set(keyspace.Invite(inv.Tenant, h[:]), v) }); err != nil {
 		return "", err
 	}
 	return token, nil
@@ -201,38 +212,49 @@ func (c *Catalog) AcceptInvite(ctx context.Context, token, sub string) (Membersh
 	}
 	h := sha256.Sum256([]byte(token))
 	key := keyspace.Invite(tid, h[:])
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	v, err := c.get(key)
-	if errors.Is(err, ErrNotFound) {
-		return Membership{}, notFound("invitation")
+	for range maxRetries {
+		v, err := c.get(ctx, key)
+		if errors.Is(err, ErrNotFound) {
+			return Membership{}, notFound("invitation")
+		}
+		if err != nil {
+			return Membership{}, err
+		}
+		var r inviteRecord
+		if err := json.Unmarshal(v, &r); err != nil {
+			return Membership{}, fmt.Errorf("catalog: corrupt invitation: %w", err)
+		}
+		now := c.now().UTC()
+		if !now.Before(r.Expires) {
+			_ = c.apply(ctx, func(b *kv.Batch) { b.DeleteIfEquals(key, v) })
+			return Membership{}, notFound("invitation")
+		}
+		t, tv, err := c.readTenant(ctx, tid)
+		if errors.Is(err, ErrNotFound) {
+			return Membership{}, notFound("tenant")
+		}
+		if err != nil {
+			return Membership{}, err
+		}
+		if t.Status != Active {
+			return Membership{}, apierr.Validationf("tenant is %s", t.Status)
+		}
+		role, _ := tenancy.ParseRole(r.Role)
+		m := Membership{Sub: sub, Tenant: tid, Role: role, Via: "invite", Created: now}
+		// NB: the token is consumed by the conditional delete, so two
+		// gateways accepting it at once make one membership.
+		err = c.apply(ctx, func(b *kv.Batch) {
+			b.DeleteIfEquals(key, v)
+			b.Expect(keyspace.TenantRecord(tid), tv)
+			putMembership(b, m)
+		})
+		if errors.Is(err, kv.ErrConflict) {
+			continue
+		}
+		if err != nil {
+			return Membership{}, err
+		}
+		return m, nil
 	}
-	if err != nil {
-		return Membership{}, err
-	}
-	var r inviteRecord
-	if err := json.Unmarshal(v, &r); err != nil {
-		return Membership{}, fmt.Errorf("catalog: corrupt invitation: %w", err)
-	}
-	now := c.now().UTC()
-	if !now.Before(r.Expires) {
-		_ = c.apply(func(b *storage.Batch) { b.Delete(key) })
-		return Membership{}, notFound("invitation")
-	}
-	t, err := c.Tenant(ctx, tid)
-	if err != nil {
-		return Membership{}, err
-	}
-	if t.Status != Active {
-		return Membership{}, apierr.Validationf("tenant is %s", t.Status)
-	}
-	role, _ := tenancy.ParseRole(r.Role)
-	m := Membership{Sub: sub, Tenant: tid, Role: role, Via: "invite", Created: now}
-	if err := c.apply(func(b *storage.Batch) {
-		b.Delete(key)
-		putMembership(b, m)
-	}); err != nil {
-		return Membership{}, err
-	}
-	return m, nil
+	return Membership{}, contended()
 }

@@ -12,7 +12,7 @@ import (
 
 	"github.com/tenantdb/tenantdb/internal/apierr"
 	"github.com/tenantdb/tenantdb/internal/keyspace"
-	"github.com/tenantdb/tenantdb/internal/storage"
+	"github.com/tenantdb/tenantdb/internal/kv"
 	"github.com/tenantdb/tenantdb/internal/tenancy"
 )
 
@@ -177,26 +177,23 @@ func (c *Catalog) CreateTenant(ctx context.Context, nt NewTenant) (Tenant, error
 	}
 	t := &Tenant{ID: id, Name: nt.Name, Slug: slug, Status: Active, Tier: tier, Created: c.now().UTC()}
 
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	if _, err := c.get(keyspace.TenantSlug(slug)); err == nil {
-		return Tenant{}, apierr.New(apierr.Conflict, "a tenant with slug %q already exists", slug)
-	} else if !errors.Is(err, ErrNotFound) {
-		return Tenant{}, err
-	}
-	if _, err := c.get(keyspace.TenantRecord(id)); err == nil {
-		return Tenant{}, apierr.New(apierr.Conflict, "a tenant with id %s already exists", id)
-	} else if !errors.Is(err, ErrNotFound) {
-		return Tenant{}, err
-	}
-	err := c.apply(func(b *storage.Batch) {
-		b.Set(keyspace.TenantRecord(id), encodeTenant(t))
-		b.Set(keyspace.TenantSlug(slug), id[:])
+	enc := encodeTenant(t)
+	err := c.apply(ctx, func(b *kv.Batch) {
+		b.SetIfAbsent(keyspace.TenantRecord(id), enc)
+		b.SetIfAbsent(keyspace.TenantSlug(slug), id[:])
 		if nt.OwnerSub != "" {
 			m := Membership{Sub: nt.OwnerSub, Tenant: id, Role: tenancy.RoleAdmin, Via: "tenant-create", Created: t.Created}
 			putMembership(b, m)
 		}
 	})
+	if errors.Is(err, kv.ErrConflict) {
+		// NB: the engine (or the local store's lock) ordered this write
+		// after another that took the slug or the id: one of them wins.
+		if _, err := c.get(ctx, keyspace.TenantSlug(slug)); err == nil {
+			return Tenant{}, apierr.New(apierr.Conflict, "a tenant with slug %q already exists", slug)
+		}
+		return Tenant{}, apierr.New(apierr.Conflict, "a tenant with id %s already exists", id)
+	}
 	if err != nil {
 		return Tenant{}, err
 	}
@@ -206,30 +203,32 @@ func (c *Catalog) CreateTenant(ctx context.Context, nt NewTenant) (Tenant, error
 
 func (c *Catalog) cache(t *Tenant) {
 	c.mu.Lock()
-	c.tenants[t.ID] = t
+	c.tenants[t.ID] = cachedTenant{t: t, at: time.Now()}
 	c.mu.Unlock()
 }
 
-// Tenant returns tenant id's record, from memory after the first read.
-// Errors: NotFound (wrapping ErrNotFound) if there is no such tenant.
+// Tenant returns tenant id's record, from memory after the first read
+// (read again once older than Options.MaxStale, if set). Errors: NotFound
+// (wrapping ErrNotFound) if there is no such tenant.
 func (c *Catalog) Tenant(ctx context.Context, id tenancy.TenantID) (Tenant, error) {
 	c.mu.RLock()
-	t, ok := c.tenants[id]
+	ct, ok := c.tenants[id]
 	c.mu.RUnlock()
-	if ok {
-		return *t, nil
+	if ok && (c.maxStale <= 0 || time.Since(ct.at) < c.maxStale) {
+		return *ct.t, nil
 	}
 	if id.IsZero() {
 		return Tenant{}, notFound("tenant")
 	}
-	v, err := c.get(keyspace.TenantRecord(id))
+	t, _, err := c.readTenant(ctx, id)
 	if errors.Is(err, ErrNotFound) {
+		if ok {
+			c.mu.Lock()
+			delete(c.tenants, id) // deleted by another gateway
+			c.mu.Unlock()
+		}
 		return Tenant{}, notFound("tenant")
 	}
-	if err != nil {
-		return Tenant{}, err
-	}
-	t, err = decodeTenant(v)
 	if err != nil {
 		return Tenant{}, err
 	}
@@ -237,9 +236,21 @@ func (c *Catalog) Tenant(ctx context.Context, id tenancy.TenantID) (Tenant, erro
 	return *t, nil
 }
 
+// readTenant reads tenant id's stored record (not the cache) and returns
+// it with its stored bytes, for a write conditioned on them. Errors:
+// ErrNotFound.
+func (c *Catalog) readTenant(ctx context.Context, id tenancy.TenantID) (*Tenant, []byte, error) {
+	v, err := c.get(ctx, keyspace.TenantRecord(id))
+	if err != nil {
+		return nil, nil, err
+	}
+	t, err := decodeTenant(v)
+	return t, v, err
+}
+
 // TenantBySlug returns the tenant with the given slug.
 func (c *Catalog) TenantBySlug(ctx context.Context, slug string) (Tenant, error) {
-	v, err := c.get(keyspace.TenantSlug(slug))
+	v, err := c.get(ctx, keyspace.TenantSlug(slug))
 	if errors.Is(err, ErrNotFound) {
 		return Tenant{}, notFound("tenant")
 	}
@@ -258,7 +269,7 @@ func (c *Catalog) TenantBySlug(ctx context.Context, slug string) (Tenant, error)
 func (c *Catalog) Tenants(ctx context.Context) ([]Tenant, error) {
 	var ids []tenancy.TenantID
 	lo, hi := keyspace.TenantSlugs()
-	err := c.scan(lo, hi, func(_, v []byte) bool {
+	err := c.scan(ctx, lo, hi, func(_, v []byte) bool {
 		var id tenancy.TenantID
 		if len(v) == len(id) {
 			copy(id[:], v)
@@ -298,27 +309,32 @@ func (c *Catalog) setStatus(ctx context.Context, id tenancy.TenantID, s Status) 
 	if s != Active && s != Suspended && s != Deleting {
 		return Tenant{}, apierr.Validationf("unknown status %q", s)
 	}
-	c.wmu.Lock()
-	t, err := c.Tenant(ctx, id)
-	if err != nil {
-		c.wmu.Unlock()
-		return Tenant{}, err
-	}
-	if t.Status == Deleting && s != Deleting {
-		c.wmu.Unlock()
-		return Tenant{}, apierr.Validationf("tenant is being deleted")
-	}
-	if t.Status != s {
-		t.Status = s
-		if err := c.apply(func(b *storage.Batch) { b.Set(keyspace.TenantRecord(id), encodeTenant(&t)) }); err != nil {
-			c.wmu.Unlock()
+	for range maxRetries {
+		t, old, err := c.readTenant(ctx, id)
+		if errors.Is(err, ErrNotFound) {
+			return Tenant{}, notFound("tenant")
+		}
+		if err != nil {
 			return Tenant{}, err
 		}
-		c.cache(&t)
+		if t.Status == Deleting && s != Deleting {
+			return Tenant{}, apierr.Validationf("tenant is being deleted")
+		}
+		if t.Status != s {
+			t.Status = s
+			err := c.apply(ctx, func(b *kv.Batch) { b.SetIfEquals(keyspace.TenantRecord(id), old, encodeTenant(t)) })
+			if errors.Is(err, kv.ErrConflict) {
+				continue
+			}
+			if err != nil {
+				return Tenant{}, err
+			}
+		}
+		c.cache(t)
+		c.notify(Change{Tenant: id})
+		return *t, nil
 	}
-	c.wmu.Unlock()
-	c.notify(Change{Tenant: id})
-	return t, nil
+	return Tenant{}, contended()
 }
 
 // DeleteTenant removes tenant id and everything it owns: it marks the
@@ -342,22 +358,18 @@ func (c *Catalog) DeleteTenant(ctx context.Context, s tenancy.Scope, drop func(c
 			return apierr.Wrap(apierr.Internal, err, "deleting the tenant's stores failed; the tenant stays in status deleting and the deletion can be retried")
 		}
 	}
-	c.wmu.Lock()
-	defer func() {
-		c.wmu.Unlock()
-		c.notify(Change{Tenant: id})
-	}()
+	defer c.notify(Change{Tenant: id})
 	var subs []string
 	mlo, mhi := keyspace.TenantMembers(id)
 	prefix := len(mlo)
-	if err := c.scan(mlo, mhi, func(k, _ []byte) bool {
+	if err := c.scan(ctx, mlo, mhi, func(k, _ []byte) bool {
 		subs = append(subs, string(k[prefix:]))
 		return true
 	}); err != nil {
 		return err
 	}
 	lo, hi := keyspace.TenantRange(id)
-	err = c.apply(func(b *storage.Batch) {
+	err = c.apply(ctx, func(b *kv.Batch) {
 		b.DeleteRange(lo, hi)
 		b.Delete(keyspace.TenantSlug(t.Slug))
 		for _, s := range subs {

@@ -68,3 +68,19 @@ func Invite(t tenancy.TenantID, tokenHash []byte) []byte {
 // AuditHead returns the key holding the last seq and hash of a tenant's
 // audit chain.
 func AuditHead(t tenancy.TenantID) []byte { return append(Tenant(t), subAuditHead) }
+
+// Partition returns the prefix of key that decides which engine partition
+// (item collection) holds it when the control plane lives in a
+// DynamoDB-API engine (package enginekv): the tenant prefix
+// (Tenant(t)) for a tenant's records, so a tenant's records are one
+// collection and every range this package returns for a tenant lies in
+// one; the first byte otherwise (server-wide values, slugs, memberships).
+func Partition(key []byte) []byte {
+	if len(key) >= 17 && key[0] == tenantPrefix {
+		return key[:17]
+	}
+	if len(key) == 0 {
+		return nil
+	}
+	return key[:1]
+}

@@ -103,4 +103,15 @@ const (
 	SysWebhooks      = "whk/"      // <tenant:16><id>: tenant has webhook subscription id
 	SysBackupsOpen   = "bkp/"      // <namespace><backup id>: a backup being written
 	SysRestoresOpen  = "rst/"      // <table:8>: a table being restored
+	// SysOperatorBootstrap marks that the first operator credential was
+	// stored (its access key id); written with it, conditionally, so one
+	// of several gateways starting at once creates it.
+	SysOperatorBootstrap = "opboot"
+	// SysServerKeyCheck holds auth.ServerKey.Check of the key the control
+	// plane of a DynamoDB-API engine is sealed under: every gateway of
+	// the fleet must start with that key.
+	SysServerKeyCheck = "skcheck"
+	// SysTenantKeys holds tenants' wrapped data keys on a DynamoDB-API
+	// engine: <tenant:16> (tenantkey.Options.Store).
+	SysTenantKeys = "tkey/"
 )

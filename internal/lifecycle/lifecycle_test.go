@@ -10,6 +10,7 @@ import (
 	"github.com/tenantdb/tenantdb/internal/audit"
 	"github.com/tenantdb/tenantdb/internal/catalog"
 	"github.com/tenantdb/tenantdb/internal/engine"
+	"github.com/tenantdb/tenantdb/internal/kv"
 	"github.com/tenantdb/tenantdb/internal/lifecycle"
 	"github.com/tenantdb/tenantdb/internal/storage"
 	"github.com/tenantdb/tenantdb/internal/tenancy"
@@ -47,7 +48,7 @@ func newEnv(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{cat: catalog.Open(db, catalog.Options{}), log: audit.Open(db, audit.Options{Logger: quiet}), eng: &fakeEngine{}}
+	e := &env{cat: catalog.Open(kv.NewLocal(db), catalog.Options{}), log: audit.Open(kv.NewLocal(db), audit.Options{Logger: quiet}), eng: &fakeEngine{}}
 	// NB: without quota state (quota.New is the assembly's, see
 	// internal/lint); the quota manager's Forget and Remember have their
 	// own tests.

@@ -28,9 +28,12 @@ const kekInfo = "tenantdb tenant data key wrap v1"
 // but no keyring yet was written before encryption: the keys its tenants
 // get are marked legacy (their older values are plaintext until
 // `tenant rotate-key` re-encrypts them).
-func openKeys(ctx context.Context, o Options, key *auth.ServerKey, cat *catalog.Catalog) (*tenantkey.Keyring, error) {
-	opts := tenantkey.Options{KEK: key.Derive(kekInfo)}
-	if !o.InMemory {
+//
+// A gateway over a remote engine keeps the wrapped keys in the engine
+// (store), shared by the fleet.
+func openKeys(ctx context.Context, o Options, key *auth.ServerKey, cat *catalog.Catalog, store tenantkey.Store) (*tenantkey.Keyring, error) {
+	opts := tenantkey.Options{KEK: key.Derive(kekInfo), Store: store}
+	if store == nil && !o.InMemory {
 		opts.Dir = filepath.Join(o.DataDir, TenantKeysDir)
 		if _, err := os.Stat(opts.Dir); errors.Is(err, fs.ErrNotExist) {
 			ts, err := cat.Tenants(ctx)
@@ -55,6 +58,9 @@ func (n *Node) serverKeyStatus(ctx context.Context) (admin.ServerKeyStatus, erro
 // rotateServerKey replaces the server key by a new random one (see
 // auth/rotate.go for the steps and why a crash is safe).
 func (n *Node) rotateServerKey(ctx context.Context) (admin.ServerKeyStatus, error) {
+	if n.remote != nil {
+		return admin.ServerKeyStatus{}, apierr.Validationf("rotating the server key of gateways over a remote engine is not supported yet: every gateway of the fleet holds it, and the credentials in the engine are sealed under it")
+	}
 	if n.opts.ServerKey != "" {
 		return admin.ServerKeyStatus{}, apierr.Validationf("the server key comes from %s, which the server cannot change; to rotate it, stop the server, move the key into <data-dir>/%s, unset the variable, start the server and rotate again", auth.ServerKeyEnv, auth.ServerKeyFile)
 	}

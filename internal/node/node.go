@@ -32,6 +32,8 @@ import (
 	"github.com/tenantdb/tenantdb/internal/console"
 	"github.com/tenantdb/tenantdb/internal/dynamo"
 	"github.com/tenantdb/tenantdb/internal/engine"
+	"github.com/tenantdb/tenantdb/internal/enginekv"
+	"github.com/tenantdb/tenantdb/internal/kv"
 	"github.com/tenantdb/tenantdb/internal/lifecycle"
 	"github.com/tenantdb/tenantdb/internal/quota"
 	"github.com/tenantdb/tenantdb/internal/rekey"
@@ -125,6 +127,20 @@ type Options struct {
 
 	benchOptions
 }
+
+// controlStore is what the control plane's packages (catalog, audit,
+// tenantkey) are given: kv.Local or enginekv.Store.
+type controlStore interface {
+	catalog.Store
+	audit.Store
+	tenantkey.Store
+	quota.ControlStore
+}
+
+var (
+	_ controlStore = (*kv.Local)(nil)
+	_ controlStore = (*enginekv.Store)(nil)
+)
 
 // catalogTiers tells the engine tenants' tiers from the catalog.
 type catalogTiers struct{ c *catalog.Catalog }
@@ -230,13 +246,31 @@ func Open(ctx context.Context, o Options) (_ *Node, err error) {
 	if err != nil {
 		return nil, err
 	}
-	n.catalog = catalog.Open(n.db, catalog.Options{})
-	if n.keys, err = openKeys(ctx, o, key, n.catalog); err != nil {
+	// The control plane (catalog, audit, tenants' data keys) lives in the
+	// embedded store, or, for a gateway over a remote engine, in that
+	// engine, shared with every other gateway (internal/enginekv).
+	var ctl controlStore = kv.NewLocal(n.db)
+	var stale time.Duration
+	var keyStore tenantkey.Store
+	if o.Backend == BackendDynamoDB {
+		var est *enginekv.Store
+		if n.remote, est, err = o.Remote.open(ctx, o, log); err != nil {
+			return nil, err
+		}
+		if err := checkFleetKey(ctx, est, key); err != nil {
+			return nil, err
+		}
+		ctl, stale, keyStore = est, FleetStaleness, est
+	} else if o.Backend != "" {
+		return nil, errors.New("node: unknown backend " + o.Backend + " (want " + BackendDynamoDB + " or none)")
+	}
+	n.catalog = catalog.Open(ctl, catalog.Options{MaxStale: stale})
+	if n.keys, err = openKeys(ctx, o, key, n.catalog, keyStore); err != nil {
 		return nil, err
 	}
 	o.benchOptions.keys(n.keys, log) // nothing unless benchbypass
-	n.audit = audit.Open(n.db, audit.Options{Logger: log, Keys: n.keys})
-	n.auth = auth.New(n.catalog, key, auth.Options{Logger: log, Denied: n.audit.Denied})
+	n.audit = audit.Open(ctl, audit.Options{Logger: log, Keys: n.keys, Shared: n.remote != nil})
+	n.auth = auth.New(n.catalog, key, auth.Options{Logger: log, Denied: n.audit.Denied, MaxStale: stale})
 	n.opts = o
 	if key, err = n.resumeServerKeyRotation(ctx, key); err != nil {
 		return nil, err
@@ -250,8 +284,14 @@ func Open(ctx context.Context, o Options) (_ *Node, err error) {
 	// and it reads the engine's storage figures only once serving.
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	var quotaCtl quota.ControlStore // nil: the embedded store, staged with the items
+	if n.remote != nil {
+		quotaCtl = ctl
+	}
 	if n.quotas, err = quota.New(quota.Options{
 		DB:             n.db,
+		Control:        quotaCtl,
+		MaxStale:       stale,
 		Storage:        engineStorage{n},
 		Logger:         log.With("component", "quota"),
 		Registerer:     reg,
@@ -284,13 +324,8 @@ func Open(ctx context.Context, o Options) (_ *Node, err error) {
 		return nil, err
 	}
 	var items dynamo.Backend = n.engine
-	if o.Backend == BackendDynamoDB {
-		if n.remote, err = o.Remote.open(ctx, o, log); err != nil {
-			return nil, err
-		}
+	if n.remote != nil {
 		items = n.remote
-	} else if o.Backend != "" {
-		return nil, errors.New("node: unknown backend " + o.Backend + " (want " + BackendDynamoDB + " or none)")
 	}
 	n.backend = n.quotas.Wrap(dynamo.Bind(items))
 

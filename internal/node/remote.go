@@ -1,13 +1,21 @@
 package node
 
 import (
+	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/tenantdb/tenantdb/internal/auth"
+	"github.com/tenantdb/tenantdb/internal/enginekv"
+	"github.com/tenantdb/tenantdb/internal/keyspace"
+	"github.com/tenantdb/tenantdb/internal/kv"
 	"github.com/tenantdb/tenantdb/internal/remote"
 )
 
@@ -34,10 +42,20 @@ type Remote struct {
 	CredentialsFile, Profile string
 }
 
-// open connects the remote backend. In stage 1 the node still opens its
-// local store for credentials, tenants, audit and quotas; only items and
-// table definitions live in the engine (internal/remote/DESIGN.md).
-func (r Remote) open(ctx context.Context, o Options, log *slog.Logger) (*remote.Backend, error) {
+// FleetStaleness is how long a gateway over a remote engine uses what it
+// cached of the control plane (a credential, a tenant's status, its
+// quotas) before reading it again, so that a change made through another
+// gateway takes effect here within 2 × FleetStaleness (a credential is
+// read again after FleetStaleness, and the tenant it belongs to at most
+// FleetStaleness old).
+const FleetStaleness = time.Second
+
+// open connects the remote backend and returns it with the control
+// plane's store in the same engine table (package enginekv): tenants,
+// credentials, memberships, audit, quotas, usage and tenants' wrapped data
+// keys live there, so any gateway started with the same settings shares
+// them (internal/remote/DESIGN.md, "Stage 2+").
+func (r Remote) open(ctx context.Context, o Options, log *slog.Logger) (*remote.Backend, *enginekv.Store, error) {
 	var lo []func(*config.LoadOptions) error
 	if r.Region != "" {
 		lo = append(lo, config.WithRegion(r.Region))
@@ -50,7 +68,7 @@ func (r Remote) open(ctx context.Context, o Options, log *slog.Logger) (*remote.
 	}
 	cfg, err := config.LoadDefaultConfig(ctx, lo...)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if cfg.Region == "" {
 		cfg.Region = o.Region
@@ -60,11 +78,41 @@ func (r Remote) open(ctx context.Context, o Options, log *slog.Logger) (*remote.
 			co.BaseEndpoint = aws.String(r.Endpoint)
 		}
 	})
-	return remote.Open(ctx, remote.Options{
+	b, err := remote.Open(ctx, remote.Options{
 		Client:      client,
 		TablePrefix: r.TablePrefix,
 		Region:      o.Region,
 		Endpoint:    o.Endpoint,
 		Logger:      log.With("component", "remote"),
+
+		DefinitionsMaxStale: FleetStaleness,
 	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return b, enginekv.New(client, b.Table(), log.With("component", "enginekv")), nil
+}
+
+// checkFleetKey makes sure the engine's control plane is sealed under
+// key: the first gateway records the key's check value with a conditional
+// put, and a gateway started with another key refuses to start, instead
+// of failing every credential it reads (credentials stay sealed in the
+// engine; every gateway of a fleet is given the same server key, by
+// TENANTDB_SERVER_KEY or the same <data-dir>/server.key file).
+func checkFleetKey(ctx context.Context, st *enginekv.Store, key *auth.ServerKey) error {
+	k := keyspace.System(keyspace.SysServerKeyCheck)
+	var b kv.Batch
+	b.SetIfAbsent(k, key.Check())
+	err := st.Apply(ctx, &b)
+	if !errors.Is(err, kv.ErrConflict) {
+		return err
+	}
+	v, err := st.Get(ctx, k)
+	if err != nil {
+		return err
+	}
+	if !bytes.Equal(v, key.Check()) {
+		return fmt.Errorf("node: the engine's control plane is sealed under another server key; start every gateway with the same key (%s or the same <data-dir>/%s)", auth.ServerKeyEnv, auth.ServerKeyFile)
+	}
+	return nil
 }

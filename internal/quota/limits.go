@@ -1,6 +1,7 @@
 package quota
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/tenantdb/tenantdb/internal/apierr"
 	"github.com/tenantdb/tenantdb/internal/keyspace"
+	"github.com/tenantdb/tenantdb/internal/kv"
 	"github.com/tenantdb/tenantdb/internal/storage"
 	"github.com/tenantdb/tenantdb/internal/tenancy"
 )
@@ -137,32 +139,65 @@ func (l Limits) Validate(table string) error {
 	return nil
 }
 
-// store persists quota records under keyspace.Quota.
-type store struct{ db *storage.DB }
+// ControlStore is where quota records and usage counters live on a
+// gateway over a DynamoDB-API engine (Options.Control): enginekv.Store.
+type ControlStore interface {
+	Get(ctx context.Context, key []byte) ([]byte, error)
+	Scan(ctx context.Context, lo, hi []byte, f func(k, v []byte) bool) error
+	Apply(ctx context.Context, b *kv.Batch) error
+}
+
+// store persists quota records under keyspace.Quota, in db or, if set,
+// ctl.
+type store struct {
+	db  *storage.DB
+	ctl ControlStore
+}
+
+// scan calls f for every record in [lo, hi).
+func (s store) scan(lo, hi []byte, f func(k, v []byte) bool) error {
+	if s.ctl != nil {
+		return s.ctl.Scan(context.Background(), lo, hi, f)
+	}
+	it := s.db.NewIter(lo, hi)
+	for ok := it.First(); ok; ok = it.Next() {
+		if !f(it.Key(), it.Value()) {
+			break
+		}
+	}
+	err := it.Error()
+	if cerr := it.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
 
 // load reads all quota records of tenant t: the tenant-wide one (nil if
 // absent) and the per-table ones. It reads only the tenant's quota range.
 func (s store) load(t tenancy.TenantID) (tenant *Limits, tables map[string]Limits, err error) {
 	lo, hi := keyspace.Quotas(t)
-	it := s.db.NewIter(lo, hi)
-	defer it.Close()
-	for ok := it.First(); ok; ok = it.Next() {
-		k := it.Key()
+	var derr error
+	err = s.scan(lo, hi, func(k, v []byte) bool {
 		name, _ := keyspace.QuotaTable(t, k)
 		var l Limits
-		if err := json.Unmarshal(it.Value(), &l); err != nil {
-			return nil, nil, fmt.Errorf("quota: decoding quota record of tenant %s table %q: %w", t, name, err)
+		if err := json.Unmarshal(v, &l); err != nil {
+			derr = fmt.Errorf("quota: decoding quota record of tenant %s table %q: %w", t, name, err)
+			return false
 		}
 		if name == "" {
 			tenant = &l
-			continue
+			return true
 		}
 		if tables == nil {
 			tables = map[string]Limits{}
 		}
 		tables[name] = l
+		return true
+	})
+	if derr != nil {
+		return nil, nil, derr
 	}
-	if err := it.Error(); err != nil {
+	if err != nil {
 		return nil, nil, fmt.Errorf("quota: reading quotas of tenant %s: %w", t, err)
 	}
 	return tenant, tables, nil
@@ -170,16 +205,31 @@ func (s store) load(t tenancy.TenantID) (tenant *Limits, tables map[string]Limit
 
 // save durably writes (or, for nil, deletes) one record.
 func (s store) save(t tenancy.TenantID, table string, l *Limits) error {
+	k := keyspace.Quota(t, table)
+	var v []byte
+	if l != nil {
+		var err error
+		if v, err = json.Marshal(l); err != nil {
+			return err
+		}
+	}
+	if s.ctl != nil {
+		var b kv.Batch
+		if l == nil {
+			b.Delete(k)
+		} else {
+			b.Set(k, v)
+		}
+		if err := s.ctl.Apply(context.Background(), &b); err != nil {
+			return fmt.Errorf("quota: saving quota of tenant %s: %w", t, err)
+		}
+		return nil
+	}
 	b := s.db.NewBatch()
 	defer b.Close()
-	k := keyspace.Quota(t, table)
 	if l == nil {
 		b.Delete(k)
 	} else {
-		v, err := json.Marshal(l)
-		if err != nil {
-			return err
-		}
 		b.Set(k, v)
 	}
 	if err := s.db.Apply(b); err != nil {

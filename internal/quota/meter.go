@@ -1,6 +1,8 @@
 package quota
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"math"
 	"sync"
@@ -9,6 +11,7 @@ import (
 
 	"github.com/tenantdb/tenantdb/internal/dynamo"
 	"github.com/tenantdb/tenantdb/internal/keyspace"
+	"github.com/tenantdb/tenantdb/internal/kv"
 	"github.com/tenantdb/tenantdb/internal/storage"
 	"github.com/tenantdb/tenantdb/internal/tenancy"
 	"github.com/tenantdb/tenantdb/internal/wire"
@@ -76,6 +79,9 @@ type pending struct {
 // operation's own items (stage), or separately and after the operation.
 type meter struct {
 	db *storage.DB
+	// ctl, if set, receives the counters instead of db (Options.Control):
+	// every request is recorded and flushed as ADD counters.
+	ctl ControlStore
 
 	mu  sync.Mutex
 	acc map[hourKey]*pending
@@ -162,6 +168,9 @@ func (m *meter) flush() error {
 	if len(acc) == 0 {
 		return nil
 	}
+	if m.ctl != nil {
+		return m.flushControl(acc)
+	}
 	b := m.db.NewBatch()
 	defer b.Close()
 	var name []byte
@@ -188,9 +197,51 @@ func (m *meter) flush() error {
 	return nil
 }
 
+// flushControl writes acc to the control store: one batch of ADD
+// counters per tenant and hour (one engine transaction, or a few for a
+// tenant-hour of more than 100 counters), so that a failure puts back
+// only the figures of the batches not written.
+func (m *meter) flushControl(acc map[hourKey]*pending) error {
+	var errs []error
+	var name []byte
+	for k, p := range acc {
+		if m.gone != nil && m.gone(k.tenant) {
+			continue
+		}
+		var b kv.Batch
+		a := kvAdder{&b}
+		for i, c := range p.ops {
+			name = stageOp(a, name, k, opNames[i], c)
+		}
+		for tbl, c := range p.tables {
+			name = stageTable(a, name, k, tbl, c[0], c[1])
+		}
+		if err := m.ctl.Apply(context.Background(), &b); err != nil {
+			m.mu.Lock()
+			m.mergeLocked(k, p)
+			m.mu.Unlock()
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("quota: flushing usage: %w", errors.Join(errs...))
+	}
+	return nil
+}
+
+// adder is a batch that adds to counters: a storage.Batch, or a kv.Batch
+// through kvAdder.
+type adder interface {
+	AddCounter(key []byte, delta int64)
+}
+
+type kvAdder struct{ b *kv.Batch }
+
+func (a kvAdder) AddCounter(key []byte, delta int64) { a.b.Add(key, delta) }
+
 // stageCounter adds v to the counter kind+s of k's hour to b, unless v is
 // zero, and returns name (scratch space) for reuse.
-func stageCounter(b *storage.Batch, name []byte, k hourKey, kind byte, s string, v int64) []byte {
+func stageCounter(b adder, name []byte, k hourKey, kind byte, s string, v int64) []byte {
 	if v != 0 {
 		name = append(append(name[:0], kind), s...)
 		b.AddCounter(keyspace.Usage(k.tenant, k.hour, string(name)), v)
@@ -199,7 +250,7 @@ func stageCounter(b *storage.Batch, name []byte, k hourKey, kind byte, s string,
 }
 
 // stageOp adds the counters of operation op to b.
-func stageOp(b *storage.Batch, name []byte, k hourKey, op string, c opCounters) []byte {
+func stageOp(b adder, name []byte, k hourKey, op string, c opCounters) []byte {
 	name = stageCounter(b, name, k, nameRequests, op, c.requests)
 	name = stageCounter(b, name, k, nameThrottled, op, c.throttled)
 	name = stageCounter(b, name, k, nameReadOp, op, c.read)
@@ -207,7 +258,7 @@ func stageOp(b *storage.Batch, name []byte, k hourKey, op string, c opCounters) 
 }
 
 // stageTable adds the counters of one table to b.
-func stageTable(b *storage.Batch, name []byte, k hourKey, table string, read, write int64) []byte {
+func stageTable(b adder, name []byte, k hourKey, table string, read, write int64) []byte {
 	name = stageCounter(b, name, k, nameReadTbl, table, read)
 	return stageCounter(b, name, k, nameWriteTbl, table, write)
 }
@@ -240,7 +291,7 @@ func (m *meter) charge(t tenancy.TenantID, now time.Time, op string, u wire.Usag
 
 // stageRequest adds the counters of one request of op that consumed u to
 // b.
-func stageRequest(b *storage.Batch, k hourKey, op string, u wire.Usage) {
+func stageRequest(b adder, k hourKey, op string, u wire.Usage) {
 	name := make([]byte, 0, 64)
 	name = stageOp(b, name, k, op, opCounters{requests: 1, read: toMilli(u.ReadUnits), write: toMilli(u.WriteUnits)})
 	u.EachTable(func(table string, read, write float64) {
@@ -330,20 +381,24 @@ func (m *meter) collect(t tenancy.TenantID, from, to uint64, sum func(hour uint6
 	m.flushMu.RLock()
 	defer m.flushMu.RUnlock()
 	lo, hi := keyspace.UsageRange(t, from, to)
-	it := m.db.NewIter(lo, hi)
-	for ok := it.First(); ok; ok = it.Next() {
-		hour, name, ok := keyspace.ParseUsage(t, it.Key())
+	var derr error
+	err := store{db: m.db, ctl: m.ctl}.scan(lo, hi, func(k, v []byte) bool {
+		hour, name, ok := keyspace.ParseUsage(t, k)
 		if !ok || name == "" {
-			continue
+			return true
 		}
-		v, err := storage.DecodeCounter(it.Value())
+		n, err := storage.DecodeCounter(v)
 		if err != nil {
-			it.Close()
-			return fmt.Errorf("quota: usage counter %q: %w", name, err)
+			derr = fmt.Errorf("quota: usage counter %q: %w", name, err)
+			return false
 		}
-		sum(hour, name, v)
+		sum(hour, name, n)
+		return true
+	})
+	if derr != nil {
+		return derr
 	}
-	if err := it.Close(); err != nil {
+	if err != nil {
 		return fmt.Errorf("quota: reading usage: %w", err)
 	}
 	m.mu.Lock()

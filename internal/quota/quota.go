@@ -68,8 +68,20 @@ import (
 // Options configure a Manager. DB is required; every other zero value
 // takes the default documented on its field.
 type Options struct {
-	// DB stores quota records and usage counters.
+	// DB stores quota records and usage counters (and the token bucket
+	// checkpoints).
 	DB *storage.DB
+	// Control, if set, stores quota records and usage counters instead of
+	// DB: the control plane of gateways over one DynamoDB-API engine
+	// (package enginekv), so that every gateway reads the same quotas and
+	// adds to the same counters. Usage is then aggregated in memory and
+	// flushed every FlushInterval as ADD counters (writes too: see
+	// "Durability of usage"); bucket checkpoints stay in DB.
+	Control ControlStore
+	// MaxStale, if positive, is how long a tenant's quota records are
+	// used before they are read again (a quota changed through another
+	// gateway applies here within it); 0 reads them once.
+	MaxStale time.Duration
 	// Storage reports per-table storage for usage reports; nil: reports
 	// carry no storage figures.
 	Storage StorageSource
@@ -249,10 +261,10 @@ func New(o Options) (*Manager, error) {
 		opts:     o,
 		log:      o.Logger,
 		now:      o.Now,
-		store:    store{o.DB},
+		store:    store{db: o.DB, ctl: o.Control},
 		storage:  o.Storage,
 		defaults: o.Default,
-		meter:    meter{db: o.DB, acc: map[hourKey]*pending{}, kick: make(chan struct{}, 1)},
+		meter:    meter{db: o.DB, ctl: o.Control, acc: map[hourKey]*pending{}, kick: make(chan struct{}, 1)},
 		opFlows:  [classCount]*flow{{}, {}},
 		conns: newGate(o.ConnInflight, o.ConnInflight, min(o.ConnTenantInflight, o.ConnInflight),
 			connQueueLimit, connQueueLimit, o.ConnQueueTimeout),
@@ -366,17 +378,18 @@ type tenantState struct {
 	flows    [classCount]*flow // in the gates; guarded by the gates' mutexes
 	connFlow *flow             // in the connection gate
 
-	mu       sync.Mutex
-	loaded   bool
-	record   *Limits           // stored tenant-wide record, nil if none
-	tables   map[string]Limits // stored per-table records
-	eff      Limits            // effective tenant-wide limits
-	read     bucket
-	write    bucket
-	control  bucket
-	tread    map[string]*bucket // tables with a read limit
-	twrite   map[string]*bucket // tables with a write limit
-	lastUsed time.Time
+	mu        sync.Mutex
+	loaded    bool
+	record    *Limits           // stored tenant-wide record, nil if none
+	recordsAt time.Time         // when record and tables were read (Options.MaxStale)
+	tables    map[string]Limits // stored per-table records
+	eff       Limits            // effective tenant-wide limits
+	read      bucket
+	write     bucket
+	control   bucket
+	tread     map[string]*bucket // tables with a read limit
+	twrite    map[string]*bucket // tables with a write limit
+	lastUsed  time.Time
 	// debits counts the debits of the buckets (and changes of their
 	// quotas); savedGen is its value at the last checkpoint, and saved
 	// says the store holds one (capstate.go).
@@ -400,11 +413,21 @@ func (m *Manager) state(t tenancy.TenantID) (*tenantState, error) {
 	st := v.(*tenantState)
 	st.mu.Lock()
 	defer st.mu.Unlock()
+	if st.loaded && m.opts.MaxStale > 0 && time.Since(st.recordsAt) >= m.opts.MaxStale {
+		// Another gateway may have changed the quota: read it again.
+		rec, tables, err := m.store.load(t)
+		if err != nil {
+			return nil, err
+		}
+		st.record, st.tables, st.recordsAt = rec, tables, time.Now()
+		m.applyLocked(st, m.now(), false)
+	}
 	if !st.loaded {
 		rec, tables, err := m.store.load(t)
 		if err != nil {
 			return nil, err
 		}
+		st.recordsAt = time.Now()
 		now := m.now()
 		st.read = newBucket(0, 0, now)
 		st.write = newBucket(0, 0, now)
@@ -715,7 +738,7 @@ func (tk *Ticket) Done(out wire.Output, err error) {
 	case u.Committed:
 		// NB: the engine wrote it with the request's items (StageUsage);
 		// writing it again would count the request twice.
-	case tk.write:
+	case tk.write && m.meter.ctl == nil:
 		m.meter.charge(st.tenant, now, tk.op, u)
 	default:
 		m.meter.record(st.tenant, now, tk.op, u, false)

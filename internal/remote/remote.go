@@ -53,6 +53,11 @@ type Options struct {
 	Logger *slog.Logger
 	// Now returns the time (tests); nil means time.Now.
 	Now func() time.Time
+	// DefinitionsMaxStale is how long cached table definitions are used
+	// before they are read again from the engine (resolve.Options.MaxStale):
+	// DDL through another gateway is seen within it. 0 keeps them until
+	// this gateway's own DDL changes them (one gateway only).
+	DefinitionsMaxStale time.Duration
 }
 
 // Backend serves the DynamoDB operations over the engine. It is safe for
@@ -98,7 +103,8 @@ func Open(ctx context.Context, o Options) (*Backend, error) {
 		return nil, err
 	}
 	var err error
-	b.res, err = resolve.New(ctx, catalog{b}, resolve.Options{Region: o.Region, Account: o.Account, MaxTenantTables: o.MaxTenantTables})
+	b.res, err = resolve.New(ctx, catalog{b}, resolve.Options{Region: o.Region, Account: o.Account, MaxTenantTables: o.MaxTenantTables,
+		MaxStale: o.DefinitionsMaxStale})
 	if err != nil {
 		return nil, err
 	}

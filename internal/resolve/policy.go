@@ -14,6 +14,9 @@ import (
 // credential's policy. ListTables pages through it.
 func (r *Resolver) Visible(ctx context.Context, s tenancy.Scope) ([]string, error) {
 	set := map[string]bool{}
+	if err := r.refreshShared(ctx); err != nil {
+		return nil, err
+	}
 	r.mu.RLock()
 	for name := range r.shared {
 		set[name] = true

@@ -3,6 +3,7 @@ package resolve
 import (
 	"bytes"
 	"context"
+	"time"
 
 	"github.com/tenantdb/tenantdb/internal/keyspace"
 	"github.com/tenantdb/tenantdb/internal/schema"
@@ -21,8 +22,14 @@ func (r *Resolver) ownedByNS(ctx context.Context, ns []byte) (map[string]*schema
 	m, ok := r.owned[string(ns)]
 	r.mu.RUnlock()
 	if ok {
+		if r.opts.MaxStale > 0 {
+			return r.refreshOwned(ctx, ns, m)
+		}
 		return m, nil
 	}
+	r.mu.RLock()
+	gen := r.gen[string(ns)]
+	r.mu.RUnlock()
 	tables, err := r.cat.LoadOwned(ctx, ns)
 	if err != nil {
 		return nil, err
@@ -36,9 +43,18 @@ func (r *Resolver) ownedByNS(ctx context.Context, ns []byte) (map[string]*schema
 		r.mu.Unlock()
 		return cur, nil
 	}
+	if r.opts.MaxStale > 0 && r.gen[string(ns)] != gen {
+		// NB: this process's DDL published meanwhile; the load may
+		// predate it. Serve it once, cache nothing.
+		r.mu.Unlock()
+		return m, nil
+	}
 	r.owned[string(ns)] = m
 	for _, t := range m {
 		r.byID[t.ID] = t
+	}
+	if r.opts.MaxStale > 0 {
+		r.loadedAt[string(ns)] = time.Now()
 	}
 	r.mu.Unlock()
 	if r.opts.Loaded != nil && len(tables) > 0 {
@@ -55,6 +71,7 @@ func (r *Resolver) Owned(ctx context.Context, tenant tenancy.TenantID, env strin
 
 // Shared returns the shared tables, in no particular order.
 func (r *Resolver) Shared() []*schema.Table {
+	_ = r.refreshShared(context.Background()) // a failed refresh keeps the loaded tables
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	out := make([]*schema.Table, 0, len(r.shared))
@@ -113,10 +130,12 @@ func (r *Resolver) Publish(t *schema.Table) {
 	defer r.mu.Unlock()
 	r.byID[t.ID] = t
 	if t.Shared() {
+		r.gen[sharedKey]++
 		r.shared[t.Name] = t
 		return
 	}
 	ns := string(keyspace.Namespace(t.Owner, t.OwnerEnv))
+	r.gen[ns]++
 	cur, loaded := r.owned[ns]
 	if !loaded {
 		return // loaded from the catalog, with t, on first use
@@ -136,12 +155,14 @@ func (r *Resolver) Unpublish(t *schema.Table) {
 	defer r.mu.Unlock()
 	delete(r.byID, t.ID)
 	if t.Shared() {
+		r.gen[sharedKey]++
 		if r.shared[t.Name] != nil && r.shared[t.Name].ID == t.ID {
 			delete(r.shared, t.Name)
 		}
 		return
 	}
 	ns := string(keyspace.Namespace(t.Owner, t.OwnerEnv))
+	r.gen[ns]++
 	cur, loaded := r.owned[ns]
 	if !loaded {
 		return
@@ -169,5 +190,7 @@ func (r *Resolver) ForgetTenant(tenant tenancy.TenantID) {
 			delete(r.byID, t.ID)
 		}
 		delete(r.owned, ns)
+		delete(r.loadedAt, ns)
+		r.gen[ns]++
 	}
 }

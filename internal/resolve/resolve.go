@@ -18,6 +18,7 @@ import (
 	"context"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/tenantdb/tenantdb/internal/apierr"
 	"github.com/tenantdb/tenantdb/internal/attr"
@@ -51,6 +52,13 @@ type Options struct {
 	// when they are first loaded (the engine resumes their index
 	// backfills). It runs without the resolver's lock held.
 	Loaded func(tables []*schema.Table)
+	// MaxStale, if positive, is how long loaded definitions are used
+	// before they are loaded again (refresh.go): other processes change
+	// the Catalog too (gateways over one DynamoDB-API engine), and DDL
+	// through one of them is seen by this one within MaxStale (plus one
+	// load). Zero keeps definitions until Publish/Unpublish change them:
+	// one process owns the Catalog (the embedded engine).
+	MaxStale time.Duration
 }
 
 // Resolver holds the published table definitions and resolves names
@@ -64,6 +72,14 @@ type Resolver struct {
 	shared map[string]*schema.Table            // shared tables by name
 	owned  map[string]map[string]*schema.Table // tenant tables: namespace -> name -> table (copy-on-write)
 	byID   map[uint64]*schema.Table            // every loaded table by id
+
+	// refresh state (Options.MaxStale; refresh.go), under mu: when each
+	// namespace's tables ("" for the shared ones) were loaded, and a
+	// generation each Publish/Unpublish bumps, so that a load that raced
+	// with this process's own DDL is discarded.
+	loadedAt   map[string]time.Time
+	gen        map[string]uint64
+	refreshing sync.Map // namespace -> struct{}: a refresh is running
 }
 
 // New returns a Resolver over cat with the shared tables loaded.
@@ -75,6 +91,8 @@ func New(ctx context.Context, cat Catalog, opts Options) (*Resolver, error) {
 		shared:    map[string]*schema.Table{},
 		owned:     map[string]map[string]*schema.Table{},
 		byID:      map[uint64]*schema.Table{},
+		loadedAt:  map[string]time.Time{sharedKey: time.Now()},
+		gen:       map[string]uint64{},
 	}
 	tables, err := cat.LoadShared(ctx)
 	if err != nil {
@@ -238,6 +256,9 @@ func (r *Resolver) Lookup(ctx context.Context, s tenancy.Scope, name string) (Ta
 			tg.Table = t
 			return tg, nil
 		}
+	}
+	if err := r.refreshShared(ctx); err != nil {
+		return Target{}, err
 	}
 	r.mu.RLock()
 	t, ok := r.shared[name]

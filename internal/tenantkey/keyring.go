@@ -12,6 +12,7 @@
 package tenantkey
 
 import (
+	"context"
 	"crypto/aes"
 	"crypto/cipher"
 	"crypto/hmac"
@@ -29,6 +30,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/tenantdb/tenantdb/internal/keyspace"
+	"github.com/tenantdb/tenantdb/internal/kv"
 	"github.com/tenantdb/tenantdb/internal/tenancy"
 )
 
@@ -57,10 +60,24 @@ type Options struct {
 	// their data was encrypted, as legacy: their values may still be
 	// plaintext until Rekey re-encrypts them (see Key.Legacy).
 	Upgrade bool
+	// Store, if set, keeps the wrapped keys in the control plane's store
+	// instead of Dir: gateways over one DynamoDB-API engine share it, so
+	// every gateway seals and opens a tenant's values under the same key.
+	// The first gateway to need a tenant's key creates it with a
+	// conditional write; the others read that one.
+	Store Store
+}
+
+// Store is where wrapped keys live when not in files (Options.Store).
+type Store interface {
+	Get(ctx context.Context, key []byte) ([]byte, error)
+	Scan(ctx context.Context, lo, hi []byte, f func(k, v []byte) bool) error
+	Apply(ctx context.Context, b *kv.Batch) error
 }
 
 // Keyring holds the data keys of all tenants. Safe for concurrent use.
 type Keyring struct {
+	store   Store
 	dir     string
 	upgrade bool
 	kek     atomic.Pointer[kek]
@@ -107,8 +124,12 @@ func Open(opts Options) (*Keyring, error) {
 	if err != nil {
 		return nil, err
 	}
-	kr := &Keyring{dir: opts.Dir, upgrade: opts.Upgrade}
+	kr := &Keyring{dir: opts.Dir, upgrade: opts.Upgrade, store: opts.Store}
 	kr.kek.Store(k)
+	if kr.store != nil {
+		kr.dir = ""
+		return kr, nil
+	}
 	if kr.dir == "" {
 		kr.mem = map[tenancy.TenantID][]byte{}
 		return kr, nil
@@ -168,7 +189,28 @@ func (kr *Keyring) generate(t tenancy.TenantID) (*keyFile, error) {
 	if err := f.add(kr.kek.Load(), t, 1); err != nil {
 		return nil, err
 	}
+	if kr.store != nil {
+		data, err := json.Marshal(f)
+		if err != nil {
+			return nil, err
+		}
+		var b kv.Batch
+		b.SetIfAbsent(storeKey(t), data)
+		err = kr.store.Apply(context.Background(), &b)
+		if errors.Is(err, kv.ErrConflict) {
+			return kr.read(t) // another gateway created it first: use that one
+		}
+		if err != nil {
+			return nil, fmt.Errorf("tenantkey: storing key of tenant %s: %w", t, err)
+		}
+		return f, nil
+	}
 	return f, kr.write(t, f)
+}
+
+// storeKey is the key of tenant t's wrapped keys in Options.Store.
+func storeKey(t tenancy.TenantID) []byte {
+	return append(keyspace.System(keyspace.SysTenantKeys), t[:]...)
 }
 
 // Destroy destroys tenant t's data key: its file is removed and the
@@ -181,6 +223,14 @@ func (kr *Keyring) Destroy(t tenancy.TenantID) error {
 	kr.destroyed.Store(t, struct{}{})
 	if v, ok := kr.keys.LoadAndDelete(t); ok {
 		v.(*Key).st.Store(&keyState{destroyed: true})
+	}
+	if kr.store != nil {
+		var b kv.Batch
+		b.Delete(storeKey(t))
+		if err := kr.store.Apply(context.Background(), &b); err != nil {
+			return fmt.Errorf("tenantkey: destroying key: %w", err)
+		}
+		return nil
 	}
 	if kr.dir == "" {
 		delete(kr.mem, t)
@@ -198,6 +248,18 @@ func (kr *Keyring) Tenants() ([]tenancy.TenantID, error) {
 	kr.mu.Lock()
 	defer kr.mu.Unlock()
 	var out []tenancy.TenantID
+	if kr.store != nil {
+		lo := keyspace.System(keyspace.SysTenantKeys)
+		err := kr.store.Scan(context.Background(), lo, keyspace.PrefixEnd(lo), func(k, _ []byte) bool {
+			var t tenancy.TenantID
+			if len(k) == len(lo)+len(t) {
+				copy(t[:], k[len(lo):])
+				out = append(out, t)
+			}
+			return true
+		})
+		return out, err
+	}
 	if kr.dir == "" {
 		for t := range kr.mem {
 			out = append(out, t)
@@ -309,7 +371,16 @@ func (kr *Keyring) path(t tenancy.TenantID) string { return filepath.Join(kr.dir
 // read returns t's stored key file (fs.ErrNotExist if none). REQUIRES: kr.mu.
 func (kr *Keyring) read(t tenancy.TenantID) (*keyFile, error) {
 	var data []byte
-	if kr.dir == "" {
+	if kr.store != nil {
+		b, err := kr.store.Get(context.Background(), storeKey(t))
+		if errors.Is(err, kv.ErrNotFound) {
+			return nil, fs.ErrNotExist
+		}
+		if err != nil {
+			return nil, fmt.Errorf("tenantkey: reading key of tenant %s: %w", t, err)
+		}
+		data = b
+	} else if kr.dir == "" {
 		b, ok := kr.mem[t]
 		if !ok {
 			return nil, fs.ErrNotExist
@@ -335,6 +406,14 @@ func (kr *Keyring) write(t tenancy.TenantID, f *keyFile) error {
 	data, err := json.Marshal(f)
 	if err != nil {
 		return err
+	}
+	if kr.store != nil {
+		var b kv.Batch
+		b.Set(storeKey(t), data)
+		if err := kr.store.Apply(context.Background(), &b); err != nil {
+			return fmt.Errorf("tenantkey: writing key of tenant %s: %w", t, err)
+		}
+		return nil
 	}
 	if kr.dir == "" {
 		kr.mem[t] = data

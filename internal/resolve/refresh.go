@@ -1,0 +1,113 @@
+package resolve
+
+import (
+	"bytes"
+	"context"
+	"time"
+
+	"github.com/tenantdb/tenantdb/internal/schema"
+)
+
+// Refreshing definitions that other processes change (Options.MaxStale).
+//
+// Gateways over one DynamoDB-API engine share its definitions: DDL through
+// gateway A must reach gateway B's resolver. A namespace's tables (and
+// the shared tables) loaded more than MaxStale ago are loaded again by
+// the first request that finds them so; requests meanwhile use the loaded
+// ones. A table unchanged keeps its *schema.Table, so Targets and
+// Current's answers stay the same values. A load that raced with this
+// process's own Publish or Unpublish is discarded (the generation moved),
+// so a gateway never forgets its own DDL. Staleness is thus bounded by
+// MaxStale plus one load, with at most one Catalog load per namespace in
+// use per MaxStale.
+
+// sharedKey is the refresh-state key of the shared tables.
+const sharedKey = ""
+
+// claim reports whether key's tables are stale and no refresh of them is
+// running, and if so marks one running (the caller must release it).
+func (r *Resolver) claim(key string) bool {
+	r.mu.RLock()
+	at := r.loadedAt[key]
+	r.mu.RUnlock()
+	if time.Since(at) < r.opts.MaxStale {
+		return false
+	}
+	_, busy := r.refreshing.LoadOrStore(key, struct{}{})
+	return !busy
+}
+
+// refreshOwned returns namespace ns's tables, loading them again first if
+// they are stale (cur is what is loaded now).
+func (r *Resolver) refreshOwned(ctx context.Context, ns []byte, cur map[string]*schema.Table) (map[string]*schema.Table, error) {
+	key := string(ns)
+	if !r.claim(key) {
+		return cur, nil
+	}
+	defer r.refreshing.Delete(key)
+	r.mu.RLock()
+	gen := r.gen[key]
+	r.mu.RUnlock()
+	tables, err := r.cat.LoadOwned(ctx, ns)
+	if err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	old, ok := r.owned[key]
+	if !ok || r.gen[key] != gen {
+		return cur, nil // forgotten, or this process's DDL published meanwhile
+	}
+	m := r.merge(old, tables)
+	r.owned[key] = m
+	r.loadedAt[key] = time.Now()
+	return m, nil
+}
+
+// refreshShared loads the shared tables again if they are stale.
+func (r *Resolver) refreshShared(ctx context.Context) error {
+	if r.opts.MaxStale <= 0 || !r.claim(sharedKey) {
+		return nil
+	}
+	defer r.refreshing.Delete(sharedKey)
+	r.mu.RLock()
+	gen := r.gen[sharedKey]
+	r.mu.RUnlock()
+	tables, err := r.cat.LoadShared(ctx)
+	if err != nil {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.gen[sharedKey] != gen {
+		return nil
+	}
+	r.shared = r.merge(r.shared, tables)
+	r.loadedAt[sharedKey] = time.Now()
+	return nil
+}
+
+// merge returns the map of tables, keeping old's value of a table that
+// did not change, and updates byID. REQUIRES: r.mu held for writing.
+func (r *Resolver) merge(old map[string]*schema.Table, tables []*schema.Table) map[string]*schema.Table {
+	m := make(map[string]*schema.Table, len(tables))
+	for _, t := range tables {
+		if o := old[t.Name]; o != nil && o.ID == t.ID && sameDefinition(o, t) {
+			t = o
+		}
+		m[t.Name] = t
+		r.byID[t.ID] = t
+	}
+	for name, o := range old {
+		if n := m[name]; n == nil || n.ID != o.ID {
+			delete(r.byID, o.ID) // dropped (or dropped and created again) elsewhere
+		}
+	}
+	return m
+}
+
+func sameDefinition(a, b *schema.Table) bool {
+	ea, err1 := schema.Encode(a)
+	eb, err2 := schema.Encode(b)
+	return err1 == nil && err2 == nil && bytes.Equal(ea, eb)
+}

@@ -1,0 +1,254 @@
+package gateways
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
+
+	"github.com/tenantdb/tenantdb/client"
+	"github.com/tenantdb/tenantdb/internal/auth"
+	"github.com/tenantdb/tenantdb/internal/node"
+	"github.com/tenantdb/tenantdb/tests/harness"
+)
+
+// bound is the staleness the gateways promise (2 × node.FleetStaleness),
+// and slack what the test allows on top for scheduling on a loaded
+// machine.
+const (
+	bound = 2 * node.FleetStaleness
+	slack = 3 * time.Second
+)
+
+func errCode(err error) string {
+	var ae smithy.APIError
+	if errors.As(err, &ae) {
+		return ae.ErrorCode()
+	}
+	return ""
+}
+
+// createTable creates a shared table as the operator through s.
+func createTable(t *testing.T, s *harness.Server, name string) {
+	t.Helper()
+	ctx := context.Background()
+	op := s.Client(s.Operator)
+	_, err := op.CreateTable(ctx, &dynamodb.CreateTableInput{
+		TableName:            aws.String(name),
+		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("pk"), AttributeType: types.ScalarAttributeTypeS}},
+		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash}},
+		BillingMode:          types.BillingModePayPerRequest,
+	})
+	if err != nil {
+		t.Fatalf("create table %s: %v", name, err)
+	}
+	harness.WaitActive(t, ctx, op, name)
+}
+
+func put(ctx context.Context, c *dynamodb.Client, table, pk string) error {
+	_, err := c.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table),
+		Item: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: pk}}})
+	return err
+}
+
+// within polls f until it returns true and fails the test if that takes
+// longer than bound + slack; it returns how long it took.
+func within(t *testing.T, what string, f func() bool) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for !f() {
+		if time.Since(start) > bound+slack {
+			t.Fatalf("%s: not seen after %v (bound %v)", what, time.Since(start).Round(time.Millisecond), bound)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	d := time.Since(start)
+	t.Logf("%s: seen after %v (bound %v)", what, d.Round(time.Millisecond), bound)
+	return d
+}
+
+// TestOperatorBootstrap: the first gateway on an empty engine creates the
+// operator and writes <data-dir>/operator-credentials; the others find it
+// in the engine, write no file, and accept the first one's key.
+func TestOperatorBootstrap(t *testing.T) {
+	f, gws := harness.StartFleet(t, 2)
+	ctx := context.Background()
+	file0 := filepath.Join(gws[0].DataDir, auth.OperatorCredentialsFile)
+	k, err := auth.ReadCredentialsFile(file0, auth.OperatorProfile)
+	if err != nil {
+		t.Fatalf("the first gateway wrote no operator credentials: %v", err)
+	}
+	if k.String() != f.Operator.Key {
+		t.Fatalf("operator-credentials holds %s, the bootstrap created %s", k.AccessKeyID(), f.Operator.AccessKeyID)
+	}
+	third := f.Start(t, t.TempDir())
+	for _, s := range append(gws[1:], third) {
+		if _, err := os.Stat(filepath.Join(s.DataDir, auth.OperatorCredentialsFile)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("gateway %s wrote an operator credential file (err %v)", s.Endpoint, err)
+		}
+		who, err := s.Admin().WhoAmI(ctx)
+		if err != nil || who.Role != "operator" {
+			t.Errorf("the first gateway's operator key on %s: %+v, %v", s.Endpoint, who, err)
+		}
+	}
+}
+
+// TestKeyAcrossGateways: a tenant and key created through gateway A serve
+// data through gateway B (aws-sdk-go-v2); a key revoked through B is
+// refused by A within the bound; a tenant suspended through A is refused
+// by B within the bound and served again after it is resumed.
+func TestKeyAcrossGateways(t *testing.T) {
+	_, gws := harness.StartFleet(t, 2)
+	a, b := gws[0], gws[1]
+	ctx := context.Background()
+	createTable(t, a, "orders")
+
+	key := a.NewTenant(t, "acme", "app")
+	var err error
+	within(t, "a table and a key created through A, used through B", func() bool {
+		err = put(ctx, b.Client(key), "orders", "o1")
+		return errCode(err) != "ResourceNotFoundException"
+	})
+	if err != nil {
+		t.Fatalf("a key created through A, used through B: %v", err)
+	}
+	out, err2 := a.Client(key).GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String("orders"),
+		Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "o1"}}, ConsistentRead: aws.Bool(true)})
+	if err2 != nil || out.Item == nil {
+		t.Fatalf("the item written through B, read through A: %v, %v", out, err2)
+	}
+
+	// Suspension through A, seen by B.
+	if _, err := a.Admin().SuspendTenant(ctx, key.TenantID); err != nil {
+		t.Fatal(err)
+	}
+	within(t, "suspension through A refused by B", func() bool {
+		return errCode(put(ctx, b.Client(key), "orders", "o2")) == "TenantSuspendedException"
+	})
+	if _, err := b.Admin().ResumeTenant(ctx, key.TenantID); err != nil {
+		t.Fatal(err)
+	}
+	within(t, "resumption through B served by A", func() bool { return put(ctx, a.Client(key), "orders", "o3") == nil })
+
+	// Revocation through B, seen by A (which has the key cached).
+	if err := put(ctx, a.Client(key), "orders", "o4"); err != nil {
+		t.Fatal(err)
+	}
+	id := key.AccessKeyID[len(key.AccessKeyID)-12:]
+	if _, err := b.Admin().RevokeKey(ctx, key.TenantID, id); err != nil {
+		t.Fatalf("revoke through B: %v", err)
+	}
+	within(t, "revocation through B refused by A", func() bool {
+		return errCode(put(ctx, a.Client(key), "orders", "o5")) == "UnrecognizedClientException"
+	})
+}
+
+// TestSlugRace: two gateways creating a tenant with the same slug at the
+// same moment: exactly one succeeds, the other gets a conflict, every
+// round.
+func TestSlugRace(t *testing.T) {
+	_, gws := harness.StartFleet(t, 2)
+	ctx := context.Background()
+	for round := range 10 {
+		slug := fmt.Sprintf("race-%d", round)
+		var wg sync.WaitGroup
+		errs := make([]error, len(gws))
+		for i, s := range gws {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, errs[i] = s.Admin().CreateTenant(ctx, client.CreateTenantRequest{Name: slug, Slug: slug})
+			}()
+		}
+		wg.Wait()
+		won := 0
+		for _, err := range errs {
+			var ae *client.Error
+			switch {
+			case err == nil:
+				won++
+			case errors.As(err, &ae) && ae.Status == 409:
+			default:
+				t.Fatalf("round %d: %v", round, err)
+			}
+		}
+		if won != 1 {
+			t.Fatalf("round %d: %d gateways created slug %s, want 1 (%v)", round, won, slug, errs)
+		}
+	}
+	ts, err := gws[1].Admin().Tenants(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, tn := range ts {
+		if len(tn.Slug) > 5 && tn.Slug[:5] == "race-" {
+			n++
+		}
+	}
+	if n != 10 {
+		t.Fatalf("%d race tenants listed, want 10", n)
+	}
+}
+
+// TestAuditChainConcurrent: three gateways append to one tenant's audit
+// chain at once (each creates keys for the tenant); the chain verifies
+// and holds every record.
+func TestAuditChainConcurrent(t *testing.T) {
+	_, gws := harness.StartFleet(t, 3)
+	ctx := context.Background()
+	tn, err := gws[0].Admin().CreateTenant(ctx, client.CreateTenantRequest{Name: "audited"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const per = 8
+	var wg sync.WaitGroup
+	errs := make(chan error, len(gws)*per)
+	for _, s := range gws {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range per {
+				if _, err := s.Admin().CreateKey(ctx, tn.ID, client.CreateKeyRequest{Role: "app"}); err != nil {
+					errs <- err
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	for _, s := range gws {
+		v, err := s.Admin().VerifyAudit(ctx, tn.ID)
+		if err != nil {
+			t.Fatalf("verify through %s: %v", s.Endpoint, err)
+		}
+		if !v.OK || v.Records < uint64(len(gws)*per) {
+			t.Fatalf("verify through %s: %+v, want ok with at least %d records", s.Endpoint, v, len(gws)*per)
+		}
+	}
+	page, err := gws[2].Admin().Audit(ctx, tn.ID, client.AuditQuery{Limit: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	created := 0
+	for _, r := range page.Records {
+		if r.Action == "key.create" {
+			created++
+		}
+	}
+	if created != len(gws)*per {
+		t.Fatalf("%d key.create records, want %d", created, len(gws)*per)
+	}
+}
