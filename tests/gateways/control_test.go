@@ -252,3 +252,53 @@ func TestAuditChainConcurrent(t *testing.T) {
 		t.Fatalf("%d key.create records, want %d", created, len(gws)*per)
 	}
 }
+
+// TestQuotaAndUsageAcrossGateways: a quota set through A is what B reads
+// within the bound; requests served by either gateway are billed to the
+// same counters in the engine (ADD), whichever gateway reports them.
+func TestQuotaAndUsageAcrossGateways(t *testing.T) {
+	_, gws := harness.StartFleet(t, 2)
+	a, b := gws[0], gws[1]
+	ctx := context.Background()
+	createTable(t, a, "metered")
+	key := a.NewTenant(t, "metered", "app")
+	if _, err := b.Admin().Quota(ctx, key.TenantID, ""); err != nil { // B caches the default
+		t.Fatal(err)
+	}
+	w := 123.0
+	if _, err := a.Admin().SetQuota(ctx, key.TenantID, "", client.QuotaUpdate{WriteUnits: &w}); err != nil {
+		t.Fatal(err)
+	}
+	within(t, "a quota set through A read by B", func() bool {
+		q, err := b.Admin().Quota(ctx, key.TenantID, "")
+		return err == nil && q.Set && q.WriteUnits == w
+	})
+
+	probes := int64(0)
+	within(t, "the table created through A on B", func() bool {
+		probes++
+		return errCode(put(ctx, b.Client(key), "metered", "probe")) != "ResourceNotFoundException"
+	})
+	const each = 20
+	for i := range each {
+		for _, s := range gws {
+			if err := put(ctx, s.Client(key), "metered", fmt.Sprintf("%s-%d", s.Endpoint, i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	want := int64(2 * each) // and the probes, which may or may not be billed when refused
+	from := time.Now().Add(-time.Hour)
+	within(t, "usage from both gateways in one report", func() bool {
+		for _, s := range gws {
+			r, err := s.Admin().Usage(ctx, key.TenantID, from, time.Now().Add(time.Hour))
+			if err != nil || r.ByOperation["PutItem"].Requests < want+1 {
+				return false
+			}
+			if got := r.ByOperation["PutItem"].Requests; got < want+1 || got > want+probes {
+				t.Fatalf("%s reports %d PutItem requests, want %d plus 1 to %d probes", s.Endpoint, got, want, probes)
+			}
+		}
+		return true
+	})
+}

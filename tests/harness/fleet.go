@@ -134,22 +134,29 @@ func (f *Fleet) startGateway(dataDir string) (*Server, func() error, error) {
 	return &Server{Endpoint: "http://" + l.Addr().String(), Operator: f.Operator, Default: f.Default, Remote: true, DataDir: dataDir}, stop, nil
 }
 
-// BinaryArgs and BinaryEnv are the command-line arguments and
-// environment that run the tenantdb executable as a gateway of the fleet
-// (StartBinary's extraArgs; set the environment with os.Setenv or
-// t.Setenv before starting it).
-func (f *Fleet) BinaryArgs() []string {
-	return []string{"--backend", node.BackendDynamoDB, "--backend-endpoint", f.remote.Endpoint,
-		"--backend-region", f.remote.Region, "--backend-table-prefix", f.remote.TablePrefix, "--default-tenant=false"}
-}
-
-// BinaryEnv is the environment of a binary gateway of the fleet: the
-// server key and the engine's credentials (the AWS chain).
-func (f *Fleet) BinaryEnv() map[string]string {
-	return map[string]string{
-		auth.ServerKeyEnv:             f.ServerKey,
-		"AWS_SHARED_CREDENTIALS_FILE": f.remote.CredentialsFile,
-		"AWS_PROFILE":                 f.remote.Profile,
-		"AWS_CONFIG_FILE":             os.DevNull,
+// StartBinary runs the tenantdb executable bin as one more gateway of the
+// fleet on dataDir (a child process, which Kill can kill -9). The
+// operator credential file is copied into dataDir first, as an operator
+// would give it to the new gateway (which creates none).
+func (f *Fleet) StartBinary(t testing.TB, bin, dataDir string) *Server {
+	t.Helper()
+	k, err := auth.ParseKey(f.Operator.Key)
+	if err != nil {
+		t.Fatal(err)
 	}
+	if err := auth.WriteCredentialsFile(filepath.Join(dataDir, auth.OperatorCredentialsFile), auth.OperatorProfile, k, Region, ""); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{
+		auth.ServerKeyEnv + "=" + f.ServerKey,
+		"AWS_SHARED_CREDENTIALS_FILE=" + f.remote.CredentialsFile,
+		"AWS_PROFILE=" + f.remote.Profile,
+		"AWS_CONFIG_FILE=" + os.DevNull,
+		"AWS_ACCESS_KEY_ID=", "AWS_SECRET_ACCESS_KEY=", "AWS_SESSION_TOKEN=",
+	}
+	s := startBinary(t, bin, dataDir, Options{Env: env},
+		"--backend", node.BackendDynamoDB, "--backend-endpoint", f.remote.Endpoint,
+		"--backend-region", f.remote.Region, "--backend-table-prefix", f.remote.TablePrefix, "--default-tenant=false")
+	s.Remote = true
+	return s
 }

@@ -92,6 +92,9 @@ type Options struct {
 	// buckets (serve --export-root); "" turns those operations off.
 	ExportRoot string
 
+	// Env is added to a binary server's environment (KEY=value).
+	Env []string
+
 	engine bool // the stand-in engine of a Remote server: never itself remote
 }
 
@@ -337,7 +340,7 @@ func startBinary(t testing.TB, bin, dataDir string, o Options, extraArgs ...stri
 	}
 	args = append(args, extraArgs...)
 	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), "TENANTDB_ADDR=", "TENANTDB_DATA_DIR=")
+	cmd.Env = append(append(os.Environ(), "TENANTDB_ADDR=", "TENANTDB_DATA_DIR="), o.Env...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
