@@ -209,12 +209,27 @@ func (m *meter) flushControl(acc map[hourKey]*pending) error {
 			continue
 		}
 		var b kv.Batch
-		a := kvAdder{&b}
 		for i, c := range p.ops {
-			name = stageOp(a, name, k, opNames[i], c)
+			for _, e := range [...]struct {
+				kind byte
+				v    int64
+			}{{nameRequests, c.requests}, {nameThrottled, c.throttled}, {nameReadOp, c.read}, {nameWriteOp, c.write}} {
+				if e.v != 0 {
+					name = append(append(name[:0], e.kind), opNames[i]...)
+					b.Add(keyspace.Usage(k.tenant, k.hour, string(name)), e.v)
+				}
+			}
 		}
 		for tbl, c := range p.tables {
-			name = stageTable(a, name, k, tbl, c[0], c[1])
+			for _, e := range [...]struct {
+				kind byte
+				v    int64
+			}{{nameReadTbl, c[0]}, {nameWriteTbl, c[1]}} {
+				if e.v != 0 {
+					name = append(append(name[:0], e.kind), tbl...)
+					b.Add(keyspace.Usage(k.tenant, k.hour, string(name)), e.v)
+				}
+			}
 		}
 		if err := m.ctl.Apply(context.Background(), &b); err != nil {
 			m.mu.Lock()
@@ -229,19 +244,9 @@ func (m *meter) flushControl(acc map[hourKey]*pending) error {
 	return nil
 }
 
-// adder is a batch that adds to counters: a storage.Batch, or a kv.Batch
-// through kvAdder.
-type adder interface {
-	AddCounter(key []byte, delta int64)
-}
-
-type kvAdder struct{ b *kv.Batch }
-
-func (a kvAdder) AddCounter(key []byte, delta int64) { a.b.Add(key, delta) }
-
 // stageCounter adds v to the counter kind+s of k's hour to b, unless v is
 // zero, and returns name (scratch space) for reuse.
-func stageCounter(b adder, name []byte, k hourKey, kind byte, s string, v int64) []byte {
+func stageCounter(b *storage.Batch, name []byte, k hourKey, kind byte, s string, v int64) []byte {
 	if v != 0 {
 		name = append(append(name[:0], kind), s...)
 		b.AddCounter(keyspace.Usage(k.tenant, k.hour, string(name)), v)
@@ -250,7 +255,7 @@ func stageCounter(b adder, name []byte, k hourKey, kind byte, s string, v int64)
 }
 
 // stageOp adds the counters of operation op to b.
-func stageOp(b adder, name []byte, k hourKey, op string, c opCounters) []byte {
+func stageOp(b *storage.Batch, name []byte, k hourKey, op string, c opCounters) []byte {
 	name = stageCounter(b, name, k, nameRequests, op, c.requests)
 	name = stageCounter(b, name, k, nameThrottled, op, c.throttled)
 	name = stageCounter(b, name, k, nameReadOp, op, c.read)
@@ -258,7 +263,7 @@ func stageOp(b adder, name []byte, k hourKey, op string, c opCounters) []byte {
 }
 
 // stageTable adds the counters of one table to b.
-func stageTable(b adder, name []byte, k hourKey, table string, read, write int64) []byte {
+func stageTable(b *storage.Batch, name []byte, k hourKey, table string, read, write int64) []byte {
 	name = stageCounter(b, name, k, nameReadTbl, table, read)
 	return stageCounter(b, name, k, nameWriteTbl, table, write)
 }
@@ -291,7 +296,7 @@ func (m *meter) charge(t tenancy.TenantID, now time.Time, op string, u wire.Usag
 
 // stageRequest adds the counters of one request of op that consumed u to
 // b.
-func stageRequest(b adder, k hourKey, op string, u wire.Usage) {
+func stageRequest(b *storage.Batch, k hourKey, op string, u wire.Usage) {
 	name := make([]byte, 0, 64)
 	name = stageOp(b, name, k, op, opCounters{requests: 1, read: toMilli(u.ReadUnits), write: toMilli(u.WriteUnits)})
 	u.EachTable(func(table string, read, write float64) {

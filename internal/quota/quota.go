@@ -41,6 +41,12 @@
 //     the last interval back, which for a tenant throttled throughout is
 //     its rate x FlushInterval plus one request's overdraw.
 //
+// On a gateway over a DynamoDB-API engine (Options.Control) every request,
+// writes included, is bounded by the flush interval: its counters are
+// added up in memory and flushed as the engine's ADD counters, one
+// transaction per tenant and hour, shared by every gateway. Writing them
+// with each write would double the engine calls per write.
+//
 // tests/crash checks, against the built binary, that PutItem, UpdateItem,
 // BatchWriteItem and TransactWriteItems are metered exactly, and the
 // reads' and the buckets' bounds.
