@@ -99,7 +99,9 @@ type Options struct {
 	Logger *slog.Logger
 	// Shared says that other processes append to the same store (gateways
 	// over one engine): Verify then accepts a head past the records it
-	// read (appends landed meanwhile) instead of calling it tampering.
+	// read (appends landed meanwhile) instead of calling it tampering, and
+	// an append requires the tenant's record to exist (another process
+	// may have deleted the tenant).
 	Shared bool
 	// Keys holds the tenants' data keys: a tenant's records are sealed
 	// under its key (the platform log is not); nil means an in-memory
@@ -294,8 +296,18 @@ func (l *Log) appendOnce(ctx context.Context, t tenancy.TenantID, c *chain, ev E
 	var b kv.Batch
 	b.SetIfEquals(keyspace.AuditHead(t), c.head, head)
 	b.SetIfAbsent(keyspace.Audit(t, r.Seq), val)
+	if l.shared && t != keyspace.Platform {
+		// NB: another gateway may have deleted the tenant (Retire is this
+		// process's only): a record must not outlive its tenant's range.
+		b.ExpectPresent(keyspace.TenantRecord(t))
+	}
 	if err := l.db.Apply(ctx, &b); err != nil {
 		if errors.Is(err, kv.ErrConflict) {
+			if l.shared && t != keyspace.Platform {
+				if _, gerr := l.db.Get(ctx, keyspace.TenantRecord(t)); errors.Is(gerr, kv.ErrNotFound) {
+					return Record{}, ErrRetired
+				}
+			}
 			return Record{}, err
 		}
 		return Record{}, fmt.Errorf("audit: append: %w", err)

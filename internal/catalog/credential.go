@@ -259,11 +259,21 @@ func (c *Catalog) updateCredential(ctx context.Context, s tenancy.Scope, id stri
 }
 
 // TouchCredential records that tenant t's credential id was used at at.
-// It is a blind write of its own key; callers rate-limit it.
+// It writes its own key (never the credential), on the condition that the
+// credential still exists; callers rate-limit it.
 func (c *Catalog) TouchCredential(t tenancy.TenantID, id string, at time.Time) error {
 	var v [8]byte
 	binary.BigEndian.PutUint64(v[:], uint64(at.UnixNano()))
-	return c.apply(context.Background(), func(b *kv.Batch) { b.Set(keyspace.CredentialLastUsed(t, id), v[:]) })
+	err := c.apply(context.Background(), func(b *kv.Batch) {
+		b.Set(keyspace.CredentialLastUsed(t, id), v[:])
+		// NB: not for a credential another gateway deleted with its
+		// tenant meanwhile: nothing of a tenant outlives its deletion.
+		b.ExpectPresent(keyspace.Credential(t, id))
+	})
+	if errors.Is(err, kv.ErrConflict) {
+		return nil
+	}
+	return err
 }
 
 // HasCredentials reports whether tenant t (keyspace.Platform for the

@@ -133,6 +133,12 @@ func (b *Batch) Expect(key, old []byte) {
 	b.Ops = append(b.Ops, op)
 }
 
+// ExpectPresent makes the batch conditional on key holding something,
+// without writing key.
+func (b *Batch) ExpectPresent(key []byte) {
+	b.Ops = append(b.Ops, Op{Kind: OpCheck, Key: clone(key), Cond: CondPresent})
+}
+
 // Add adds delta to the counter at key.
 func (b *Batch) Add(key []byte, delta int64) {
 	b.Ops = append(b.Ops, Op{Kind: OpAdd, Key: clone(key), Delta: delta})

@@ -80,8 +80,10 @@ type pending struct {
 type meter struct {
 	db *storage.DB
 	// ctl, if set, receives the counters instead of db (Options.Control):
-	// every request is recorded and flushed as ADD counters.
-	ctl ControlStore
+	// every request is recorded and flushed as ADD counters; retry holds
+	// the counters a flush failed to write (under mu).
+	ctl   ControlStore
+	retry []kv.Op
 
 	mu  sync.Mutex
 	acc map[hourKey]*pending
@@ -164,12 +166,13 @@ func (m *meter) flush() error {
 	m.mu.Lock()
 	acc := m.acc
 	m.acc = map[hourKey]*pending{}
+	retry := len(m.retry) > 0
 	m.mu.Unlock()
+	if m.ctl != nil && (len(acc) > 0 || retry) {
+		return m.flushControl(acc)
+	}
 	if len(acc) == 0 {
 		return nil
-	}
-	if m.ctl != nil {
-		return m.flushControl(acc)
 	}
 	b := m.db.NewBatch()
 	defer b.Close()
@@ -197,45 +200,59 @@ func (m *meter) flush() error {
 	return nil
 }
 
-// flushControl writes acc to the control store: one batch of ADD
-// counters per tenant and hour (one engine transaction, or a few for a
-// tenant-hour of more than 100 counters), so that a failure puts back
-// only the figures of the batches not written.
+// flushControl writes acc, and the counters an earlier flush failed to
+// write, to the control store as ADD counters: per tenant, batches of at
+// most maxControlAdds counters, each conditioned on the tenant's record
+// (one engine transaction each), so that a failure keeps for the next
+// flush only the counters of the batches not written.
 func (m *meter) flushControl(acc map[hourKey]*pending) error {
-	var errs []error
+	m.mu.Lock()
+	adds := m.retry
+	m.retry = nil
+	m.mu.Unlock()
 	var name []byte
 	for k, p := range acc {
-		if m.gone != nil && m.gone(k.tenant) {
-			continue
-		}
-		var b kv.Batch
-		for i, c := range p.ops {
-			for _, e := range [...]struct {
-				kind byte
-				v    int64
-			}{{nameRequests, c.requests}, {nameThrottled, c.throttled}, {nameReadOp, c.read}, {nameWriteOp, c.write}} {
-				if e.v != 0 {
-					name = append(append(name[:0], e.kind), opNames[i]...)
-					b.Add(keyspace.Usage(k.tenant, k.hour, string(name)), e.v)
-				}
+		add := func(kind byte, s string, v int64) {
+			if v != 0 {
+				name = append(append(name[:0], kind), s...)
+				adds = append(adds, kv.Op{Kind: kv.OpAdd, Key: keyspace.Usage(k.tenant, k.hour, string(name)), Delta: v})
 			}
+		}
+		for i, c := range p.ops {
+			add(nameRequests, opNames[i], c.requests)
+			add(nameThrottled, opNames[i], c.throttled)
+			add(nameReadOp, opNames[i], c.read)
+			add(nameWriteOp, opNames[i], c.write)
 		}
 		for tbl, c := range p.tables {
-			for _, e := range [...]struct {
-				kind byte
-				v    int64
-			}{{nameReadTbl, c[0]}, {nameWriteTbl, c[1]}} {
-				if e.v != 0 {
-					name = append(append(name[:0], e.kind), tbl...)
-					b.Add(keyspace.Usage(k.tenant, k.hour, string(name)), e.v)
-				}
-			}
+			add(nameReadTbl, tbl, c[0])
+			add(nameWriteTbl, tbl, c[1])
 		}
-		if err := m.ctl.Apply(context.Background(), &b); err != nil {
-			m.mu.Lock()
-			m.mergeLocked(k, p)
-			m.mu.Unlock()
-			errs = append(errs, err)
+	}
+	byTenant := map[tenancy.TenantID][]kv.Op{}
+	for _, op := range adds {
+		t, ok := keyspace.TenantOf(op.Key)
+		if !ok || m.gone != nil && m.gone(t) {
+			continue
+		}
+		byTenant[t] = append(byTenant[t], op)
+	}
+	var errs []error
+	for t, ops := range byTenant {
+		for len(ops) > 0 {
+			n := min(len(ops), maxControlAdds)
+			b := kv.Batch{Ops: append([]kv.Op(nil), ops[:n]...)}
+			// NB: another gateway may have deleted the tenant (gone is
+			// this process's only): its counters must not outlive it.
+			b.ExpectPresent(keyspace.TenantRecord(t))
+			err := m.ctl.Apply(context.Background(), &b)
+			if err != nil && !errors.Is(err, kv.ErrConflict) { // a conflict: the tenant is gone, and its figures with it
+				m.mu.Lock()
+				m.retry = append(m.retry, ops[:n]...)
+				m.mu.Unlock()
+				errs = append(errs, err)
+			}
+			ops = ops[n:]
 		}
 	}
 	if len(errs) > 0 {
@@ -243,6 +260,10 @@ func (m *meter) flushControl(acc map[hourKey]*pending) error {
 	}
 	return nil
 }
+
+// maxControlAdds is the most counters in one batch to the control
+// store: with the tenant's condition, one engine transaction (100).
+const maxControlAdds = 99
 
 // stageCounter adds v to the counter kind+s of k's hour to b, unless v is
 // zero, and returns name (scratch space) for reuse.
@@ -408,6 +429,11 @@ func (m *meter) collect(t tenancy.TenantID, from, to uint64, sum func(hour uint6
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	for _, op := range m.retry {
+		if hour, name, ok := keyspace.ParseUsage(t, op.Key); ok && name != "" && hour >= from && hour < to {
+			sum(hour, name, op.Delta)
+		}
+	}
 	for k, p := range m.acc {
 		if k.tenant != t || k.hour < from || k.hour >= to {
 			continue

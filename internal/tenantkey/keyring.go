@@ -43,8 +43,8 @@ var (
 	ErrUnreadable = errors.New("tenantkey: value does not open under the tenant's data key")
 	// ErrDestroyed is returned for a tenant whose data key was destroyed.
 	ErrDestroyed = errors.New("tenantkey: the tenant's data key was destroyed")
-	// ErrNoKey is returned for a tenant without a data key when keys may
-	// not be created (Options.NoCreate).
+	// ErrNoKey is returned by Key for a tenant without a data key when
+	// keys are created only by Create (Options.Store).
 	ErrNoKey = errors.New("tenantkey: the tenant has no data key")
 )
 
@@ -143,7 +143,7 @@ func Open(opts Options) (*Keyring, error) {
 // Create gives tenant t a data key if it has none (tenant creation).
 func (kr *Keyring) Create(t tenancy.TenantID) error {
 	kr.destroyed.Delete(t) // a tenant created again with a deleted tenant's id
-	_, err := kr.Key(t)
+	_, err := kr.key(t, true)
 	return err
 }
 
@@ -151,7 +151,14 @@ func (kr *Keyring) Create(t tenancy.TenantID) error {
 // it if t has none yet (an existing tenant after an upgrade: marked legacy
 // with Options.Upgrade). Errors: ErrDestroyed if it was destroyed in this
 // process; a file or unwrap error (wrong server key) otherwise.
-func (kr *Keyring) Key(t tenancy.TenantID) (*Key, error) {
+//
+// NB: with Options.Store (gateways sharing an engine) a missing key is
+// not created here but only by Create (tenant creation): another gateway
+// may have deleted the tenant and destroyed its key, and a key made now
+// would outlive it. Key then returns ErrNoKey.
+func (kr *Keyring) Key(t tenancy.TenantID) (*Key, error) { return kr.key(t, kr.store == nil) }
+
+func (kr *Keyring) key(t tenancy.TenantID, create bool) (*Key, error) {
 	if v, ok := kr.keys.Load(t); ok {
 		return v.(*Key), nil
 	}
@@ -168,6 +175,9 @@ func (kr *Keyring) Key(t tenancy.TenantID) (*Key, error) {
 	}
 	f, err := kr.read(t)
 	if errors.Is(err, fs.ErrNotExist) {
+		if !create {
+			return nil, ErrNoKey
+		}
 		f, err = kr.generate(t)
 	}
 	if err != nil {

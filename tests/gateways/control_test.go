@@ -2,6 +2,7 @@ package gateways
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -301,4 +302,81 @@ func TestQuotaAndUsageAcrossGateways(t *testing.T) {
 		}
 		return true
 	})
+}
+
+// TestDeleteTenantAcrossGateways: a tenant deleted through A is refused
+// by B within the bound, and nothing of it stays in the engine's control
+// plane — not the records B still had cached and kept using (its key's
+// last use, its usage, the audit records of refused attempts through B),
+// nor its wrapped data key.
+func TestDeleteTenantAcrossGateways(t *testing.T) {
+	f, gws := harness.StartFleet(t, 2)
+	a, b := gws[0], gws[1]
+	ctx := context.Background()
+	createTable(t, a, "gone")
+	key := a.NewTenant(t, "doomed", "app")
+	within(t, "the table on B", func() bool {
+		return errCode(put(ctx, b.Client(key), "gone", "p0")) != "ResourceNotFoundException"
+	})
+	// B caches the key, the tenant, its data key (an audited action) and
+	// has usage pending.
+	if _, err := b.Admin().CreateKey(ctx, key.TenantID, client.CreateKeyRequest{Role: "read"}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		if err := put(ctx, b.Client(key), "gone", fmt.Sprint("p", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := a.Admin().DeleteTenant(ctx, key.TenantID); err != nil {
+		t.Fatal(err)
+	}
+	within(t, "the deletion through A seen on A", func() bool {
+		_, err := a.Admin().Tenant(ctx, key.TenantID)
+		var ae *client.Error
+		return errors.As(err, &ae) && ae.Status == 404
+	})
+	within(t, "the deleted tenant's key refused by B", func() bool {
+		code := errCode(put(ctx, b.Client(key), "gone", "late"))
+		return code == "UnrecognizedClientException" || code == "TenantSuspendedException"
+	})
+	// Refused attempts through B, with the right and a wrong secret.
+	bad := key
+	bad.SecretAccessKey = "wrong" + bad.SecretAccessKey[5:]
+	for range 3 {
+		_ = put(ctx, b.Client(key), "gone", "late")
+		_ = put(ctx, b.Client(bad), "gone", "late")
+	}
+	time.Sleep(bound + 500*time.Millisecond) // usage flushes, last-use writes
+
+	eng := f.EngineClient(t)
+	id, err := hex.DecodeString(key.TenantID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := eng.Query(ctx, &dynamodb.QueryInput{
+		TableName:                 aws.String(f.EngineTable()),
+		KeyConditionExpression:    aws.String("#p = :p"),
+		ExpressionAttributeNames:  map[string]string{"#p": "tenantdb:pk"},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":p": &types.AttributeValueMemberS{Value: "ctl#" + hex.EncodeToString(append([]byte{'t'}, id...))}},
+		ConsistentRead:            aws.Bool(true),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Items) != 0 {
+		var keys []string
+		for _, it := range out.Items {
+			keys = append(keys, fmt.Sprintf("%q", it["tenantdb:sk"].(*types.AttributeValueMemberB).Value))
+		}
+		t.Fatalf("%d control records of the deleted tenant are still in the engine: %v", len(out.Items), keys)
+	}
+	dk, err := eng.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(f.EngineTable()), ConsistentRead: aws.Bool(true),
+		Key: map[string]types.AttributeValue{
+			"tenantdb:pk": &types.AttributeValueMemberS{Value: "ctl#" + hex.EncodeToString([]byte("s"))},
+			"tenantdb:sk": &types.AttributeValueMemberB{Value: append([]byte("stkey/"), id...)},
+		}})
+	if err != nil || dk.Item != nil {
+		t.Fatalf("the deleted tenant's wrapped data key is still in the engine: %v, %v", dk.Item, err)
+	}
 }

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
 	"github.com/tenantdb/tenantdb/internal/auth"
 	"github.com/tenantdb/tenantdb/internal/node"
 )
@@ -160,3 +162,18 @@ func (f *Fleet) StartBinary(t testing.TB, bin, dataDir string) *Server {
 	s.Remote = true
 	return s
 }
+
+// EngineClient returns a client of the stand-in engine with the fleet's
+// own engine credential, to inspect what the gateways stored (the engine
+// table is <TablePrefix>tenantdb, EngineTable).
+func (f *Fleet) EngineClient(t testing.TB) *dynamodb.Client {
+	t.Helper()
+	k, err := auth.ReadCredentialsFile(f.remote.CredentialsFile, f.remote.Profile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return (&Server{Endpoint: f.Engine}).Client(credential(k))
+}
+
+// EngineTable is the name of the fleet's engine table.
+func (f *Fleet) EngineTable() string { return f.remote.TablePrefix + "tenantdb" }
