@@ -4,15 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sync"
 	"testing"
-
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/tenantdb/tenantdb/internal/enginekv"
 	"github.com/tenantdb/tenantdb/internal/keyspace"
@@ -26,36 +19,8 @@ import (
 // API only).
 func open(t *testing.T) (*enginekv.Store, *enginekv.Store) {
 	t.Helper()
-	engine := harness.Start(t)
-	creds := filepath.Join(t.TempDir(), "credentials")
-	if err := os.WriteFile(creds, fmt.Appendf(nil, "[e]\naws_access_key_id = %s\naws_secret_access_key = %s\n",
-		engine.Default.AccessKeyID, engine.Default.SecretAccessKey), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	mk := func() *dynamodb.Client {
-		cfg, err := config.LoadDefaultConfig(context.Background(), config.WithRegion(harness.Region),
-			config.WithSharedCredentialsFiles([]string{creds}), config.WithSharedConfigProfile("e"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.BaseEndpoint = &engine.Endpoint })
-	}
-	// The engine table, laid out as internal/remote creates it (the key
-	// attributes are all the control plane needs).
-	_, err := mk().CreateTable(context.Background(), &dynamodb.CreateTableInput{
-		TableName: aws.String("kv-tenantdb"),
-		AttributeDefinitions: []types.AttributeDefinition{
-			{AttributeName: aws.String("tenantdb:pk"), AttributeType: types.ScalarAttributeTypeS},
-			{AttributeName: aws.String("tenantdb:sk"), AttributeType: types.ScalarAttributeTypeB}},
-		KeySchema: []types.KeySchemaElement{
-			{AttributeName: aws.String("tenantdb:pk"), KeyType: types.KeyTypeHash},
-			{AttributeName: aws.String("tenantdb:sk"), KeyType: types.KeyTypeRange}},
-		BillingMode: types.BillingModePayPerRequest,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return enginekv.New(mk(), "kv-tenantdb", nil), enginekv.New(mk(), "kv-tenantdb", nil)
+	table, client := harness.EngineTable(t)
+	return enginekv.New(client(), table, nil), enginekv.New(client(), table, nil)
 }
 
 func TestConditionsAndRanges(t *testing.T) {

@@ -13,7 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/tenantdb/tenantdb/internal/auth"
 	"github.com/tenantdb/tenantdb/internal/node"
@@ -177,3 +179,29 @@ func (f *Fleet) EngineClient(t testing.TB) *dynamodb.Client {
 
 // EngineTable is the name of the fleet's engine table.
 func (f *Fleet) EngineTable() string { return f.remote.TablePrefix + "tenantdb" }
+
+// EngineTable starts a stand-in engine (an in-process tenantdb reached
+// only through the DynamoDB API) and creates in it a table with the
+// remote backend's key attributes (tenantdb:pk S, tenantdb:sk B); it
+// returns the table's name and a function making independent clients of
+// the engine, as separate gateways have.
+func EngineTable(t testing.TB) (table string, newClient func() *dynamodb.Client) {
+	t.Helper()
+	engine := Start(t)
+	newClient = func() *dynamodb.Client { return engine.Client(engine.Default) }
+	table = "kv-tenantdb"
+	_, err := newClient().CreateTable(context.Background(), &dynamodb.CreateTableInput{
+		TableName: aws.String(table),
+		AttributeDefinitions: []types.AttributeDefinition{
+			{AttributeName: aws.String("tenantdb:pk"), AttributeType: types.ScalarAttributeTypeS},
+			{AttributeName: aws.String("tenantdb:sk"), AttributeType: types.ScalarAttributeTypeB}},
+		KeySchema: []types.KeySchemaElement{
+			{AttributeName: aws.String("tenantdb:pk"), KeyType: types.KeyTypeHash},
+			{AttributeName: aws.String("tenantdb:sk"), KeyType: types.KeyTypeRange}},
+		BillingMode: types.BillingModePayPerRequest,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return table, newClient
+}
