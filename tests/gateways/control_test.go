@@ -380,3 +380,37 @@ func TestDeleteTenantAcrossGateways(t *testing.T) {
 		t.Fatalf("the deleted tenant's wrapped data key is still in the engine: %v, %v", dk.Item, err)
 	}
 }
+
+// TestSessionAcrossGateways: temporary credentials minted through A (the
+// fleet shares the server key that seals them) work through B, and end
+// on B within the bound when the key that minted them is revoked
+// through A.
+func TestSessionAcrossGateways(t *testing.T) {
+	_, gws := harness.StartFleet(t, 2)
+	a, b := gws[0], gws[1]
+	ctx := context.Background()
+	createTable(t, a, "sessions")
+	admin := a.NewTenant(t, "vending", "admin")
+	minter := &client.Client{Endpoint: a.Endpoint, Key: admin.Key}
+	sess, err := minter.CreateSession(ctx, admin.TenantID, client.SessionRequest{Role: "app"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := dynamodb.New(dynamodb.Options{Region: harness.Region, BaseEndpoint: aws.String(b.Endpoint), RetryMaxAttempts: 1,
+		Credentials: aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
+			return aws.Credentials{AccessKeyID: sess.AccessKeyID, SecretAccessKey: sess.SecretAccessKey, SessionToken: sess.SessionToken}, nil
+		})})
+	within(t, "a session minted through A, used through B", func() bool {
+		err = put(ctx, c, "sessions", "s1")
+		return errCode(err) != "ResourceNotFoundException"
+	})
+	if err != nil {
+		t.Fatalf("session through B: %v", err)
+	}
+	if _, err := a.Admin().RevokeKey(ctx, admin.TenantID, admin.AccessKeyID[len(admin.AccessKeyID)-12:]); err != nil {
+		t.Fatal(err)
+	}
+	within(t, "the minting key revoked through A ends the session on B", func() bool {
+		return errCode(put(ctx, c, "sessions", "s2")) == "UnrecognizedClientException"
+	})
+}
