@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -413,4 +414,20 @@ func TestSessionAcrossGateways(t *testing.T) {
 	within(t, "the minting key revoked through A ends the session on B", func() bool {
 		return errCode(put(ctx, c, "sessions", "s2")) == "UnrecognizedClientException"
 	})
+}
+
+// TestFleetServerKey: a gateway started with another server key than the
+// one the engine's credentials are sealed under refuses to start, saying
+// why; rotating the server key through a gateway is refused.
+func TestFleetServerKey(t *testing.T) {
+	f, gws := harness.StartFleet(t, 1)
+	err := f.StartWithKey(t, t.TempDir(), strings.Repeat("ab", 32))
+	if err == nil || !strings.Contains(err.Error(), "sealed under another server key") {
+		t.Fatalf("a gateway with another server key: %v, want a refusal naming the server key", err)
+	}
+	_, err = gws[0].Admin().RotateServerKey(context.Background())
+	var ae *client.Error
+	if !errors.As(err, &ae) || ae.Status != 400 {
+		t.Fatalf("server key rotation on a gateway: %v, want a 400 refusal", err)
+	}
 }

@@ -205,3 +205,17 @@ func EngineTable(t testing.TB) (table string, newClient func() *dynamodb.Client)
 	}
 	return table, newClient
 }
+
+// StartWithKey starts a gateway of the fleet on dataDir with another
+// server key than the fleet's and returns node.Open's error (nil if it
+// started, in which case t's cleanup stops it).
+func (f *Fleet) StartWithKey(t testing.TB, dataDir, serverKey string) error {
+	t.Helper()
+	g := *f
+	g.ServerKey = serverKey
+	_, stop, err := g.startGateway(dataDir)
+	if err == nil {
+		t.Cleanup(func() { _ = stop() })
+	}
+	return err
+}
