@@ -26,6 +26,8 @@ func runTenant(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		{"delete", "delete ID|SLUG   (removes all of the tenant's data and keys)", func(a []string, o, e io.Writer) error { return tenantAction(ctx, "delete", a, o, e) }},
 		{"export", "export ID|SLUG --to DIR [--table NAME]... [--at RFC3339]", func(a []string, o, e io.Writer) error { return tenantExport(ctx, a, o, e) }},
 		{"import", "import ID|SLUG --from DIR [--table NAME] [--dry-run] [--lift-quotas]", func(a []string, o, e io.Writer) error { return tenantImport(ctx, a, o, e) }},
+		{"restore", "restore ID|SLUG --to-time RFC3339 [--table NAME]...   (rewinds the tenant's items in place; undo by restoring to its undo_to)", func(a []string, o, e io.Writer) error { return tenantRestore(ctx, a, o, e) }},
+		{"restore-status", "restore-status ID|SLUG   (the tenant's running or last in-place restore)", func(a []string, o, e io.Writer) error { return tenantRestoreStatus(ctx, a, o, e) }},
 		{"rotate-key", "rotate-key ID|SLUG [--no-wait]   (new data key; re-encrypts the tenant's data in the background)", func(a []string, o, e io.Writer) error { return tenantRotateKey(ctx, a, o, e) }},
 		{"encryption", "encryption ID|SLUG   (the tenant's data key version and rotation progress)", func(a []string, o, e io.Writer) error { return tenantEncryption(ctx, a, o, e) }},
 	}, args, stdout, stderr)

@@ -421,3 +421,14 @@ func (l *Log) ChangesAfter(snap *storage.Snapshot, ns []byte, table uint64, t ti
 		}
 	}
 }
+
+// TrimmedUntil returns the time of the newest record of table in ns that
+// trimming deleted (zero if none): the log holds every change made after
+// it. A restore or export to a time before it is refused (ErrTrimmed).
+func (l *Log) TrimmedUntil(db *storage.DB, ns []byte, table uint64) (time.Time, error) {
+	mark, err := readTrimMark(db, ns, table)
+	if err != nil || mark.Seq == 0 {
+		return time.Time{}, err
+	}
+	return time.UnixMilli(mark.MS), nil
+}

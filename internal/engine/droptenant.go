@@ -50,6 +50,9 @@ func (e *Engine) DropTenant(ctx context.Context, s tenancy.Scope) error {
 			return apierr.Wrap(apierr.Internal, err, "dropping tenant registry entries")
 		}
 	}
+	if err := e.dropRewinds(prefix); err != nil {
+		return err
+	}
 	// The tenant's change records are in its range, which the caller
 	// deletes; the log forgets the entries that list them for trimming.
 	if err := e.clog.DropTenant(e.db, t); err != nil {

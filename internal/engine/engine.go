@@ -167,6 +167,13 @@ type Engine struct {
 	dropped    sync.Map // tenancy.TenantID -> struct{}
 	anyDropped atomic.Bool
 
+	// rewindMu serializes the starts and ends of in-place tenant
+	// restores; fences holds the namespaces being restored (string(ns) ->
+	// *rewindFence) and nfences counts them (rewind.go).
+	rewindMu sync.Mutex
+	fences   sync.Map
+	nfences  atomic.Int32
+
 	// clog is the change log; streams caches the descriptors of streams
 	// receiving changes ([table, stream] -> changelog.Stream).
 	clog    *changelog.Log
@@ -244,6 +251,11 @@ func Open(db *storage.DB, opts Options) (_ *Engine, err error) {
 		return nil, err
 	}
 	if err := e.abortBackups(); err != nil {
+		return nil, err
+	}
+	// NB: before any request: a tenant restore the process died in stays
+	// fenced until it is run to its end (rewind.go).
+	if err := e.loadRewindFences(); err != nil {
 		return nil, err
 	}
 	res, err := resolve.New(context.Background(), defStore{db}, resolve.Options{

@@ -197,7 +197,7 @@ func (e *Engine) FollowLog(ctx context.Context, s tenancy.Scope, table string, f
 	if limit < 1 || limit > maxFollow {
 		return changelog.FollowPage{}, apierr.Validationf("Change log limit %d is not between 1 and %d", limit, maxFollow)
 	}
-	h, err := e.open(ctx, s, table)
+	h, err := e.openLog(ctx, s, table)
 	if err != nil {
 		return changelog.FollowPage{}, err
 	}
@@ -216,7 +216,7 @@ func (e *Engine) WaitLog(ctx context.Context, s tenancy.Scope, table string, fro
 	if err := check(ctx, s); err != nil {
 		return err
 	}
-	h, err := e.open(ctx, s, table)
+	h, err := e.openLog(ctx, s, table)
 	if err != nil {
 		return err
 	}
@@ -253,7 +253,7 @@ func (e *Engine) LogCursorAt(ctx context.Context, s tenancy.Scope, table string,
 	if err := check(ctx, s); err != nil {
 		return changelog.Cursor{}, err
 	}
-	h, err := e.open(ctx, s, table)
+	h, err := e.openLog(ctx, s, table)
 	if err != nil {
 		return changelog.Cursor{}, err
 	}

@@ -41,7 +41,7 @@ func (e *Engine) GetRecords(ctx context.Context, s tenancy.Scope, in *wire.GetRe
 	if err != nil {
 		return nil, logError(err)
 	}
-	h, err := e.open(ctx, s, it.Name)
+	h, err := e.openLog(ctx, s, it.Name)
 	defer h.close()
 	if err != nil && !apierr.Is(err, apierr.ResourceNotFound) {
 		return nil, err // e.g. a narrowed credential's policy

@@ -35,12 +35,30 @@ func (h *handle) close() {
 
 // open resolves name for a data-plane operation of scope s (see
 // resolve.Resolver.Open) and returns the handle through which it reads
-// and writes items. The caller closes it.
+// and writes items. The caller closes it. A table being restored in
+// place for the scope's namespace is refused (ResourceInUse; rewind.go).
 func (e *Engine) open(ctx context.Context, s tenancy.Scope, name string) (*handle, error) {
 	tg, err := e.res.Open(ctx, s, name)
 	if err != nil {
 		return nil, err
 	}
+	if err := e.fenced(tg.Namespace, tg.Table); err != nil {
+		return nil, err
+	}
+	return e.openTarget(ctx, s, tg)
+}
+
+// openLog is open for reading a table's change log, which a restore in
+// place does not fence (its own changes are in it).
+func (e *Engine) openLog(ctx context.Context, s tenancy.Scope, name string) (*handle, error) {
+	tg, err := e.res.Open(ctx, s, name)
+	if err != nil {
+		return nil, err
+	}
+	return e.openTarget(ctx, s, tg)
+}
+
+func (e *Engine) openTarget(ctx context.Context, s tenancy.Scope, tg resolve.Target) (*handle, error) {
 	db, rel, err := e.storeFor(ctx, s, tg.Table)
 	if err != nil {
 		return nil, err

@@ -42,7 +42,7 @@ func (e *Engine) ListStreams(ctx context.Context, s tenancy.Scope, in *wire.List
 	live := map[string]uint64{} // name -> id of the live table
 	var openErr error
 	for _, name := range names {
-		h, err := e.open(ctx, s, name)
+		h, err := e.openLog(ctx, s, name)
 		defer h.close()
 		if err != nil {
 			if apierr.Is(err, apierr.ResourceNotFound) {

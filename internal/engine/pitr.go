@@ -10,8 +10,6 @@ import (
 
 	"github.com/tenantdb/tenantdb/internal/apierr"
 	"github.com/tenantdb/tenantdb/internal/attr"
-	"github.com/tenantdb/tenantdb/internal/changelog"
-	"github.com/tenantdb/tenantdb/internal/keyspace"
 	"github.com/tenantdb/tenantdb/internal/schema"
 	"github.com/tenantdb/tenantdb/internal/tenancy"
 	"github.com/tenantdb/tenantdb/internal/wire"
@@ -232,70 +230,25 @@ func (e *Engine) RestoreTableToPointInTime(ctx context.Context, s tenancy.Scope,
 		}
 	}
 
-	// The state at `at`: for every key changed since, the old image of its
-	// first change after `at`; every other key as it is now.
-	t, ns := h.Table, h.Namespace
-	undo := map[string]attr.Item{}
-	err = e.clog.ChangesAfter(snap, ns, t.ID, at, func(en changelog.Entry) error {
-		k := string(itemKey(t, ns, en.Keys))
-		if _, seen := undo[k]; seen {
-			return nil
-		}
-		if en.Event != changelog.Insert && en.Old == nil {
-			// NB: cannot happen after Since (the consumer widens the
-			// capture); refuse rather than restore a wrong state.
-			return apierr.New(apierr.PointInTimeRecoveryUnavailable, "The change log of table '%s' lacks the images to restore to that time", apierr.Clip(src))
-		}
-		undo[k] = en.Old // nil: absent at `at`
-		return nil
-	})
-	var ae *apierr.Error
+	// The state at `at` (history.go).
+	past, err := e.stateAt(snap, h, at)
 	switch {
-	case errors.Is(err, changelog.ErrTrimmed):
+	case errors.Is(err, ErrHistoryTrimmed):
 		return nil, apierr.New(apierr.InvalidRestoreTime, "Invalid restore time: the change log no longer reaches back to it")
-	case errors.As(err, &ae):
-		return nil, err
+	case errors.Is(err, ErrHistoryIncomplete):
+		// NB: cannot happen after Since (the consumer widens the
+		// capture); refuse rather than restore a wrong state.
+		return nil, apierr.New(apierr.PointInTimeRecoveryUnavailable, "The change log of table '%s' lacks the images to restore to that time", apierr.Clip(src))
 	case err != nil:
 		return nil, apierr.Wrap(apierr.Internal, err, "reading the change log")
 	}
+	t := h.Table
 	r := restoreSpec{src: t, target: in.TargetTableName,
 		summary: wire.RestoreSummary{SourceTableArn: e.tableARN(t.Name), RestoreDateTime: epoch(at)},
 		billing: in.BillingModeOverride, pt: in.ProvisionedThroughputOverride, gsi: in.GlobalSecondaryIndexOverride, lsi: in.LocalSecondaryIndexOverride,
 		sse: in.SSESpecificationOverride, onDemand: in.OnDemandThroughputOverride,
 		items: func(put func(attr.Item) error) error {
-			p := keyspace.Items(ns, t.ID)
-			it := snap.NewIter(p, keyspace.PrefixEnd(p))
-			defer it.Close()
-			for ok := it.First(); ok; ok = it.Next() {
-				k := string(it.Key())
-				if old, changed := undo[k]; changed {
-					delete(undo, k)
-					if old != nil {
-						if err := put(old); err != nil {
-							return err
-						}
-					}
-					continue
-				}
-				item, err := h.vals.decode(it.Key(), it.Value())
-				if err != nil {
-					return apierr.Wrap(apierr.Internal, err, "decoding item")
-				}
-				if err := put(item); err != nil {
-					return err
-				}
-			}
-			if err := it.Error(); err != nil {
-				return apierr.Wrap(apierr.Internal, err, "reading items")
-			}
-			for _, old := range undo { // deleted since `at`
-				if old != nil {
-					if err := put(old); err != nil {
-						return err
-					}
-				}
-			}
-			return nil
+			return itemsAt(ctx, snap, h, past, put)
 		}}
 	d, units, err := e.restore(ctx, s, r)
 	if err != nil {

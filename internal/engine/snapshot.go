@@ -17,6 +17,7 @@ import (
 // snapshot, taken once all tables are resolved; a silo table from one
 // snapshot of its own store, taken at the same moment. Close it.
 type Snapshot struct {
+	e      *Engine
 	tables []snapTable
 	snaps  map[*storage.DB]*storage.Snapshot
 }
@@ -43,7 +44,7 @@ func (e *Engine) Snapshot(ctx context.Context, s tenancy.Scope, names []string) 
 			return nil, err
 		}
 	}
-	sn := &Snapshot{snaps: map[*storage.DB]*storage.Snapshot{}}
+	sn := &Snapshot{e: e, snaps: map[*storage.DB]*storage.Snapshot{}}
 	for _, name := range names {
 		h, err := e.open(ctx, s, name)
 		if err != nil {
@@ -173,7 +174,12 @@ func (e *Engine) LogCoverage(ctx context.Context, s tenancy.Scope, table string)
 	if err != nil {
 		return time.Time{}, false, err
 	}
-	streams, err := e.clog.Streams(tg.Table.ID)
+	return e.logCoverage(tg.Table)
+}
+
+// logCoverage is LogCoverage of table t.
+func (e *Engine) logCoverage(t *schema.Table) (since time.Time, ok bool, err error) {
+	streams, err := e.clog.Streams(t.ID)
 	if err != nil {
 		return time.Time{}, false, apierr.Wrap(apierr.Internal, err, "listing change log streams")
 	}

@@ -44,7 +44,7 @@ func (e *Engine) openStream(ctx context.Context, s tenancy.Scope, arn string) (*
 		return nil, changelog.Stream{}, streamNotFound(arn)
 	}
 	var live uint64 // the id of the live table of that name, if any
-	h, err := e.open(ctx, s, a.Table)
+	h, err := e.openLog(ctx, s, a.Table)
 	switch {
 	case err == nil:
 		live = h.Table.ID

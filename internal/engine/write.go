@@ -62,6 +62,9 @@ type itemWrite struct {
 	// expired marks a deletion by TTL expiry (its change record names the
 	// service as the user).
 	expired bool
+	// rewind marks a write of an in-place restore (rewind.go), the only
+	// one allowed while its table is fenced for its namespace.
+	rewind bool
 
 	cost writeCost // filled by commit
 }
@@ -104,6 +107,14 @@ func (e *Engine) locked(ws []*itemWrite, extra [][]byte, fn func() error) error 
 			// barrier after marking the tenant, so it waits for writes that
 			// got here first.
 			return resolve.NotFound(w.h.Table.Name)
+		}
+		if !w.rewind {
+			// NB: checked with the stripes held; BeginRewind passes the
+			// barrier after fencing, so it waits for writes that got here
+			// first, and later ones see the fence.
+			if err := e.fenced(w.h.Namespace, w.h.Table); err != nil {
+				return err
+			}
 		}
 		t, err := e.res.Current(w.h.Table)
 		if err != nil {

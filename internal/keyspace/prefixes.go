@@ -103,6 +103,7 @@ const (
 	SysWebhooks      = "whk/"      // <tenant:16><id>: tenant has webhook subscription id
 	SysBackupsOpen   = "bkp/"      // <namespace><backup id>: a backup being written
 	SysRestoresOpen  = "rst/"      // <table:8>: a table being restored
+	SysRewinds       = "rwd/"      // <namespace>: the namespace's in-place restore (running or last)
 	// SysOperatorBootstrap marks that the first operator credential was
 	// stored (its access key id); written with it, conditionally, so one
 	// of several gateways starting at once creates it.

@@ -38,6 +38,7 @@ import (
 	"github.com/tenantdb/tenantdb/internal/quota"
 	"github.com/tenantdb/tenantdb/internal/rekey"
 	"github.com/tenantdb/tenantdb/internal/remote"
+	"github.com/tenantdb/tenantdb/internal/rewind"
 	"github.com/tenantdb/tenantdb/internal/server"
 	"github.com/tenantdb/tenantdb/internal/storage"
 	"github.com/tenantdb/tenantdb/internal/tenancy"
@@ -189,6 +190,7 @@ type Node struct {
 	catalog   *catalog.Catalog
 	keys      *tenantkey.Keyring
 	rekey     *rekey.Service
+	rewind    *rewind.Service
 	opts      Options
 	skMu      sync.Mutex // one server key rotation at a time
 	audit     *audit.Log
@@ -397,6 +399,15 @@ func Open(ctx context.Context, o Options) (_ *Node, err error) {
 	if err := n.rekey.Resume(rekey.SystemScope); err != nil {
 		return nil, err
 	}
+	var restoreData rewind.Engine
+	if n.remote == nil {
+		restoreData = n.engine
+	}
+	n.rewind = rewind.New(rewind.Options{Engine: restoreData, Audit: n.audit, Logger: log.With("component", "rewind")})
+	adm.ServeRestores(n.rewind)
+	if err := n.rewind.Resume(); err != nil {
+		return nil, err
+	}
 	n.adminRoutes = adm.Routes()
 
 	dataAuth := o.benchOptions.wrap(n.auth, guard, log) // n.auth itself unless benchbypass
@@ -522,6 +533,9 @@ func (n *Node) Close() error {
 		}
 		if n.rekey != nil {
 			n.rekey.Close() // unfinished rotations resume at the next start
+		}
+		if n.rewind != nil {
+			n.rewind.Close() // unfinished restores resume at the next start
 		}
 		if n.quotas != nil {
 			errs = append(errs, n.quotas.Close())

@@ -40,7 +40,7 @@ type TableEnd struct {
 // Export writes tables (all the scope sees when empty) from one snapshot:
 // for each table, start returns the sink of its items. With at, the items
 // are those of that past time: the snapshot with every change made since
-// undone from the table's change log (history.go), which must hold them
+// undone from the table's change log (engine.Snapshot.ItemsAt), which must hold them
 // all with their old images; the definitions are today's. Errors: the
 // scope is the operator's (AccessDenied), the tables' resolution
 // (ResourceNotFound, AccessDenied), at in the future or not covered by
@@ -65,9 +65,8 @@ func (s *Service) Export(ctx context.Context, sc tenancy.Scope, tables []string,
 			return ends, err
 		}
 		exportTime := now
-		var past *history
 		if at != nil {
-			if past, err = s.historyAt(ctx, sc, t, *at); err != nil {
+			if err := s.checkHistory(ctx, sc, t.Name, *at); err != nil {
 				return ends, err
 			}
 			exportTime = *at
@@ -87,16 +86,10 @@ func (s *Service) Export(ctx context.Context, sc tenancy.Scope, tables []string,
 			end.Bytes += size
 			return sink.Add(buf, size)
 		}
-		err = snap.Items(ctx, i, func(item attr.Item) error {
-			if past != nil {
-				if item = past.at(item); item == nil {
-					return nil
-				}
-			}
-			return add(item)
-		})
-		if err == nil && past != nil {
-			err = past.rest(add)
+		if at != nil {
+			err = historyError(t.Name, *at, snap.ItemsAt(ctx, i, *at, add))
+		} else {
+			err = snap.Items(ctx, i, add)
 		}
 		if cerr := sink.Close(); err == nil {
 			err = cerr

@@ -76,6 +76,8 @@ var adminRouteBodies = map[string]string{
 	"POST /v1/tenants/{tenant}/subscriptions/{id}/rotate-secret":       `{}`,
 	"GET /v1/tenants/{tenant}/encryption":                              "",
 	"POST /v1/tenants/{tenant}/rotate-key":                             `{}`,
+	"POST /v1/tenants/{tenant}/restore":                                `{"to_time":"2020-01-01T00:00:00Z"}`,
+	"GET /v1/tenants/{tenant}/restore":                                 "",
 	"GET /v1/server-key":                                               "",
 	"POST /v1/server-key/rotate":                                       `{}`,
 }
