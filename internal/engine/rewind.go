@@ -216,13 +216,21 @@ func (e *Engine) RewindStatus(ctx context.Context, s tenancy.Scope) (r Rewind, o
 	return *p, true, nil
 }
 
-// historyFrom returns the earliest time h's table's history can restore
-// h's namespace to: ok is false if the log does not capture old images
-// now.
-func (e *Engine) historyFrom(h *handle) (earliest time.Time, ok bool, err error) {
-	since, ok, err := e.logCoverage(h.Table)
-	if err != nil || !ok {
-		return time.Time{}, ok, err
+// historyFrom returns the earliest time s's point-in-time recovery of
+// h's table can restore h's namespace to: ok is false if s has not
+// enabled it (or it is still being enabled).
+//
+// NB: only the scope's own recovery counts, never the log's coverage
+// from another tenant's consumer of a shared table: that a restore works
+// without it would tell that some other tenant keeps the log.
+func (e *Engine) historyFrom(s tenancy.Scope, h *handle) (earliest time.Time, ok bool, err error) {
+	c, ok := pitrOf(s, h.Table)
+	if !ok {
+		return time.Time{}, false, nil
+	}
+	since, _, ok := restoreWindow(c, e.opts.Now())
+	if !ok {
+		return time.Time{}, false, nil
 	}
 	trimmed, err := e.clog.TrimmedUntil(h.db, h.Namespace, h.Table.ID)
 	if err != nil {
@@ -296,7 +304,7 @@ func (e *Engine) BeginRewind(ctx context.Context, s tenancy.Scope, at time.Time,
 			r.Skipped = append(r.Skipped, name)
 			continue
 		}
-		earliest, ok, err := e.historyFrom(h)
+		earliest, ok, err := e.historyFrom(s, h)
 		h.close()
 		switch {
 		case err != nil:
@@ -311,7 +319,7 @@ func (e *Engine) BeginRewind(ctx context.Context, s tenancy.Scope, at time.Time,
 	}
 	switch {
 	case len(noPITR) > 0:
-		return Rewind{}, apierr.New(apierr.PointInTimeRecoveryUnavailable, "cannot restore to %s: point-in-time recovery (or a stream with old images) is not enabled for table(s) %s; enable it, or name the tables to restore with --table",
+		return Rewind{}, apierr.New(apierr.PointInTimeRecoveryUnavailable, "cannot restore to %s: point-in-time recovery is not enabled for this tenant on table(s) %s; enable it (UpdateContinuousBackups), or name the tables to restore with --table",
 			at.UTC().Format(time.RFC3339Nano), apierr.Clip(strings.Join(noPITR, ", ")))
 	case len(early) > 0:
 		return Rewind{}, apierr.New(apierr.InvalidRestoreTime, "cannot restore to %s: it is before the history of table(s) %s",
