@@ -1,0 +1,234 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand"
+	"os"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/tenantdb/tenantdb/internal/attr"
+	"github.com/tenantdb/tenantdb/internal/storage"
+	"github.com/tenantdb/tenantdb/internal/tenancy"
+	"github.com/tenantdb/tenantdb/internal/wire"
+)
+
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
+// rbItem is item i of a tenant, version v, about 200 bytes.
+func rbItem(i int, v string) attr.Item {
+	return attr.Item{"pk": attr.Str(fmt.Sprintf("item-%07d", i)), "v": attr.Str(v),
+		"payload": attr.Str(fmt.Sprintf("%0160d", i))}
+}
+
+// BenchmarkTenantRestoreInStore measures an in-place restore of one
+// tenant inside a store of many, on disk, with point-in-time recovery on
+// for every tenant of a shared table:
+//
+//   - TENANTDB_RB_TENANTS tenants (default 50) hold TENANTDB_RB_TOTAL
+//     items (default 60,000), of which the big tenant holds
+//     TENANTDB_RB_BIG (default 10,000); after the time T every tenant
+//     overwrites 10% of its items, deletes 5% and creates 5% more.
+//   - one-tenant: the big tenant restored to T, then undone, three times
+//     (six restores; the time of each);
+//   - whole-store: every tenant restored to T, one after the other — the
+//     whole store's worth of the same work;
+//   - while they run, 32 small tenants issue GetItem and PutItem at a
+//     paced 400 requests/s; their p50/p99 latency during the one-tenant
+//     restores against the same load with no restore, measured just
+//     before.
+//
+// Run with -benchtime 1x.
+func BenchmarkTenantRestoreInStore(b *testing.B) {
+	nt, total, big := envInt("TENANTDB_RB_TENANTS", 50), envInt("TENANTDB_RB_TOTAL", 60_000), envInt("TENANTDB_RB_BIG", 10_000)
+	for n := 0; n < b.N; n++ {
+		log := slog.New(slog.NewTextHandler(io.Discard, nil))
+		db, err := storage.Open(b.TempDir(), storage.Options{Logger: log})
+		if err != nil {
+			b.Fatal(err)
+		}
+		env := &testEnv{t: b, db: db, clock: &testClock{}, opts: Options{Logger: log, TTLInterval: -1, InMemory: true, Streams: true, Keys: testKeys(b, "")}}
+		env.e = env.open()
+		if _, err := env.e.CreateTable(testCtx, env.operator().scope("CreateTable"), tableInput("Bench", false)); err != nil {
+			b.Fatal(err)
+		}
+		tenants := make([]testActor, nt)
+		sizes := make([]int, nt)
+		for i := range tenants {
+			tenants[i] = env.tenant(tenancy.RoleAdmin)
+			sizes[i] = (total - big) / (nt - 1)
+			if _, err := env.e.UpdateContinuousBackups(testCtx, tenants[i].scope("UpdateContinuousBackups"), &wire.UpdateContinuousBackupsInput{TableName: "Bench",
+				PointInTimeRecoverySpecification: &wire.PointInTimeRecoverySpecification{PointInTimeRecoveryEnabled: boolPtr(true)}}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		sizes[0] = big
+		time.Sleep(1100 * time.Millisecond)
+
+		// load runs fn(tenant, item) for every tenant's items [lo, hi) of
+		// its size, in batches of 25, 8 writers.
+		load := func(what string, lo, hi float64, fn func(a testActor, i int) wire.WriteRequest) {
+			start := time.Now()
+			var next atomic.Int64
+			var wg sync.WaitGroup
+			var items atomic.Int64
+			for range 8 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for {
+						ti := int(next.Add(1)) - 1
+						if ti >= nt {
+							return
+						}
+						a := tenants[ti]
+						s := a.scope("BatchWriteItem")
+						from, to := int(lo*float64(sizes[ti])), int(hi*float64(sizes[ti]))
+						for i := from; i < to; i += 25 {
+							var reqs []wire.WriteRequest
+							for j := i; j < min(i+25, to); j++ {
+								reqs = append(reqs, fn(a, j))
+							}
+							if _, err := env.e.BatchWriteItem(testCtx, s, &wire.BatchWriteItemInput{RequestItems: map[string][]wire.WriteRequest{"Bench": reqs}}); err != nil {
+								b.Error(err)
+								return
+							}
+							items.Add(int64(len(reqs)))
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			el := time.Since(start)
+			b.Logf("%s: %d writes in %v (%.0f/s)", what, items.Load(), el.Round(time.Millisecond), float64(items.Load())/el.Seconds())
+		}
+		put := func(v string) func(testActor, int) wire.WriteRequest {
+			return func(_ testActor, i int) wire.WriteRequest { return wire.WriteRequest{PutRequest: &wire.PutRequest{Item: rbItem(i, v)}} }
+		}
+		load("load", 0, 1, put("v1"))
+		time.Sleep(5 * time.Millisecond)
+		at := time.Now()
+		time.Sleep(5 * time.Millisecond)
+		load("overwrite 10%", 0, 0.10, put("v2"))
+		load("delete 5%", 0.10, 0.15, func(_ testActor, i int) wire.WriteRequest {
+			return wire.WriteRequest{DeleteRequest: &wire.DeleteRequest{Key: attr.Item{"pk": rbItem(i, "")["pk"]}}}
+		})
+		load("create 5%", 1, 1.05, put("v3"))
+
+		// The other tenants' paced load.
+		var (
+			mu        sync.Mutex
+			restoring atomic.Bool
+			during    []time.Duration
+			idle      []time.Duration
+			stop      = make(chan struct{})
+			wg        sync.WaitGroup
+			measure   atomic.Bool
+		)
+		for w := range 32 {
+			a := tenants[1+w%(nt-1)]
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				rng := rand.New(rand.NewSource(int64(w)))
+				tick := time.NewTicker(80 * time.Millisecond) // 32 × 12.5/s = 400/s
+				defer tick.Stop()
+				for {
+					select {
+					case <-stop:
+						return
+					case <-tick.C:
+					}
+					i := rng.Intn(sizes[1])
+					r0 := restoring.Load()
+					t0 := time.Now()
+					var err error
+					if rng.Intn(2) == 0 {
+						_, err = env.e.GetItem(testCtx, a.scope("GetItem"), &wire.GetItemInput{TableName: "Bench", Key: attr.Item{"pk": rbItem(i, "")["pk"]}, ConsistentRead: boolPtr(true)})
+					} else {
+						_, err = env.e.PutItem(testCtx, a.scope("PutItem"), &wire.PutItemInput{TableName: "Bench", Item: rbItem(i+sizes[1]*2, "load")})
+					}
+					d := time.Since(t0)
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					if !measure.Load() {
+						continue
+					}
+					mu.Lock()
+					if r0 && restoring.Load() {
+						during = append(during, d)
+					} else if !r0 && !restoring.Load() {
+						idle = append(idle, d)
+					}
+					mu.Unlock()
+				}
+			}()
+		}
+		run := func(a testActor, to time.Time) (Rewind, time.Duration) {
+			t0 := time.Now()
+			if _, err := env.e.BeginRewind(testCtx, a.scope("RestoreTableToPointInTime"), to, []string{"Bench"}, "bench"); err != nil {
+				b.Fatal(err)
+			}
+			r, err := env.e.RunRewind(context.Background(), a.scope("RestoreTableToPointInTime"), nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return r, time.Since(t0)
+		}
+		var one []time.Duration
+		var keys int64
+		for range 3 {
+			measure.Store(true)
+			time.Sleep(3 * time.Second) // the baseline window
+			restoring.Store(true)
+			r, d := run(tenants[0], at)
+			one = append(one, d)
+			keys = r.Tables[0].Keys
+			_, d = run(tenants[0], r.UndoTo)
+			restoring.Store(false)
+			one = append(one, d)
+			measure.Store(false)
+		}
+		close(stop)
+		wg.Wait()
+		t0 := time.Now()
+		var all int64
+		for _, a := range tenants {
+			r, _ := run(a, at)
+			all += r.Tables[0].Keys
+		}
+		whole := time.Since(t0)
+		slices.Sort(one)
+		med := one[len(one)/2]
+		pct := func(ds []time.Duration, p float64) time.Duration {
+			slices.Sort(ds)
+			if len(ds) == 0 {
+				return 0
+			}
+			return ds[int(p*float64(len(ds)-1))]
+		}
+		b.Logf("one tenant: %d of %d items changed since T; restores %v, median %v (%.0f keys/s)", keys, big, one, med.Round(time.Millisecond), float64(keys)/med.Seconds())
+		b.Logf("whole store: %d tenants, %d items, %d changed keys: %v (%.0f keys/s); ratio %.1f×", nt, total, all, whole.Round(time.Millisecond), float64(all)/whole.Seconds(), whole.Seconds()/med.Seconds())
+		b.Logf("other tenants: %d requests without a restore p50 %v p99 %v; %d during p50 %v p99 %v", len(idle), pct(idle, .5), pct(idle, .99), len(during), pct(during, .5), pct(during, .99))
+		b.ReportMetric(med.Seconds(), "one-tenant-s")
+		b.ReportMetric(whole.Seconds(), "whole-store-s")
+		b.ReportMetric(float64(pct(idle, .99).Microseconds()), "others-p99-idle-µs")
+		b.ReportMetric(float64(pct(during, .99).Microseconds()), "others-p99-during-µs")
+		env.e.Close()
+		db.Close()
+	}
+}
