@@ -91,6 +91,12 @@ type Options struct {
 	// means 4h.
 	StreamRollover time.Duration
 
+	// RewindPause paces in-place tenant restores (rewind.go): after each
+	// batch a restore sleeps RewindPause times as long as the batch took,
+	// leaving the other tenants' writers that share of the WAL and the
+	// CPU. 0 means DefaultRewindPause; negative, no pause.
+	RewindPause float64
+
 	// Keys holds the tenants' data keys, under which every item, index
 	// entry and change record is sealed (values.go); nil means an
 	// in-memory keyring under a random key, for a store that does not
@@ -212,6 +218,9 @@ func Open(db *storage.DB, opts Options) (_ *Engine, err error) {
 	}
 	if opts.MaxOpenSilos <= 0 {
 		opts.MaxOpenSilos = DefaultMaxOpenSilos
+	}
+	if opts.RewindPause == 0 {
+		opts.RewindPause = DefaultRewindPause
 	}
 	if opts.SiloIdle == 0 {
 		opts.SiloIdle = DefaultSiloIdle

@@ -377,6 +377,10 @@ func keyOf(t *schema.Table, item attr.Item) attr.Item {
 // rewindChunk is how many keys one restore batch writes back.
 const rewindChunk = 100
 
+// DefaultRewindPause is Options.RewindPause's default: a restore spends
+// at most half of its time writing.
+const DefaultRewindPause = 1.0
+
 // RunRewind runs the scope's namespace's unfinished restore to its end
 // and returns its final record; progress, if not nil, gets the record
 // after each batch. It may be called again after an error or a crash.
@@ -493,6 +497,7 @@ func (e *Engine) rewindTable(ctx context.Context, s tenancy.Scope, h *handle, r 
 		}
 		keys = keys[n:]
 		var changed int64
+		t0 := time.Now()
 		err := e.locked(chunk, nil, func() error {
 			for _, w := range chunk {
 				switch {
@@ -517,6 +522,13 @@ func (e *Engine) rewindTable(ctx context.Context, s tenancy.Scope, h *handle, r 
 		rt.Changed += changed
 		if progress != nil {
 			progress(*r)
+		}
+		if p := e.opts.RewindPause; p > 0 && changed > 0 {
+			select {
+			case <-time.After(time.Duration(float64(time.Since(t0)) * p)):
+			case <-ctx.Done():
+				return ctx.Err()
+			}
 		}
 	}
 	return nil

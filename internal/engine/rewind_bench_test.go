@@ -41,14 +41,15 @@ func rbItem(i int, v string) attr.Item {
 //     items (default 60,000), of which the big tenant holds
 //     TENANTDB_RB_BIG (default 10,000); after the time T every tenant
 //     overwrites 10% of its items, deletes 5% and creates 5% more.
-//   - one-tenant: the big tenant restored to T, then undone, three times
-//     (six restores; the time of each);
+//   - one-tenant: the big tenant restored to T, then undone, six times
+//     (twelve restores), alternately with the default pause between
+//     batches (Options.RewindPause) and without;
 //   - whole-store: every tenant restored to T, one after the other — the
 //     whole store's worth of the same work;
 //   - while they run, 32 small tenants issue GetItem and PutItem at a
 //     paced 400 requests/s; their p50/p99 latency during the one-tenant
-//     restores against the same load with no restore, measured just
-//     before.
+//     restores (paced and not) against the same load with no restore,
+//     measured just before each.
 //
 // Run with -benchtime 1x.
 func BenchmarkTenantRestoreInStore(b *testing.B) {
@@ -189,20 +190,35 @@ func BenchmarkTenantRestoreInStore(b *testing.B) {
 			}
 			return r, time.Since(t0)
 		}
-		var one []time.Duration
+		var one, unpaced []time.Duration
 		var keys int64
-		for range 3 {
+		var duringUnpaced, duringPaced []time.Duration
+		for round := range 6 {
+			// NB: odd rounds without the pause (RewindPause < 0).
+			env.e.opts.RewindPause = DefaultRewindPause
+			if round%2 == 1 {
+				env.e.opts.RewindPause = -1
+			}
 			measure.Store(true)
 			time.Sleep(3 * time.Second) // the baseline window
 			restoring.Store(true)
-			r, d := run(tenants[0], at)
-			one = append(one, d)
+			r, d1 := run(tenants[0], at)
 			keys = r.Tables[0].Keys
-			_, d = run(tenants[0], r.UndoTo)
+			_, d2 := run(tenants[0], r.UndoTo)
 			restoring.Store(false)
-			one = append(one, d)
 			measure.Store(false)
+			mu.Lock()
+			if round%2 == 1 {
+				unpaced = append(unpaced, d1, d2)
+				duringUnpaced = append(duringUnpaced, during...)
+			} else {
+				one = append(one, d1, d2)
+				duringPaced = append(duringPaced, during...)
+			}
+			during = during[:0]
+			mu.Unlock()
 		}
+		env.e.opts.RewindPause = DefaultRewindPause
 		close(stop)
 		wg.Wait()
 		t0 := time.Now()
@@ -213,6 +229,7 @@ func BenchmarkTenantRestoreInStore(b *testing.B) {
 		}
 		whole := time.Since(t0)
 		slices.Sort(one)
+		slices.Sort(unpaced)
 		med := one[len(one)/2]
 		pct := func(ds []time.Duration, p float64) time.Duration {
 			slices.Sort(ds)
@@ -223,11 +240,13 @@ func BenchmarkTenantRestoreInStore(b *testing.B) {
 		}
 		b.Logf("one tenant: %d of %d items changed since T; restores %v, median %v (%.0f keys/s)", keys, big, one, med.Round(time.Millisecond), float64(keys)/med.Seconds())
 		b.Logf("whole store: %d tenants, %d items, %d changed keys: %v (%.0f keys/s); ratio %.1f×", nt, total, all, whole.Round(time.Millisecond), float64(all)/whole.Seconds(), whole.Seconds()/med.Seconds())
-		b.Logf("other tenants: %d requests without a restore p50 %v p99 %v; %d during p50 %v p99 %v", len(idle), pct(idle, .5), pct(idle, .99), len(during), pct(during, .5), pct(during, .99))
+		b.Logf("one tenant without the pause: restores %v, median %v", unpaced, unpaced[len(unpaced)/2].Round(time.Millisecond))
+		b.Logf("other tenants: %d requests without a restore p50 %v p99 %v; %d during paced restores p50 %v p99 %v; %d during unpaced p50 %v p99 %v",
+			len(idle), pct(idle, .5), pct(idle, .99), len(duringPaced), pct(duringPaced, .5), pct(duringPaced, .99), len(duringUnpaced), pct(duringUnpaced, .5), pct(duringUnpaced, .99))
 		b.ReportMetric(med.Seconds(), "one-tenant-s")
 		b.ReportMetric(whole.Seconds(), "whole-store-s")
 		b.ReportMetric(float64(pct(idle, .99).Microseconds()), "others-p99-idle-µs")
-		b.ReportMetric(float64(pct(during, .99).Microseconds()), "others-p99-during-µs")
+		b.ReportMetric(float64(pct(duringPaced, .99).Microseconds()), "others-p99-during-µs")
 		env.e.Close()
 		db.Close()
 	}
