@@ -179,6 +179,8 @@ type Engine struct {
 	rewindMu sync.Mutex
 	fences   sync.Map
 	nfences  atomic.Int32
+	// rewinding holds the namespaces whose restore RunRewind is running.
+	rewinding sync.Map
 
 	// clog is the change log; streams caches the descriptors of streams
 	// receiving changes ([table, stream] -> changelog.Stream).

@@ -249,10 +249,12 @@ func (e *Engine) historyFrom(s tenancy.Scope, h *handle) (earliest time.Time, ok
 // finishes. Tables the namespace never held an item of are left alone
 // (Skipped). Errors: ValidationException (a time in the future),
 // ResourceNotFoundException (a table), PointInTimeRecoveryUnavailable
-// (a table whose log keeps no old images), InvalidRestoreTime (a time
-// before a table's history; the message names each such table and its
-// earliest restorable time), ResourceInUse (another restore of the
-// namespace is not finished), AccessDenied (the operator).
+// (a table without the scope's point-in-time recovery), InvalidRestoreTime
+// (a time before a table's history; the message names each such table
+// and its earliest restorable time), ResourceInUse (another restore of
+// the namespace is running, or is unfinished and this one does not cover
+// its tables: an unfinished restore that is not running is replaced, and
+// its UndoTo kept), AccessDenied (the operator).
 func (e *Engine) BeginRewind(ctx context.Context, s tenancy.Scope, at time.Time, names []string, actor string) (Rewind, error) {
 	if err := check(ctx, s); err != nil {
 		return Rewind{}, err
@@ -273,9 +275,14 @@ func (e *Engine) BeginRewind(ctx context.Context, s tenancy.Scope, at time.Time,
 	if err != nil {
 		return Rewind{}, err
 	}
-	if prev != nil && prev.State == RewindRunning {
-		return Rewind{}, apierr.New(apierr.ResourceInUse, "a restore of this tenant to %s (id %s) is not finished; it resumes on its own, or run it again with the same time and tables",
-			prev.At.UTC().Format(time.RFC3339Nano), prev.ID)
+	if prev != nil && prev.State != RewindRunning {
+		prev = nil
+	}
+	if prev != nil {
+		if _, active := e.rewinding.Load(string(ns)); active {
+			return Rewind{}, apierr.New(apierr.ResourceInUse, "a restore of this tenant to %s (id %s) is running; wait for it to finish (tenant restore-status)",
+				prev.At.UTC().Format(time.RFC3339Nano), prev.ID)
+		}
 	}
 	if len(names) == 0 {
 		if names, err = e.res.Visible(ctx, s); err != nil {
@@ -284,13 +291,29 @@ func (e *Engine) BeginRewind(ctx context.Context, s tenancy.Scope, at time.Time,
 	}
 	slices.Sort(names)
 	names = slices.Compact(names)
+	if prev != nil {
+		// NB: an unfinished restore (stopped by an error) may be replaced
+		// by another, to any time: the state at a time is computed from
+		// the log whatever the current state. Its tables stay fenced, so
+		// the new one must cover them.
+		var missing []string
+		for _, t := range prev.Tables {
+			if _, ok := slices.BinarySearch(names, t.Name); !ok {
+				missing = append(missing, t.Name)
+			}
+		}
+		if len(missing) > 0 {
+			return Rewind{}, apierr.New(apierr.ResourceInUse, "a restore of this tenant to %s (id %s) is not finished; a new restore must include its table(s) %s",
+				prev.At.UTC().Format(time.RFC3339Nano), prev.ID, apierr.Clip(strings.Join(missing, ", ")))
+		}
+	}
 	r := Rewind{Tenant: s.Tenant().String(), Env: s.Env(), At: at, State: RewindRunning, Actor: actor}
 	var noPITR, early []string
 	for _, name := range names {
 		if err := schema.ValidateTableName(name); err != nil {
 			return Rewind{}, err
 		}
-		h, err := e.open(ctx, s, name)
+		h, err := e.openLog(ctx, s, name) // NB: an unfinished restore's fence is ours
 		if err != nil {
 			return Rewind{}, err
 		}
@@ -337,6 +360,10 @@ func (e *Engine) BeginRewind(ctx context.Context, s tenancy.Scope, at time.Time,
 	e.locks.barrier()
 	r.Started = e.opts.Now()
 	r.UndoTo = r.Started.Truncate(time.Millisecond)
+	if prev != nil {
+		// NB: the tenant has been fenced since the first one began.
+		r.UndoTo = prev.UndoTo
+	}
 	if err := e.saveRewind(ns, &r); err != nil {
 		e.unfence(ns)
 		return Rewind{}, err
@@ -397,6 +424,13 @@ func (e *Engine) RunRewind(ctx context.Context, s tenancy.Scope, progress func(R
 	ns := resolve.Namespace(s)
 	e.rewindMu.Lock()
 	p, err := e.loadRewind(ns)
+	if err == nil && p != nil && p.State == RewindRunning {
+		if _, active := e.rewinding.LoadOrStore(string(ns), true); active {
+			err = apierr.New(apierr.ResourceInUse, "the restore of this tenant (id %s) is running already", p.ID)
+		} else {
+			defer e.rewinding.Delete(string(ns))
+		}
+	}
 	e.rewindMu.Unlock()
 	if err != nil {
 		return Rewind{}, err

@@ -180,8 +180,14 @@ func TestRewindFence(t *testing.T) {
 	if len(r.Tables) != 1 || r.Tables[0].Name != "TTT" || r.UndoTo.IsZero() {
 		t.Fatalf("BeginRewind: %+v", r)
 	}
-	_, err = env.e.BeginRewind(testCtx, a.scope("RestoreTableToPointInTime"), at, nil, "test")
-	wantErr(t, err, apierr.ResourceInUse, "not finished")
+	// An unfinished restore not running is replaced by a new one, which
+	// keeps its undo point.
+	r2, err := env.e.BeginRewind(testCtx, a.scope("RestoreTableToPointInTime"), at, nil, "test")
+	noErr(t, err)
+	if r2.ID == r.ID || !r2.UndoTo.Equal(r.UndoTo) {
+		t.Fatalf("replacing restore: %+v, first %+v", r2, r)
+	}
+	r = r2
 	fencedOps := func() {
 		t.Helper()
 		_, err := env.e.PutItem(testCtx, a.scope("PutItem"), &wire.PutItemInput{TableName: "TTT", Item: itemOf(t, `{"pk":{"S":"k001"}}`)})
@@ -202,7 +208,15 @@ func TestRewindFence(t *testing.T) {
 		t.Fatalf("PendingRewinds: %+v", pend)
 	}
 	ctx, cancel := context.WithCancel(testCtx)
+	once := false
 	_, err = env.e.RunRewind(ctx, a.scope("RestoreTableToPointInTime"), func(p Rewind) {
+		if !once {
+			once = true
+			_, err := env.e.BeginRewind(testCtx, a.scope("RestoreTableToPointInTime"), at, nil, "test")
+			wantErr(t, err, apierr.ResourceInUse, "is running")
+			_, err = env.e.RunRewind(testCtx, a.scope("RestoreTableToPointInTime"), nil)
+			wantErr(t, err, apierr.ResourceInUse, "running already")
+		}
 		if p.Tables[0].Checked >= 300 {
 			cancel()
 		}

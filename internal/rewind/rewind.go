@@ -81,7 +81,8 @@ func (s *Service) dataScope(sc tenancy.Scope) error {
 // Start starts an in-place restore of the scope's tenant environment and
 // returns at once; the rewind runs in the background (Status shows its
 // progress). An unfinished restore asked for again with the same time
-// and tables is resumed. actor and role name who asked, for the audit
+// and tables is resumed; one stopped by an error may be replaced by
+// another (to its undo_to, say), which keeps its undo_to. actor and role name who asked, for the audit
 // records. Errors: those of engine.BeginRewind; AccessDenied for the
 // operator.
 func (s *Service) Start(ctx context.Context, sc tenancy.Scope, req client.RestoreRequest, actor, role string) (client.TenantRestore, error) {
@@ -94,6 +95,13 @@ func (s *Service) Start(ctx context.Context, sc tenancy.Scope, req client.Restor
 		s.event(ctx, sc, audit.Event{Actor: actor, Role: role, Action: "tenant.restore.resume", Target: target(p), Source: audit.Source(ctx)})
 		s.start(sc, p)
 		return s.Status(ctx, sc)
+	}
+	s.mu.Lock()
+	cur, running := s.running[nsKey(sc.Tenant().String(), sc.Env())]
+	s.mu.Unlock()
+	if running {
+		return client.TenantRestore{}, apierr.New(apierr.ResourceInUse, "a restore of this tenant to %s (id %s) is running; wait for it to finish (tenant restore-status)",
+			cur.At.UTC().Format(time.RFC3339Nano), cur.ID)
 	}
 	r, err := s.o.Engine.BeginRewind(ctx, sc, req.ToTime, req.Tables, actor)
 	if err != nil {
