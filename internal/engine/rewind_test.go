@@ -287,3 +287,46 @@ func TestRewindNeedsHistory(t *testing.T) {
 		t.Errorf("WithPITR at 2.5s: %v", got)
 	}
 }
+
+// TestRewindSiloAndLeadingKeys: a tenant's own silo table (items and log
+// in its silo store) and its view of a shared leading-keys table are
+// restored in place in one restore; the other tenant's leading-keys items
+// stay.
+func TestRewindSiloAndLeadingKeys(t *testing.T) {
+	env := streamsOpen(t)
+	e := env.e
+	a, b := env.tenant(tenancy.RoleAdmin), env.tenant(tenancy.RoleAdmin)
+	silo := tableInput("Silo", false)
+	silo.Tags = []wire.Tag{{Key: tenancy.TagIsolation, Value: "silo"}}
+	a.create(silo)
+	createShared(t, e, "Lkeys", "pk:S", "", nil,
+		wire.Tag{Key: tenancy.TagIsolation, Value: "leading-keys"}, wire.Tag{Key: tenancy.TagLeadingKeyPattern, Value: "TENANT#{tenant}|*"})
+	lk := func(x testActor, k string) string { return "TENANT#" + x.p.Tenant.String() + "|" + k }
+	for _, tbl := range []string{"Silo", "Lkeys"} {
+		_, err := e.UpdateContinuousBackups(testCtx, a.scope("UpdateContinuousBackups"), &wire.UpdateContinuousBackupsInput{TableName: tbl,
+			PointInTimeRecoverySpecification: &wire.PointInTimeRecoverySpecification{PointInTimeRecoveryEnabled: boolPtr(true)}})
+		noErr(t, err)
+	}
+	env.clock.Set(env.clock.Now().Add(2 * time.Second))
+	a.setV("Silo", "s1", "1")
+	a.setV("Lkeys", lk(a, "x"), "1")
+	b.setV("Lkeys", lk(b, "x"), "b")
+	env.clock.Set(env.clock.Now().Add(time.Second))
+	t1 := env.clock.Now()
+	env.clock.Set(env.clock.Now().Add(time.Second))
+	a.setV("Silo", "s1", "2")
+	a.setV("Silo", "s2", "2")
+	a.del("Lkeys", lk(a, "x"))
+	b.setV("Lkeys", lk(b, "y"), "b2")
+	env.clock.Set(env.clock.Now().Add(time.Second))
+	r := rewind(t, env, a, t1)
+	if len(r.Tables) != 2 {
+		t.Fatalf("tables %+v", r.Tables)
+	}
+	sameLines(t, "silo at T1", a.allItems("Silo"), []string{"s1=1"})
+	sameLines(t, "leading-keys at T1", a.allItems("Lkeys"), []string{lk(a, "x") + "=1"})
+	sameLines(t, "B's leading-keys items", b.allItems("Lkeys"), []string{lk(b, "x") + "=b", lk(b, "y") + "=b2"})
+	rewind(t, env, a, r.UndoTo)
+	sameLines(t, "silo undone", a.allItems("Silo"), []string{"s1=2", "s2=2"})
+	sameLines(t, "leading-keys undone", a.allItems("Lkeys"), nil)
+}
