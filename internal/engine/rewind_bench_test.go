@@ -116,7 +116,9 @@ func BenchmarkTenantRestoreInStore(b *testing.B) {
 			b.Logf("%s: %d writes in %v (%.0f/s)", what, items.Load(), el.Round(time.Millisecond), float64(items.Load())/el.Seconds())
 		}
 		put := func(v string) func(testActor, int) wire.WriteRequest {
-			return func(_ testActor, i int) wire.WriteRequest { return wire.WriteRequest{PutRequest: &wire.PutRequest{Item: rbItem(i, v)}} }
+			return func(_ testActor, i int) wire.WriteRequest {
+				return wire.WriteRequest{PutRequest: &wire.PutRequest{Item: rbItem(i, v)}}
+			}
 		}
 		load("load", 0, 1, put("v1"))
 		time.Sleep(5 * time.Millisecond)
