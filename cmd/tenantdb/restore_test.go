@@ -290,3 +290,14 @@ func TestTenantRestore(t *testing.T) {
 		}
 	}
 }
+
+// TestTenantRestoreRemote: a gateway over a remote engine has no change
+// log of its own to restore from, and says so.
+func TestTenantRestoreRemote(t *testing.T) {
+	srv := harness.Start(t, harness.Options{Remote: true})
+	a := srv.NewTenant(t, "remote-restore", "admin")
+	e := tcliErr(t, srv, a.Key, "tenant", "restore", a.TenantID, "--to-time", time.Now().Add(-time.Minute).Format(time.RFC3339))
+	if !strings.Contains(e, "remote engine") {
+		t.Fatalf("restore: %s", e)
+	}
+}
