@@ -404,6 +404,9 @@ func keyOf(t *schema.Table, item attr.Item) attr.Item {
 // rewindChunk is how many keys one restore batch writes back.
 const rewindChunk = 100
 
+// rewindOp is the operation a restore's writes are metered as.
+const rewindOp = "RestoreTableToPointInTime"
+
 // DefaultRewindPause is Options.RewindPause's default: a restore spends
 // at most half of its time writing.
 const DefaultRewindPause = 1.0
@@ -547,7 +550,8 @@ func (e *Engine) rewindTable(ctx context.Context, s tenancy.Scope, h *handle, r 
 					changed++
 				}
 			}
-			return e.commit(chunk, nil)
+			var staged bool // NB: charged to the tenant as its own writes
+			return e.commit(chunk, e.metered(s, rewindOp, chunk, 1, &staged, nil))
 		})
 		if err != nil {
 			return err

@@ -330,3 +330,32 @@ func TestRewindSiloAndLeadingKeys(t *testing.T) {
 	sameLines(t, "silo undone", a.allItems("Silo"), []string{"s1=2", "s2=2"})
 	sameLines(t, "leading-keys undone", a.allItems("Lkeys"), nil)
 }
+
+// TestRewindMetered: a restore's writes to the main store are charged to
+// the tenant in their commit batches.
+func TestRewindMetered(t *testing.T) {
+	env := streamsOpen(t)
+	m := &fakeMeter{}
+	env.opts.Meter = m
+	env.reopen()
+	a := env.tenant(tenancy.RoleAdmin)
+	rewindTable(t, env, "Metered", a)
+	env.clock.Set(env.clock.Now().Add(2 * time.Second))
+	at := env.clock.Now()
+	env.clock.Set(env.clock.Now().Add(time.Second))
+	for i := 0; i < 150; i++ {
+		a.setVG("Metered", fmt.Sprintf("k%03d", i), "1")
+	}
+	m.take()
+	rewind(t, env, a, at)
+	var units float64
+	for _, c := range m.take() {
+		if c.tenant != a.p.Tenant || c.op != "RestoreTableToPointInTime" {
+			t.Fatalf("metered %+v", c)
+		}
+		units += c.u.WriteUnits
+	}
+	if units < 300 { // 150 deletes of the item and its index entry
+		t.Errorf("restore metered %v write units, want ≥ 300", units)
+	}
+}
