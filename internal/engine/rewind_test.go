@@ -359,3 +359,32 @@ func TestRewindMetered(t *testing.T) {
 		t.Errorf("restore metered %v write units, want ≥ 300", units)
 	}
 }
+
+// TestRewindTTL: while a tenant is being restored, the TTL sweep skips
+// its items and expires the other tenants' as usual.
+func TestRewindTTL(t *testing.T) {
+	env := streamsOpen(t)
+	a, b := env.tenant(tenancy.RoleAdmin), env.tenant(tenancy.RoleAdmin)
+	rewindTable(t, env, "Expiring", a)
+	_, err := env.e.UpdateTimeToLive(testCtx, env.operator().scope("UpdateTimeToLive"), &wire.UpdateTimeToLiveInput{TableName: "Expiring",
+		TimeToLiveSpecification: wire.TimeToLiveSpecification{Enabled: true, AttributeName: "exp"}})
+	noErr(t, err)
+	env.clock.Set(env.clock.Now().Add(2 * time.Second))
+	at := env.clock.Now()
+	env.clock.Set(env.clock.Now().Add(time.Second))
+	old := fmt.Sprintf(`{"pk":{"S":"old"},"v":{"S":"x"},"exp":{"N":"%d"}}`, env.clock.Now().Unix()-10)
+	a.put("Expiring", itemOf(t, old))
+	b.put("Expiring", itemOf(t, old))
+	_, err = env.e.BeginRewind(testCtx, a.scope("RestoreTableToPointInTime"), at, nil, "test")
+	noErr(t, err)
+	noErr(t, env.e.sweep())
+	if got := b.allItems("Expiring"); len(got) != 0 {
+		t.Errorf("B's expired item not swept during A's restore: %v", got)
+	}
+	env.clock.Set(env.clock.Now().Add(5 * time.Millisecond))
+	_, err = env.e.RunRewind(testCtx, a.scope("RestoreTableToPointInTime"), nil)
+	noErr(t, err)
+	if got := a.allItems("Expiring"); len(got) != 0 {
+		t.Errorf("A at the restore time: %v", got)
+	}
+}

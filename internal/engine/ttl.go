@@ -177,6 +177,11 @@ func (e *Engine) expire(t *schema.Table, ns []byte, now time.Time, from []byte, 
 	if err != nil {
 		return nil, err
 	}
+	if e.fenced(ns, t) != nil {
+		// NB: being restored in place (rewind.go): expiry waits for the
+		// restore, and the sweep goes on with the other namespaces.
+		return nil, nil
+	}
 	db, release, err := e.backgroundStore(tenantOfNS(ns), t)
 	if err != nil || db == nil {
 		return nil, err // nil: t was dropped meanwhile
@@ -210,8 +215,8 @@ func (e *Engine) expire(t *schema.Table, ns []byte, now time.Time, from []byte, 
 				}
 				return e.commit(ws, nil)
 			})
-			if apierr.Is(err, apierr.ResourceNotFound) {
-				return false, nil // the table was dropped meanwhile
+			if apierr.Is(err, apierr.ResourceNotFound) || apierr.Is(err, apierr.ResourceInUse) {
+				return false, nil // the table was dropped, or its restore began, meanwhile
 			}
 			if err != nil {
 				return false, err
