@@ -89,19 +89,22 @@ func (s *Service) Start(ctx context.Context, sc tenancy.Scope, req client.Restor
 	if err := s.dataScope(sc); err != nil {
 		return client.TenantRestore{}, err
 	}
+	s.mu.Lock()
+	cur, running := s.running[nsKey(sc.Tenant().String(), sc.Env())]
+	s.mu.Unlock()
+	if running {
+		if cur.At.Equal(req.ToTime) && sameTables(cur, req.Tables) {
+			return s.Status(ctx, sc) // the same restore, being run
+		}
+		return client.TenantRestore{}, apierr.New(apierr.ResourceInUse, "a restore of this tenant to %s (id %s) is running; wait for it to finish (tenant restore-status)",
+			cur.At.UTC().Format(time.RFC3339Nano), cur.ID)
+	}
 	if p, ok, err := s.o.Engine.RewindStatus(ctx, sc); err != nil {
 		return client.TenantRestore{}, err
 	} else if ok && p.State == engine.RewindRunning && p.At.Equal(req.ToTime) && sameTables(p, req.Tables) {
 		s.event(ctx, sc, audit.Event{Actor: actor, Role: role, Action: "tenant.restore.resume", Target: target(p), Source: audit.Source(ctx)})
 		s.start(sc, p)
 		return s.Status(ctx, sc)
-	}
-	s.mu.Lock()
-	cur, running := s.running[nsKey(sc.Tenant().String(), sc.Env())]
-	s.mu.Unlock()
-	if running {
-		return client.TenantRestore{}, apierr.New(apierr.ResourceInUse, "a restore of this tenant to %s (id %s) is running; wait for it to finish (tenant restore-status)",
-			cur.At.UTC().Format(time.RFC3339Nano), cur.ID)
 	}
 	r, err := s.o.Engine.BeginRewind(ctx, sc, req.ToTime, req.Tables, actor)
 	if err != nil {
