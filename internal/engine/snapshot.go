@@ -160,12 +160,18 @@ func (e *Engine) TableKeys(ctx context.Context, s tenancy.Scope, name string) ([
 const logCoverageMargin = time.Second
 
 // LogCoverage returns since when table's change log, as scope s resolves
-// it, holds every change with its old image, without a gap, up to now:
-// the creation of the oldest of an unbroken chain of streams capturing
-// old images that ends with the one receiving changes now (plus
-// logCoverageMargin). ok is false when nothing receives the table's
-// changes with old images now. Trimming is not considered (LogCursorAt
-// reports it). Errors: those of table resolution.
+// it, holds every change of s's view with its old image, without a gap, up
+// to now, counting only what s may know of: the table's own DynamoDB
+// stream (a chain of visible streams whose declared view has old images,
+// within the log's default retention) and the log consumers of s's own
+// tenant environment (its point-in-time recovery, its subscriptions), each
+// within its retention. ok is false when neither covers now.
+//
+// NB: hidden streams and the retention other tenants' consumers ask for are
+// not counted. They exist because of another tenant's point-in-time
+// recovery or subscription on a shared table; if they widened s's coverage,
+// whether s's export of a past time worked would tell s that someone else
+// keeps the table's log.
 func (e *Engine) LogCoverage(ctx context.Context, s tenancy.Scope, table string) (since time.Time, ok bool, err error) {
 	if err := check(ctx, s); err != nil {
 		return time.Time{}, false, err
@@ -174,28 +180,52 @@ func (e *Engine) LogCoverage(ctx context.Context, s tenancy.Scope, table string)
 	if err != nil {
 		return time.Time{}, false, err
 	}
-	return e.logCoverage(tg.Table)
+	return e.logCoverage(s, tg.Table)
 }
 
-// logCoverage is LogCoverage of table t.
-func (e *Engine) logCoverage(t *schema.Table) (since time.Time, ok bool, err error) {
+// logCoverage is LogCoverage of table t for scope s.
+func (e *Engine) logCoverage(s tenancy.Scope, t *schema.Table) (since time.Time, ok bool, err error) {
+	now := e.opts.Now()
+	for _, c := range t.LogConsumers {
+		if c.Tenant != s.Tenant() || c.Env != s.Env() || c.Since.IsZero() {
+			continue
+		}
+		start := c.Since.Add(logCoverageMargin)
+		if r := c.Retention; r > 0 {
+			if w := now.Add(-r); w.After(start) {
+				start = w
+			}
+		} else if w := now.Add(-e.clog.Retention()); w.After(start) {
+			start = w
+		}
+		if !ok || start.Before(since) {
+			since, ok = start, true
+		}
+	}
 	streams, err := e.clog.Streams(t.ID)
 	if err != nil {
 		return time.Time{}, false, apierr.Wrap(apierr.Internal, err, "listing change log streams")
 	}
 	n := len(streams)
-	if n == 0 || !streams[n-1].Disabled.IsZero() || !streams[n-1].Capture.WantsOld() {
-		return time.Time{}, false, nil
+	if n == 0 || !streams[n-1].Enabled() || streams[n-1].Hidden || !streams[n-1].View.WantsOld() {
+		return since, ok, nil
 	}
 	start := streams[n-1].Created()
 	for i := n - 2; i >= 0; i-- {
 		p := streams[i]
 		// NB: a switch creates the new stream before it disables the old
 		// one, so an unbroken chain overlaps.
-		if !p.Capture.WantsOld() || p.Disabled.Before(start) {
+		if p.Hidden || !p.View.WantsOld() || p.Disabled.Before(start) {
 			break
 		}
 		start = p.Created()
 	}
-	return start.Add(logCoverageMargin), true, nil
+	start = start.Add(logCoverageMargin)
+	if w := now.Add(-e.clog.Retention()); w.After(start) {
+		start = w
+	}
+	if !ok || start.Before(since) {
+		since, ok = start, true
+	}
+	return since, ok, nil
 }

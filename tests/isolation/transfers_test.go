@@ -124,6 +124,39 @@ func TestTransfersIsolation(t *testing.T) {
 		}
 	})
 
+	t.Run("export at a past time tells nothing of B's point-in-time recovery", func(t *testing.T) {
+		// B keeps the log of one shared table with point-in-time recovery;
+		// nobody keeps the other's. A's export of a past time must fail
+		// alike on both: A may not learn that B keeps a log.
+		for _, name := range []string{"xfer_pitr_b", "xfer_pitr_none"} {
+			if _, err := op.CreateTable(ctx, isoTable(name)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := db.UpdateContinuousBackups(ctx, &dynamodb.UpdateContinuousBackupsInput{TableName: aws.String("xfer_pitr_b"),
+			PointInTimeRecoverySpecification: &types.PointInTimeRecoverySpecification{PointInTimeRecoveryEnabled: aws.Bool(true)}}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(1500 * time.Millisecond) // past the log's coverage margin
+		put(t, da, "xfer_pitr_b", "k", "v1")
+		put(t, da, "xfer_pitr_none", "k", "v1")
+		at := time.Now()
+		time.Sleep(5 * time.Millisecond)
+		put(t, da, "xfer_pitr_b", "k", "v2")
+		put(t, da, "xfer_pitr_none", "k", "v2")
+		var msgs []string
+		for _, name := range []string{"xfer_pitr_b", "xfer_pitr_none"} {
+			err := ca.Export(ctx, a.TenantID, client.ExportRequest{Tables: []string{name}, At: &at}, func(client.ExportEvent) error { return nil })
+			if err == nil {
+				t.Fatalf("A's export of %s at a past time worked: the log B keeps covered A", name)
+			}
+			msgs = append(msgs, strings.ReplaceAll(err.Error(), name, "TABLE"))
+		}
+		if msgs[0] != msgs[1] {
+			t.Fatalf("A's refusals differ with and without B's point-in-time recovery:\n%s\n%s", msgs[0], msgs[1])
+		}
+	})
+
 	t.Run("admin routes of another tenant", func(t *testing.T) {
 		err := ca.Export(ctx, b.TenantID, client.ExportRequest{}, func(client.ExportEvent) error { return nil })
 		if !client.IsNotFound(err) {
