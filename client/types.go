@@ -33,6 +33,9 @@ type TablePlacement struct {
 	Path string `json:"path,omitempty"`
 	// HasData says whether the tenant has ever written to the table.
 	HasData bool `json:"has_data"`
+	// Moving, if not empty, is the phase of a move of the tenant's data of
+	// the table to the other store (tenantdb tenant move).
+	Moving string `json:"moving,omitempty"`
 }
 
 // CreateTenantRequest is the body of POST /v1/tenants.

@@ -57,7 +57,7 @@ func (h *Handler) showTenant(c *call) error {
 		return err
 	}
 	for _, p := range ps {
-		out.Placement = append(out.Placement, TablePlacement{Table: p.Table, Env: p.Env, Isolation: p.Isolation, Store: p.Store, Path: p.Path, HasData: p.HasData})
+		out.Placement = append(out.Placement, TablePlacement{Table: p.Table, Env: p.Env, Isolation: p.Isolation, Store: p.Store, Path: p.Path, HasData: p.HasData, Moving: p.Moving})
 	}
 	return WriteJSON(c.w, http.StatusOK, out)
 }

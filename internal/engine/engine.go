@@ -186,6 +186,14 @@ type Engine struct {
 	// receiving changes ([table, stream] -> changelog.Stream).
 	clog    *changelog.Log
 	streams sync.Map
+
+	// moves holds the placement overrides, cutover gates and handle
+	// generations of tenant moves (movegate.go, move.go).
+	moves moveGates
+	// mover runs the moves in progress (move.go); moveHook, guarded by
+	// mover.mu, hears of moves ending.
+	mover    mover
+	moveHook func(tenancy.TenantID, schema.MoveStatus)
 }
 
 // isDropped reports whether DropTenant was called for tenant t.
@@ -289,7 +297,11 @@ func Open(db *storage.DB, opts Options) (_ *Engine, err error) {
 	if err = e.runDrops(); err != nil {
 		return nil, err
 	}
+	if err = e.loadPlacements(); err != nil {
+		return nil, err
+	}
 	e.startBackground()
+	e.resumeMoves()
 	return e, nil
 }
 

@@ -21,12 +21,23 @@ type handle struct {
 	db      *storage.DB
 	vals    *values // seals and opens the items (values.go)
 	release releaser
+	// gen is the placement generation the handle's store was chosen in;
+	// untrack ends a request handle's count in it (movegate.go).
+	gen     uint64
+	untrack func()
 }
 
 // close gives back the handle's reference to its store. It is idempotent
 // and safe on a nil handle.
 func (h *handle) close() {
-	if h == nil || h.release == nil {
+	if h == nil {
+		return
+	}
+	if h.untrack != nil {
+		h.untrack()
+		h.untrack = nil
+	}
+	if h.release == nil {
 		return
 	}
 	h.release()
@@ -59,11 +70,15 @@ func (e *Engine) openLog(ctx context.Context, s tenancy.Scope, name string) (*ha
 }
 
 func (e *Engine) openTarget(ctx context.Context, s tenancy.Scope, tg resolve.Target) (*handle, error) {
+	// NB: counted before the store is chosen: a move deletes the data it
+	// left only once the handles of earlier generations are closed.
+	gen, untrack := e.trackHandle()
 	db, rel, err := e.storeFor(ctx, s, tg.Table)
 	if err != nil {
+		untrack()
 		return nil, err
 	}
-	return &handle{Target: tg, db: db, vals: e.vals, release: rel}, nil
+	return &handle{Target: tg, db: db, vals: e.vals, release: rel, gen: gen, untrack: untrack}, nil
 }
 
 // getItem reads the item with key attributes key (nil if absent).

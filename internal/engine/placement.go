@@ -45,6 +45,9 @@ func (e *Engine) Placement(ctx context.Context, s tenancy.Scope) ([]schema.Table
 			return err
 		}
 		p := schema.TablePlacement{Table: tb.Name, Env: env, Isolation: tb.Isolation.String(), Store: "pool", HasData: has[tb.ID]}
+		if st, ok := e.moveStatus(t, tb.ID); ok {
+			p.Moving = "to " + st.To + ": " + st.Phase
+		}
 		if in {
 			p.Store = "silo"
 			if !e.inMemorySilos() {

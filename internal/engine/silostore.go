@@ -263,11 +263,15 @@ func (e *Engine) removeSiloData(tenant tenancy.TenantID) error {
 }
 
 // inSilo reports whether tenant's items of table t live in its silo
-// store: always for a silo table, and for every table when the tenant's
-// tier is silo (Options.Tiers).
+// store: always for a silo table; for a table the tenant's data was moved
+// to or from its silo store, where it was moved (move.go); otherwise for
+// every table when the tenant's tier is silo (Options.Tiers).
 func (e *Engine) inSilo(ctx context.Context, tenant tenancy.TenantID, t *schema.Table) (bool, error) {
 	if t.Isolation == tenancy.Silo {
 		return true, nil
+	}
+	if silo, ok := e.placedIn(tenant, t.ID); ok {
+		return silo, nil // moved (move.go)
 	}
 	if e.opts.Tiers == nil || tenant.IsZero() {
 		return false, nil

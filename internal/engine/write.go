@@ -100,6 +100,16 @@ func (e *Engine) locked(ws []*itemWrite, extra [][]byte, fn func() error) error 
 	}
 	keys = append(keys, extra...)
 	unlock := e.locks.lock(keys...)
+	if then := e.moveCheck(ws); then != nil {
+		// NB: a cutover holds this tenant's writers of a table, or the
+		// table's data moved since the handle was opened: wait (or
+		// re-point) without the stripes, then start again.
+		unlock()
+		if err := then(); err != nil {
+			return err
+		}
+		return e.locked(ws, extra, fn)
+	}
 	defer unlock()
 	for _, w := range ws {
 		if e.isDropped(tenantOfNS(w.h.Namespace)) {

@@ -115,4 +115,6 @@ const (
 	// SysTenantKeys holds tenants' wrapped data keys on a DynamoDB-API
 	// engine: <tenant:16> (tenantkey.Options.Store).
 	SysTenantKeys = "tkey/"
+	SysPlacements = "plc/" // <tenant:16><table:8>: where a tenant's data of a table lives, when moved
+	SysMoves      = "mov/" // <tenant:16><table:8>: a move of a tenant's data of a table in progress
 )

@@ -55,4 +55,7 @@ type TablePlacement struct {
 	// HasData says whether the tenant has ever written to the table (in
 	// any environment, for a shared table).
 	HasData bool `json:"has_data"`
+	// Moving, if not empty, is the phase of a move of the tenant's data of
+	// the table to the other store (tenantdb tenant move).
+	Moving string `json:"moving,omitempty"`
 }
