@@ -12,7 +12,7 @@ import (
 
 var _ = register(&command{
 	name:    "tenant",
-	summary: "create, list, show, suspend, resume and delete tenants; rotate their data keys",
+	summary: "create, list, show, suspend, resume and delete tenants; move them between pool and silo; rotate their data keys",
 	run:     runTenant,
 })
 
@@ -28,6 +28,8 @@ func runTenant(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		{"import", "import ID|SLUG --from DIR [--table NAME] [--dry-run] [--lift-quotas]", func(a []string, o, e io.Writer) error { return tenantImport(ctx, a, o, e) }},
 		{"restore", "restore ID|SLUG --to-time RFC3339 [--table NAME]...   (rewinds the tenant's items in place; undo by restoring to its undo_to)", func(a []string, o, e io.Writer) error { return tenantRestore(ctx, a, o, e) }},
 		{"restore-status", "restore-status ID|SLUG   (the tenant's running or last in-place restore)", func(a []string, o, e io.Writer) error { return tenantRestoreStatus(ctx, a, o, e) }},
+		{"move", "move ID|SLUG [--table NAME] --to silo|pool [--no-wait]   (moves the tenant's data online; prints progress)", func(a []string, o, e io.Writer) error { return tenantMove(ctx, a, o, e) }},
+		{"moves", "moves ID|SLUG   (the tenant's moves and their progress)", func(a []string, o, e io.Writer) error { return tenantMoves(ctx, a, o, e) }},
 		{"rotate-key", "rotate-key ID|SLUG [--no-wait]   (new data key; re-encrypts the tenant's data in the background)", func(a []string, o, e io.Writer) error { return tenantRotateKey(ctx, a, o, e) }},
 		{"encryption", "encryption ID|SLUG   (the tenant's data key version and rotation progress)", func(a []string, o, e io.Writer) error { return tenantEncryption(ctx, a, o, e) }},
 	}, args, stdout, stderr)

@@ -359,6 +359,7 @@ func Open(ctx context.Context, o Options) (_ *Node, err error) {
 			n.engine.SetTransfers(n.transfers)
 		}
 		adm.ServeTransfers(n.transfers)
+		adm.ServeMoves(n.engine)
 		// NB: webhooks follow the embedded engine's change log.
 		wo := o.Webhooks
 		wo.DB, wo.Log, wo.Meter = n.db, n.engine, n.quotas
