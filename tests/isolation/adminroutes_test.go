@@ -80,6 +80,8 @@ var adminRouteBodies = map[string]string{
 	"GET /v1/tenants/{tenant}/restore":                                 "",
 	"GET /v1/server-key":                                               "",
 	"POST /v1/server-key/rotate":                                       `{}`,
+	"POST /v1/tenants/{tenant}/moves":                                  `{"table":"iso_ns","to":"silo"}`,
+	"GET /v1/tenants/{tenant}/moves":                                   "",
 }
 
 // adminRoutes returns the routes of the admin API of a node assembled as
