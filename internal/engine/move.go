@@ -63,6 +63,8 @@ const (
 	cutoverMax   = 5000
 	// moveRestarts bounds copies restarted by definition changes.
 	moveRestarts = 5
+	// moveBatchBytes bounds one batch of the copy.
+	moveBatchBytes = 256 << 10
 	// moveRecent is how many finished moves per tenant Moves reports.
 	moveRecent = 32
 )
@@ -553,6 +555,7 @@ func (e *Engine) copyNamespace(ctx context.Context, r *moveRun, rec *moveRecord,
 	r.update(func(st *schema.MoveStatus) { st.ItemsTotal += total })
 	b := dst.NewBatch()
 	defer func() { b.Close() }()
+	began := time.Now()
 	flush := func() error {
 		if b.Len() == 0 {
 			return nil
@@ -565,6 +568,13 @@ func (e *Engine) copyNamespace(ctx context.Context, r *moveRun, rec *moveRecord,
 		}
 		b.Close()
 		b = dst.NewBatch()
+		// The copy rests as long as it worked: it takes at most half of
+		// the machine from the writers of every tenant.
+		select {
+		case <-time.After(time.Since(began)):
+		case <-ctx.Done():
+		}
+		began = time.Now()
 		return ctx.Err()
 	}
 	items := keyspace.Items(ns, t.ID)
@@ -577,7 +587,7 @@ func (e *Engine) copyNamespace(ctx context.Context, r *moveRun, rec *moveRecord,
 			if isItems {
 				n++
 			}
-			if b.Size() >= 4<<20 {
+			if b.Size() >= moveBatchBytes {
 				r.update(func(st *schema.MoveStatus) { st.Items += n })
 				n = 0
 				if err := flush(); err != nil {
