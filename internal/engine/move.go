@@ -147,10 +147,10 @@ func (e *Engine) StartMove(ctx context.Context, s tenancy.Scope, table, to strin
 	if err := check(ctx, s); err != nil {
 		return nil, err
 	}
-	tenant := s.Tenant()
-	if !s.IsOperator() || tenant.IsZero() {
-		return nil, apierr.New(apierr.AccessDenied, "only the operator may move a tenant's data")
+	if err := resolve.CheckPlacement(s); err != nil {
+		return nil, err
 	}
+	tenant := s.Tenant()
 	if to != storePool && to != storeSilo {
 		return nil, apierr.Validationf("move destination %q is not pool or silo", apierr.Clip(to))
 	}
@@ -274,10 +274,10 @@ func (e *Engine) Moves(ctx context.Context, s tenancy.Scope) ([]schema.MoveStatu
 	if err := check(ctx, s); err != nil {
 		return nil, err
 	}
-	tenant := s.Tenant()
-	if !s.IsOperator() || tenant.IsZero() {
-		return nil, apierr.New(apierr.AccessDenied, "only the operator may see a tenant's moves")
+	if err := resolve.CheckPlacement(s); err != nil {
+		return nil, err
 	}
+	tenant := s.Tenant()
 	e.mover.mu.Lock()
 	defer e.mover.mu.Unlock()
 	var out []schema.MoveStatus
