@@ -58,7 +58,7 @@ func openJobs(s *Service, root string) (*jobs, error) {
 	}
 	j := &jobs{s: s, root: abs}
 	j.ctx, j.cancel = context.WithCancel(context.Background())
-	return j, j.failInterrupted()
+	return j, nil
 }
 
 func (j *jobs) close() {
@@ -66,8 +66,9 @@ func (j *jobs) close() {
 	j.wg.Wait()
 }
 
-// failInterrupted marks the jobs a restart interrupted as FAILED.
-func (j *jobs) failInterrupted() error {
+// failInterrupted marks the jobs a restart interrupted as FAILED, but
+// those resumed (resumeInterrupted).
+func (j *jobs) failInterrupted(resumed map[string]bool) error {
 	pattern := filepath.Join(j.root, "*", "*", metaDir, "*", "*.json")
 	files, err := filepath.Glob(pattern)
 	if err != nil {
@@ -75,6 +76,9 @@ func (j *jobs) failInterrupted() error {
 	}
 	now := epoch(j.s.o.Now())
 	for _, f := range files {
+		if resumed[f] {
+			continue
+		}
 		b, err := os.ReadFile(f)
 		if err != nil {
 			return fmt.Errorf("transfer: %w", err)
@@ -292,6 +296,9 @@ func (s *Service) ExportTableToPointInTime(ctx context.Context, sc tenancy.Scope
 		S3Bucket: in.S3Bucket, S3Prefix: in.S3Prefix, ExportFormat: dynexport.FormatDynamoDBJSON, ExportType: "FULL_EXPORT",
 	}
 	path := j.recordPath(sc, exportsDir, id)
+	if err := j.saveScope(path, sc); err != nil {
+		return nil, err
+	}
 	if err := j.save(path, d); err != nil {
 		return nil, err
 	}
@@ -317,6 +324,14 @@ func (s *Service) runExport(ctx context.Context, sc tenancy.Scope, path string, 
 		}
 		return &fileSink{w: w, now: s.o.Now, summary: &summary}, nil
 	})
+	if err != nil && ctx.Err() != nil {
+		// NB: stopped by the server's shutdown: the record stays
+		// IN_PROGRESS and the export starts again at the next start.
+		if w != nil {
+			w.Abort()
+		}
+		return
+	}
 	d.EndTime = epoch(s.o.Now())
 	if err != nil {
 		if w != nil {
@@ -533,6 +548,9 @@ func (s *Service) ImportTable(ctx context.Context, sc tenancy.Scope, in *wire.Im
 		TableCreationParameters: tp, StartTime: epoch(now),
 	}
 	path := j.recordPath(sc, importsDir, id)
+	if err := j.saveScope(path, sc); err != nil {
+		return nil, err
+	}
 	if err := j.save(path, d); err != nil {
 		return nil, err
 	}
@@ -541,7 +559,7 @@ func (s *Service) ImportTable(ctx context.Context, sc tenancy.Scope, in *wire.Im
 	j.wg.Add(1)
 	go func() {
 		defer j.wg.Done()
-		s.runImport(j.ctx, sc, path, d, filepath.Join(bucketDir, filepath.FromSlash(src.S3KeyPrefix)))
+		s.runImport(j.ctx, sc, path, d, filepath.Join(bucketDir, filepath.FromSlash(src.S3KeyPrefix)), 0)
 	}()
 	return &wire.ImportTableOutput{ImportTableDescription: &cp}, nil
 }
@@ -550,7 +568,9 @@ func (s *Service) ImportTable(ctx context.Context, sc tenancy.Scope, in *wire.Im
 // its record.
 const importChunk = 500
 
-func (s *Service) runImport(ctx context.Context, sc tenancy.Scope, path string, d *wire.ImportTableDescription, dir string) {
+// runImport loads the data files under dir into d's table, skipping the
+// first skip items (those a run before a restart had processed).
+func (s *Service) runImport(ctx context.Context, sc tenancy.Scope, path string, d *wire.ImportTableDescription, dir string, skip int64) {
 	table := d.TableCreationParameters.TableName
 	err := s.waitActive(ctx, sc, table)
 	var files []string
@@ -578,6 +598,10 @@ func (s *Service) runImport(ctx context.Context, sc tenancy.Scope, path string, 
 			break
 		}
 		_, err = dynexport.ReadData(fh, func(_ int64, raw []byte) error {
+			if skip > 0 {
+				skip-- // NB: processed (and counted) before the restart
+				return nil
+			}
 			d.ProcessedItemCount++
 			d.ProcessedSizeBytes += int64(len(raw))
 			it, perr := attr.ParseItemJSON(raw)
@@ -598,6 +622,9 @@ func (s *Service) runImport(ctx context.Context, sc tenancy.Scope, path string, 
 	}
 	if err == nil {
 		err = flush()
+	}
+	if err != nil && ctx.Err() != nil {
+		return // stopped by the server's shutdown: resumed at the next start
 	}
 	d.EndTime = epoch(s.o.Now())
 	if err != nil {

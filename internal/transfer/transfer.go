@@ -60,8 +60,8 @@ type Service struct {
 	jobs *jobs
 }
 
-// New returns a Service. With a Root it also marks the API's exports and
-// imports that a restart interrupted as FAILED.
+// New returns a Service. With a Root it also resumes the API's exports
+// and imports that a restart interrupted (resume.go).
 func New(o Options) (*Service, error) {
 	if o.Engine == nil || o.Handler == nil {
 		return nil, errors.New("transfer: Engine and Handler are required")
@@ -85,6 +85,9 @@ func New(o Options) (*Service, error) {
 			return nil, err
 		}
 		s.jobs = j
+		if err := j.resumeInterrupted(); err != nil {
+			return nil, err
+		}
 	}
 	return s, nil
 }
