@@ -748,7 +748,7 @@ func (e *Engine) cutover(ctx context.Context, r *moveRun, rec *moveRecord, tt te
 		return false, false, apierr.Wrap(apierr.Internal, err, "switching a moved table's placement")
 	}
 	e.setPlaced(tt, rec.To == storeSilo, false)
-	e.moves.gen.Add(1)
+	e.bumpGen()
 	for _, c := range *copies {
 		e.clog.Wake(src, c.ns)
 	}

@@ -252,3 +252,53 @@ func checkMoved(t *testing.T, env *testEnv, a testActor, want map[string]int) {
 		}
 	}
 }
+
+// TestMoveWaitsForEarlierReaders: a request that opened its handle before
+// the cutover keeps reading the data where it was; the move deletes the
+// source's copy only once that request is done.
+func TestMoveWaitsForEarlierReaders(t *testing.T) {
+	env := streamsOpen(t)
+	createShared(t, env.e, "Moves", "pk:S", "", nil)
+	a := env.tenant(tenancy.RoleApp)
+	a.put("Moves", itemOf(t, `{"pk":{"S":"k1"},"v":{"N":"1"}}`))
+	h, err := env.e.open(testCtx, a.scope("GetItem"), "Moves")
+	noErr(t, err)
+	if h.db != env.db {
+		t.Fatal("handle not on the main store")
+	}
+	s := moveScope(t, a.p.Tenant)
+	_, err = env.e.StartMove(testCtx, s, "Moves", "silo")
+	noErr(t, err)
+	phase := func() string {
+		ms, err := env.e.Moves(testCtx, s)
+		noErr(t, err)
+		return ms[0].Phase
+	}
+	for deadline := time.Now().Add(30 * time.Second); phase() != "cleaning"; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("phase %s", phase())
+		}
+	}
+	// New requests read the silo store; the early one still finds its item.
+	if got := a.get("Moves", itemOf(t, `{"pk":{"S":"k1"}}`)); got == nil {
+		t.Fatal("item not found after the cutover")
+	}
+	time.Sleep(50 * time.Millisecond)
+	if p := phase(); p != "cleaning" {
+		t.Fatalf("the move went on to %s with an earlier request open", p)
+	}
+	it, err := h.getItem(itemOf(t, `{"pk":{"S":"k1"}}`))
+	noErr(t, err)
+	if it == nil {
+		t.Fatal("the earlier request lost its item")
+	}
+	h.close()
+	for deadline := time.Now().Add(30 * time.Second); phase() != "done"; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("phase %s after the request closed", phase())
+		}
+	}
+	if it, err := h.getItem(itemOf(t, `{"pk":{"S":"k1"}}`)); err != nil || it != nil {
+		t.Fatalf("source copy after the cleanup: %v, %v", it, err)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/tenantdb/tenantdb/internal/apierr"
 	"github.com/tenantdb/tenantdb/internal/keyspace"
@@ -45,10 +46,13 @@ type moveGates struct {
 	gen    atomic.Uint64
 	ngates atomic.Int32
 
-	mu      sync.Mutex
-	gates   map[tenantTable]chan struct{} // closed gates; the channel closes when it opens
-	handles map[uint64]int                // open request handles by generation
-	drained chan struct{}                 // closed (and cleared) when a generation's handles are all closed
+	// cur counts the open request handles of the current generation;
+	// old holds earlier generations' counts until they drain.
+	cur atomic.Pointer[genCount]
+
+	mu    sync.Mutex
+	gates map[tenantTable]chan struct{} // closed gates; the channel closes when it opens
+	old   []*genCount
 }
 
 // placedIn returns the placement override of tenant's data of table.
@@ -98,51 +102,73 @@ func (e *Engine) loadPlacements() error {
 	return nil
 }
 
+// genCount counts the open request handles of one generation.
+type genCount struct {
+	gen uint64
+	n   atomic.Int64
+}
+
+func (g *moveGates) current() *genCount {
+	if gc := g.cur.Load(); gc != nil {
+		return gc
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.cur.Load() == nil {
+		g.cur.Store(&genCount{})
+	}
+	return g.cur.Load()
+}
+
 // trackHandle counts a request handle in the current generation and
-// returns the generation and the function that ends the count.
+// returns the generation and the function that ends the count. NB: no
+// lock: every request opens a handle.
 func (e *Engine) trackHandle() (uint64, func()) {
 	g := &e.moves
-	g.mu.Lock()
-	gen := g.gen.Load()
-	if g.handles == nil {
-		g.handles = map[uint64]int{}
-	}
-	g.handles[gen]++
-	g.mu.Unlock()
-	return gen, func() {
-		g.mu.Lock()
-		defer g.mu.Unlock()
-		if g.handles[gen]--; g.handles[gen] <= 0 {
-			delete(g.handles, gen)
-			if g.drained != nil {
-				close(g.drained)
-				g.drained = nil
-			}
+	for {
+		gc := g.current()
+		gc.n.Add(1)
+		if g.cur.Load() == gc {
+			return gc.gen, func() { gc.n.Add(-1) }
 		}
+		gc.n.Add(-1) // a new generation began meanwhile: count in it
 	}
 }
 
-// waitHandles returns once no request handle opened before generation
-// gen is open, or ctx ends.
+// bumpGen begins a new placement generation (a cutover switched a
+// placement): writers with handles of older ones re-check their store.
+func (e *Engine) bumpGen() {
+	g := &e.moves
+	old := g.current()
+	g.mu.Lock()
+	next := &genCount{gen: old.gen + 1}
+	g.old = append(g.old, old)
+	g.cur.Store(next)
+	g.gen.Store(next.gen)
+	g.mu.Unlock()
+}
+
+// waitHandles returns once no request handle opened in a generation
+// before gen is open, or ctx ends.
 func (e *Engine) waitHandles(ctx context.Context, gen uint64) error {
 	g := &e.moves
 	for {
 		g.mu.Lock()
 		busy := false
-		for h := range g.handles {
-			busy = busy || h < gen
+		keep := g.old[:0]
+		for _, gc := range g.old {
+			if gc.n.Load() > 0 {
+				keep = append(keep, gc)
+				busy = busy || gc.gen < gen
+			}
 		}
+		g.old = keep
+		g.mu.Unlock()
 		if !busy {
-			g.mu.Unlock()
 			return nil
 		}
-		if g.drained == nil {
-			g.drained = make(chan struct{})
-		}
-		ch := g.drained
-		g.mu.Unlock()
 		select {
-		case <-ch:
+		case <-time.After(5 * time.Millisecond):
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-e.closed:
