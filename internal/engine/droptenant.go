@@ -62,6 +62,9 @@ func (e *Engine) DropTenant(ctx context.Context, s tenancy.Scope) error {
 	if err := e.releaseTenantLogs(t); err != nil {
 		return err
 	}
+	if err := e.forgetPlacements(t); err != nil {
+		return err
+	}
 
 	// A store of the tenant being opened when it was marked is closed
 	// below once open; none can start opening after the mark.

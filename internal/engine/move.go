@@ -857,3 +857,30 @@ func (e *Engine) holdMoveLog(table uint64, tenant tenancy.TenantID, hold bool) e
 	d.LogConsumers[i].Since = e.opts.Now()
 	return e.persist(d)
 }
+
+// forgetPlacements deletes tenant t's placement overrides and move
+// records (DropTenant): a tenant created again with the same id starts
+// where its tier says.
+func (e *Engine) forgetPlacements(t tenancy.TenantID) error {
+	b := e.db.NewBatch()
+	defer b.Close()
+	for _, k := range [][]byte{keyspace.TablePlacement(t, 0), keyspace.TableMove(t, 0)} {
+		p := k[:len(k)-8] // NB: <sys><tenant>, without the table
+		b.DeleteRange(p, keyspace.PrefixEnd(p))
+	}
+	if err := e.db.Apply(b); err != nil {
+		return apierr.Wrap(apierr.Internal, err, "dropping a tenant's placements")
+	}
+	e.moves.mu.Lock()
+	m := map[tenantTable]bool{}
+	if old := e.moves.placed.Load(); old != nil {
+		for k, v := range *old {
+			if k.tenant != t {
+				m[k] = v
+			}
+		}
+	}
+	e.moves.placed.Store(&m)
+	e.moves.mu.Unlock()
+	return nil
+}

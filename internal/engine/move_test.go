@@ -302,3 +302,30 @@ func TestMoveWaitsForEarlierReaders(t *testing.T) {
 		t.Fatalf("source copy after the cleanup: %v, %v", it, err)
 	}
 }
+
+// TestDropTenantForgetsPlacements: dropping a moved tenant removes its
+// placement overrides, so a tenant created again with its id starts where
+// its tier says.
+func TestDropTenantForgetsPlacements(t *testing.T) {
+	env := streamsOpen(t)
+	tb := createShared(t, env.e, "Moves", "pk:S", "", nil)
+	a := env.tenant(tenancy.RoleApp)
+	a.put("Moves", itemOf(t, `{"pk":{"S":"k1"}}`))
+	if st := waitMove(t, env.e, a.p.Tenant, "Moves", "silo"); st.Phase != "done" {
+		t.Fatalf("move: %+v", st)
+	}
+	if silo, ok := env.e.placedIn(a.p.Tenant, tb.ID); !ok || !silo {
+		t.Fatalf("placement after the move: %v %v", silo, ok)
+	}
+	noErr(t, env.e.DropTenant(testCtx, tenancy.SystemScope(a.p.Tenant, "test")))
+	if _, ok := env.e.placedIn(a.p.Tenant, tb.ID); ok {
+		t.Fatal("placement kept after the drop")
+	}
+	if _, err := env.db.Get(keyspace.TablePlacement(a.p.Tenant, tb.ID)); err == nil {
+		t.Fatal("placement key kept after the drop")
+	}
+	env.reopen()
+	if _, ok := env.e.placedIn(a.p.Tenant, tb.ID); ok {
+		t.Fatal("placement back after a restart")
+	}
+}
