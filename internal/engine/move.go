@@ -196,6 +196,9 @@ func (e *Engine) startMove(ctx context.Context, tenant tenancy.TenantID, t *sche
 	if err != nil {
 		return schema.MoveStatus{}, err
 	}
+	if err := e.moveFenced(tenant, t); err != nil {
+		return schema.MoveStatus{}, err
+	}
 	now := e.opts.Now().UTC()
 	if storeName(silo) == to {
 		return schema.MoveStatus{Table: t.Name, From: to, To: to, Phase: "unchanged", Started: now, Finished: now}, nil
@@ -463,6 +466,15 @@ func (e *Engine) moveOnce(ctx context.Context, r *moveRun, rec *moveRecord, src,
 				break
 			}
 		}
+		if e.moveFenced(tenant, t) != nil {
+			// A restore in place runs: catch up, and cut over after it.
+			select {
+			case <-time.After(50 * time.Millisecond):
+			case <-ctx.Done():
+				return false, errClosing
+			}
+			continue
+		}
 		ok, restart, err := e.cutover(ctx, r, rec, tt, sig, &copies, addNew, src, dst)
 		if err != nil || restart {
 			return false, err
@@ -705,6 +717,12 @@ func (e *Engine) cutover(ctx context.Context, r *moveRun, rec *moveRecord, tt te
 	if indexSignature(t) != sig {
 		return false, true, nil
 	}
+	if e.moveFenced(tt.tenant, t) != nil {
+		// NB: a restore in place runs: cut over once it is done (its
+		// changes are in the log the catch-up follows).
+		r.update(func(st *schema.MoveStatus) { st.Phase = "catching-up" })
+		return false, false, nil
+	}
 	// A namespace that began writing the table since: copied now (small).
 	if err := addNew(); err != nil {
 		return false, false, err
@@ -882,5 +900,20 @@ func (e *Engine) forgetPlacements(t tenancy.TenantID) error {
 	}
 	e.moves.placed.Store(&m)
 	e.moves.mu.Unlock()
+	return nil
+}
+
+// moveFenced refuses (ResourceInUse) while a restore in place of the
+// table runs in one of tenant's namespaces (rewind.go).
+func (e *Engine) moveFenced(tenant tenancy.TenantID, t *schema.Table) error {
+	nss, err := e.tenantNamespaces(tenant, t.ID)
+	if err != nil {
+		return err
+	}
+	for _, ns := range nss {
+		if err := e.fenced(ns, t); err != nil {
+			return err
+		}
+	}
 	return nil
 }
