@@ -189,3 +189,7 @@ func (s Scope) CheckLeadingKey(pattern, pk string) error {
 // NB: only a test binary of this package can set it (export_test.go); the
 // product has no way to.
 var testHookSkipLeadingKeys atomic.Bool
+
+// testHookCrossTenantAdmin admits a tenant admin key to another tenant's
+// admin routes: the second injected leak (see testHookSkipLeadingKeys).
+var testHookCrossTenantAdmin atomic.Bool

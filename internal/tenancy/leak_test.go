@@ -14,8 +14,9 @@ import (
 	"github.com/tenantdb/tenantdb/tests/harness"
 )
 
-// With one guard check switched off (the leading-keys check), `tenantdb
-// verify` reports the leak and fails; with it on again, it passes. This is
+// With one guard check switched off (the leading-keys check, then the
+// tenant check of the admin routes), `tenantdb verify` reports the leak
+// and fails; with it on again, it passes. This is
 // the proof that verify can see a leak, not merely that it finds none.
 func TestVerifyFindsInjectedLeak(t *testing.T) {
 	if os.Getenv(harness.BinEnv) != "" {
@@ -61,8 +62,44 @@ func TestVerifyFindsInjectedLeak(t *testing.T) {
 		}
 	}
 	for f := range leaky {
-		if f == "admin-routes" || f == "suspension" {
+		if f == "admin-routes" || f == "suspension" || f == "subscriptions" || f == "console" {
 			t.Errorf("family %s leaked, but only the leading-keys check is off", f)
+		}
+	}
+	// A refusal that is not one: the audit family sees it (the attacker's
+	// write under the victim's leading key was accepted).
+	if !leaky["audit"] {
+		t.Errorf("family audit found no leak with the leading-keys check off")
+	}
+
+	// With the tenant check of the admin routes off, the families of the
+	// admin API's tenant features and the console see it.
+	restore = tenancy.InjectCrossTenantAdminLeak()
+	out.Reset()
+	err = verify.Check(ctx, o, &out, true)
+	restore()
+	if !errors.Is(err, verify.ErrLeaks) {
+		t.Fatalf("verify with the admin tenant check off: %v, want ErrLeaks\n%s", err, out.String())
+	}
+	rep.Families = nil
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatalf("the --json report: %v\n%s", err, out.String())
+	}
+	leaky = map[string]bool{}
+	for _, f := range rep.Families {
+		if f.Leaks > 0 {
+			leaky[f.Family] = true
+			t.Logf("%s: %d leaks, e.g. %s", f.Family, f.Leaks, f.Findings[0])
+		}
+	}
+	for _, want := range []string{"admin-routes", "subscriptions", "aggregates", "encryption", "console", "audit"} {
+		if !leaky[want] {
+			t.Errorf("family %s found no leak with the admin tenant check off", want)
+		}
+	}
+	for f := range leaky {
+		if f == "keys" || f == "indexes" || f == "batches" {
+			t.Errorf("family %s leaked, but only the admin tenant check is off", f)
 		}
 	}
 

@@ -49,11 +49,18 @@ func (r *Report) Write(w io.Writer, asJSON bool) error {
 	case r.Inconclusive > 0:
 		verdict = fmt.Sprintf("no leaks, but %d attempts INCONCLUSIVE", r.Inconclusive)
 	}
+	if r.Skipped > 0 {
+		verdict += fmt.Sprintf(" (%d families SKIPPED: the server does not serve them)", r.Skipped)
+	}
 	fmt.Fprintf(w, "tenantdb verify of %s (run %s, %s): %d attempts, %s\n\n", r.Endpoint, r.Run, r.Duration, r.Attempts, verdict)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "FAMILY\tATTEMPTS\tLEAKS\tINCONCLUSIVE")
+	fmt.Fprintln(tw, "FAMILY\tATTEMPTS\tLEAKS\tINCONCLUSIVE\tSKIPPED")
 	for _, f := range r.Families {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\n", f.Name, f.Attempts, f.Leaks, f.Inconclusive)
+		skipped := "-"
+		if f.Skipped != "" {
+			skipped = "yes"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\n", f.Name, f.Attempts, f.Leaks, f.Inconclusive, skipped)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -61,6 +68,11 @@ func (r *Report) Write(w io.Writer, asJSON bool) error {
 	for _, f := range r.Families {
 		for _, s := range f.Findings {
 			fmt.Fprintf(w, "LEAK %s: %s\n", f.Name, s)
+		}
+	}
+	for _, f := range r.Families {
+		if f.Skipped != "" {
+			fmt.Fprintf(w, "SKIPPED %s: %s\n", f.Name, f.Skipped)
 		}
 	}
 	for _, s := range r.Cleanup {

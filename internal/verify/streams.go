@@ -56,13 +56,7 @@ func (r *run) streams(ctx context.Context) {
 	A, B := r.A, r.B
 	sa, sb := r.streamsOf(A), r.streamsOf(B)
 	B.rec.take()
-	fail := func(what string, err error) {
-		r.try(ctx, A.rec, "streams setup: "+what, func(context.Context) string { return "" })
-		r.fam.Inconclusive++
-		if len(r.fam.Findings) < 50 {
-			r.fam.Findings = append(r.fam.Findings, "setup: "+what+": "+err.Error())
-		}
-	}
+	fail := func(what string, err error) { r.setupFail(what, err) }
 	shared, err := enableStream(ctx, r.opDB, r.tables[kNS])
 	if err != nil {
 		fail("shared table", err)

@@ -27,7 +27,9 @@ func operator(s *harness.Server) verify.Credential {
 // are exactly those there after.
 func TestRealServerLeaksNothing(t *testing.T) {
 	for _, fair := range []bool{false, true} {
-		t.Run(fmt.Sprintf("fairness=%v", fair), func(t *testing.T) { leaksNothing(t, harness.Options{Fairness: fair}) })
+		t.Run(fmt.Sprintf("fairness=%v", fair), func(t *testing.T) {
+			leaksNothing(t, harness.Options{Fairness: fair, ExportRoot: t.TempDir()})
+		})
 	}
 }
 
@@ -48,8 +50,8 @@ func leaksNothing(t *testing.T, o harness.Options) {
 		for _, finding := range f.Findings {
 			t.Errorf("%s: %s", f.Name, finding)
 		}
-		if f.Attempts == 0 {
-			t.Errorf("family %s made no attempt", f.Name)
+		if f.Attempts == 0 || f.Skipped != "" {
+			t.Errorf("family %s made %d attempts (skipped: %q)", f.Name, f.Attempts, f.Skipped)
 		}
 	}
 	if rep.Leaks != 0 || rep.Err() != nil {
@@ -186,6 +188,11 @@ func TestUnansweredAttemptsAreInconclusive(t *testing.T) {
 		t.Fatal(err)
 	}
 	if rep.Leaks != 0 || rep.Inconclusive == 0 || !errors.Is(rep.Err(), verify.ErrInconclusive) {
+		for _, f := range rep.Families {
+			for _, s := range f.Findings {
+				t.Log(f.Name, s)
+			}
+		}
 		t.Fatalf("%d leaks, %d inconclusive, err %v", rep.Leaks, rep.Inconclusive, rep.Err())
 	}
 }
@@ -198,4 +205,59 @@ func (failGetItem) RoundTrip(r *http.Request) (*http.Response, error) {
 		return nil, errors.New("connection reset (injected)")
 	}
 	return http.DefaultTransport.RoundTrip(r)
+}
+
+// Against a gateway over a backend (the remote backend over a stand-in
+// engine, as in production over DynamoDB or Alternator): no leak, and the
+// families whose features the gateway does not serve are skipped with the
+// server's reason, neither passed nor leaked.
+func TestGatewayOverRemoteBackend(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts a gateway and an engine")
+	}
+	srv := harness.Start(t, harness.Options{Remote: true})
+	var progress bytes.Buffer
+	rep, err := verify.Run(context.Background(), verify.Options{Endpoint: srv.Endpoint, Operator: operator(srv), Progress: &progress})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d attempts in %s\n%s", rep.Attempts, rep.Duration, progress.String())
+	if rep.Leaks != 0 || rep.Inconclusive != 0 || rep.Err() != nil {
+		for _, f := range rep.Families {
+			for _, finding := range f.Findings {
+				t.Errorf("%s: %s", f.Name, finding)
+			}
+		}
+		t.Fatalf("%d leaks, %d inconclusive: %v", rep.Leaks, rep.Inconclusive, rep.Err())
+	}
+	skipped := map[string]string{}
+	for _, f := range rep.Families {
+		if f.Skipped != "" {
+			skipped[f.Name] = f.Skipped
+			if f.Attempts != 0 || f.Leaks != 0 {
+				t.Errorf("skipped family %s: %d attempts, %d leaks", f.Name, f.Attempts, f.Leaks)
+			}
+		} else if f.Attempts == 0 {
+			t.Errorf("family %s made no attempt and was not skipped", f.Name)
+		}
+	}
+	for _, want := range []string{"streams", "backups", "exports", "subscriptions", "aggregates"} {
+		if why := skipped[want]; !strings.Contains(why, "not available") && !strings.Contains(why, "not supported") && !strings.Contains(why, "no such admin endpoint") {
+			t.Errorf("family %s over the remote backend: skipped %q, want the server's reason", want, skipped[want])
+		}
+	}
+	for _, run := range []string{"keys", "indexes", "admin-routes", "console", "encryption", "audit"} {
+		if skipped[run] != "" {
+			t.Errorf("family %s skipped over the remote backend: %s", run, skipped[run])
+		}
+	}
+	if rep.Skipped != len(skipped) {
+		t.Errorf("report: %d skipped, %d families say so", rep.Skipped, len(skipped))
+	}
+	var text bytes.Buffer
+	rep.Write(&text, false)
+	if !strings.Contains(text.String(), "SKIPPED backups: ") {
+		t.Errorf("the text report does not say why backups were skipped:\n%s", text.String())
+	}
+	assertNoScratchTables(t, srv)
 }
