@@ -143,6 +143,13 @@ var funcs = template.FuncMap{
 		return t.UTC().Format("2006-01-02 15:04:05Z")
 	},
 	"path": url.PathEscape,
+	// ms formats a DynamoDB epoch-seconds timestamp.
+	"ms": func(f float64) string {
+		if f == 0 {
+			return ""
+		}
+		return epochTime(f).Format("2006-01-02 15:04:05Z")
+	},
 	"f1":   func(f float64) string { return fmt.Sprintf("%.1f", f) },
 }
 

@@ -39,7 +39,8 @@ type dynamoError struct {
 
 func (e *dynamoError) Error() string { return e.Type + ": " + e.Message }
 
-// call runs op (e.g. "Scan") with in as the request and decodes the
+// call runs op (e.g. "Scan", or a full target such as
+// "DynamoDBStreams_20120810.ListStreams") with in as the request and decodes the
 // answer into out.
 func (d *dynamoClient) call(ctx context.Context, op string, in, out any) error {
 	body, err := json.Marshal(in)
@@ -51,7 +52,11 @@ func (d *dynamoClient) call(ctx context.Context, op string, in, out any) error {
 		return err
 	}
 	req.Header.Set("Content-Type", "application/x-amz-json-1.0")
-	req.Header.Set("X-Amz-Target", "DynamoDB_20120810."+op)
+	target := "DynamoDB_20120810." + op
+	if strings.Contains(op, ".") {
+		target = op // another API's target, e.g. DynamoDB Streams'
+	}
+	req.Header.Set("X-Amz-Target", target)
 	sum := sha256.Sum256(body)
 	if err := d.signer.SignHTTP(ctx, d.creds, req, hex.EncodeToString(sum[:]), "dynamodb", d.region, time.Now()); err != nil {
 		return err

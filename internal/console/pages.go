@@ -51,6 +51,8 @@ func (h *Handler) routes() {
 	h.mux.HandleFunc("POST /console/tenants/{tenant}/tables/{table}/item/delete", h.authed(h.deleteItem))
 	h.mux.HandleFunc("POST /console/tenants/{tenant}/tables/{table}/item", h.authed(h.putItem))
 
+	h.featureRoutes()
+
 	h.mux.HandleFunc("/console/", func(w http.ResponseWriter, r *http.Request) {
 		h.render(w, http.StatusNotFound, "error", page{Title: "Not found", Status: http.StatusNotFound, Error: "There is no such console page."})
 	})

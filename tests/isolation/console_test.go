@@ -104,7 +104,7 @@ func (b *consoleSession) cookie() string {
 func TestConsoleIsolation(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	srv := harness.Start(t)
+	srv := harness.Start(t, harness.Options{AllowPrivateWebhooks: true, ExportRoot: t.TempDir()})
 	op := srv.Admin()
 	mk := func(name, slug string) (client.Tenant, harness.Credential) {
 		tn, err := op.CreateTenant(ctx, client.CreateTenantRequest{Name: name, Slug: slug})
@@ -131,6 +131,34 @@ func TestConsoleIsolation(t *testing.T) {
 	}}); err != nil {
 		t.Fatal(err)
 	}
+	// B's stream, subscription, backup, export and aggregate, for the
+	// pages of those features.
+	if _, err := dbB.UpdateTable(ctx, &dynamodb.UpdateTableInput{TableName: aws.String(secretTable),
+		StreamSpecification: &types.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: types.StreamViewTypeNewImage}}); err != nil {
+		t.Fatal(err)
+	}
+	apiB := &client.Client{Endpoint: srv.Endpoint, Key: kb.Key}
+	bSub, err := apiB.CreateSubscription(ctx, tb.ID, client.CreateSubscriptionRequest{Table: secretTable, URL: "http://127.0.0.1:9/bravo-hook"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := apiB.PauseSubscription(ctx, tb.ID, bSub.ID); err != nil {
+		t.Fatal(err)
+	}
+	const bAggregate = "bravo_payroll_by_pay"
+	if _, err := apiB.CreateAggregate(ctx, tb.ID, client.CreateAggregateRequest{Name: bAggregate, Table: secretTable, GroupBy: "pay", Count: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dbB.CreateBackup(ctx, &dynamodb.CreateBackupInput{TableName: aws.String(secretTable), BackupName: aws.String("bravo-backup")}); err != nil {
+		t.Fatal(err)
+	}
+	bDesc, err := dbB.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(secretTable)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dbB.ExportTableToPointInTime(ctx, &dynamodb.ExportTableToPointInTimeInput{TableArn: bDesc.Table.TableArn, S3Bucket: aws.String("bravo-bucket")}); err != nil {
+		t.Fatal(err)
+	}
 	bKeys, err := op.Keys(ctx, tb.ID)
 	if err != nil || len(bKeys) == 0 {
 		t.Fatal(err)
@@ -149,9 +177,17 @@ func TestConsoleIsolation(t *testing.T) {
 		t.Fatalf("B's own item browser: %d", st)
 	}
 	itemKey := regexp.MustCompile(`/item\?key=([^"]+)"`).FindStringSubmatch(body)[1]
+	// B's own feature pages show B's things.
+	for g, want := range map[string]string{"/streams": secretTable, "/streams/" + secretTable: "NEW_IMAGE", "/subscriptions": bSub.ID,
+		"/subscriptions/" + bSub.ID: "bravo-hook", "/backups": "bravo-backup", "/exports": "bravo-bucket", "/aggregates": bAggregate,
+		"/aggregates/" + bAggregate: secretValue, "/encryption": "Data key version"} {
+		if st, body, _ := B.do("GET", bPath+g, nil); st != 200 || !strings.Contains(body, want) {
+			t.Errorf("B's own page %s: %d, want %q on it", g, st, want)
+		}
+	}
 	bCSRF := B.csrf
 
-	secrets := []string{tb.ID, tb.Name, tb.Slug, secretTable, secretValue, kb.AccessKeyID, bKeyID}
+	secrets := []string{tb.ID, tb.Name, tb.Slug, secretTable, secretValue, kb.AccessKeyID, bKeyID, bSub.ID, "bravo-hook", bAggregate, "bravo-backup", "bravo-bucket"}
 	noLeak := func(what, body string) {
 		t.Helper()
 		for _, s := range secrets {
@@ -164,7 +200,9 @@ func TestConsoleIsolation(t *testing.T) {
 	// not exist.
 	ghost := strings.Repeat("ab", 16)
 	gets := []string{"", "/usage", "/quota", "/audit", "/audit?outcome=denied", "/tables", "/tables/" + secretTable,
-		"/tables/" + secretTable + "?pk=emp-1", "/tables/" + secretTable + "/item?key=" + itemKey, "/delete"}
+		"/tables/" + secretTable + "?pk=emp-1", "/tables/" + secretTable + "/item?key=" + itemKey, "/delete",
+		"/streams", "/streams/" + secretTable, "/subscriptions", "/subscriptions/" + bSub.ID, "/backups", "/exports",
+		"/aggregates", "/aggregates/" + bAggregate, "/encryption"}
 	for _, g := range gets {
 		st, body, _ := A.do("GET", bPath+g, nil)
 		gst, gbody, _ := A.do("GET", "/console/tenants/"+ghost+g, nil)
@@ -197,6 +235,12 @@ func TestConsoleIsolation(t *testing.T) {
 		{bPath + "/delete", url.Values{"confirm": {tb.Slug}}, false},
 		{bPath + "/tables/" + secretTable + "/item/delete", url.Values{"key": {itemKey}, "confirm": {"yes"}}, false},
 		{bPath + "/tables/" + secretTable + "/item", url.Values{"item": {`{"pk": {"S": "emp-1"}, "pay": {"S": "0"}}`}}, false},
+		{bPath + "/subscriptions/" + bSub.ID + "/resume", nil, false},
+		{bPath + "/subscriptions/" + bSub.ID + "/pause", nil, false},
+		{bPath + "/backups", url.Values{"table": {secretTable}, "name": {"stolen"}}, false},
+		// A's own tenant path with B's subscription id: A has none such.
+		{"/console/tenants/" + ta.ID + "/subscriptions/" + bSub.ID + "/resume", nil, true},
+		{"/console/tenants/" + ta.ID + "/backups", url.Values{"table": {secretTable}, "name": {"stolen"}}, true},
 		// A's own tenant path with B's item key acts on A's tables only.
 		{"/console/tenants/" + ta.ID + "/tables/" + secretTable + "/item/delete", url.Values{"key": {itemKey}, "confirm": {"yes"}}, true},
 		{"/console/tenants", url.Values{"name": {"made by A"}}, false},
@@ -207,7 +251,9 @@ func TestConsoleIsolation(t *testing.T) {
 			t.Errorf("POST %s as A: %d", p.path, st)
 		}
 		if p.echo {
-			body = strings.ReplaceAll(body, secretTable+" not found", "")
+			// A sent these names itself: the refusal may repeat them.
+			body = strings.ReplaceAll(body, secretTable, "")
+			body = strings.ReplaceAll(body, bSub.ID, "")
 		}
 		noLeak("POST "+p.path, body)
 		// With B's stolen CSRF token, and with none: refused before anything.
@@ -233,6 +279,12 @@ func TestConsoleIsolation(t *testing.T) {
 		t.Errorf("B's item after the attacks: %v", err)
 	} else if v, _ := out.Item["pay"].(*types.AttributeValueMemberS); v == nil || v.Value != secretValue {
 		t.Errorf("B's item changed by the attacks: %v", out.Item["pay"])
+	}
+	if got, err := apiB.Subscription(ctx, tb.ID, bSub.ID); err != nil || got.State != "paused" {
+		t.Errorf("B's subscription after the attacks: %v %v", got.State, err)
+	}
+	if ls, err := dbB.ListBackups(ctx, &dynamodb.ListBackupsInput{}); err != nil || len(ls.BackupSummaries) != 1 {
+		t.Errorf("B's backups after the attacks: %v %v", ls, err)
 	}
 	if keys, _ := op.Keys(ctx, tb.ID); len(keys) != len(bKeys) {
 		t.Errorf("B has %d keys after the attacks, had %d", len(keys), len(bKeys))
