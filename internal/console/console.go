@@ -150,7 +150,7 @@ var funcs = template.FuncMap{
 		}
 		return epochTime(f).Format("2006-01-02 15:04:05Z")
 	},
-	"f1":   func(f float64) string { return fmt.Sprintf("%.1f", f) },
+	"f1": func(f float64) string { return fmt.Sprintf("%.1f", f) },
 }
 
 // ServeHTTP serves everything under /console/.
