@@ -79,6 +79,9 @@ type Handler struct {
 	sessions *store
 	pages    map[string]*template.Template
 	log      *slog.Logger
+	// addrLimit and keyLimit hold back sign-ins after failures, per client
+	// address and per access key id (ratelimit.go).
+	addrLimit, keyLimit *limiter
 	healthState
 }
 
@@ -97,7 +100,8 @@ func New(o Options) (*Handler, error) {
 		o.Region = "us-east-1"
 	}
 	h := &Handler{o: o, mux: http.NewServeMux(), sessions: newStore(IdleTimeout, MaxLifetime, o.Now),
-		log: o.Logger.With("component", "console")}
+		log:       o.Logger.With("component", "console"),
+		addrLimit: newLimiter(signinAddrBurst, signinAddrRefill), keyLimit: newLimiter(signinKeyBurst, signinKeyRefill)}
 	if err := h.parse(); err != nil {
 		return nil, err
 	}

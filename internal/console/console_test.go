@@ -283,3 +283,46 @@ func TestConsoleFlow(t *testing.T) {
 		t.Fatalf("after sign out: %d %q", st, h.Get("Location"))
 	}
 }
+
+// Failed sign-ins are limited per key id and per client address, with a
+// message that says so and a Retry-After; a correct key is held back too
+// while its address is, and other keys are not held back by one key's
+// failures.
+func TestSigninRateLimit(t *testing.T) {
+	srv := harness.Start(t)
+	b := newBrowser(t, srv)
+	attempt := func(key string) (int, string, http.Header) {
+		b.get("/console/signin")
+		return b.post("/console/signin", url.Values{"key": {key}})
+	}
+	akid := srv.Default.AccessKeyID
+	wrong := akid + "_notthesecret"
+	for i := range 5 {
+		if st, _, _ := attempt(wrong); st != http.StatusUnauthorized {
+			t.Fatalf("wrong secret %d: %d, want 401", i, st)
+		}
+	}
+	st, body, h := attempt(wrong)
+	if st != http.StatusTooManyRequests || !strings.Contains(body, "Too many failed sign-ins with key "+akid) || h.Get("Retry-After") == "" {
+		t.Fatalf("the 6th wrong secret of one key: %d %q, want 429 naming the key", st, h.Get("Retry-After"))
+	}
+	// Even the right secret of that key waits now.
+	if st, _, _ := attempt(srv.Default.Key); st != http.StatusTooManyRequests {
+		t.Fatalf("the right secret of the held-back key: %d, want 429", st)
+	}
+	// Another key id is not held back by that key's failures.
+	if st, _, _ := attempt(srv.Operator.Key); st != http.StatusSeeOther {
+		t.Fatalf("the operator's key after another key's failures: %d, want a sign-in", st)
+	}
+	// The address: five more failures (other key ids) and it is held back
+	// for every key, with its own message.
+	for i := range 5 {
+		if st, _, _ := attempt("sk_live_" + strings.Repeat("0", 32) + "_nokey" + string(rune('a'+i)) + "_x"); st != http.StatusUnauthorized {
+			t.Fatalf("made-up key %d: %d, want 401", i, st)
+		}
+	}
+	st, body, _ = attempt(srv.Operator.Key)
+	if st != http.StatusTooManyRequests || !strings.Contains(body, "Too many failed sign-ins from your address (127.0.0.1)") {
+		t.Fatalf("after ten failures from one address: %d, want 429 naming the address\n%s", st, body)
+	}
+}

@@ -1,10 +1,12 @@
 package console
 
 import (
+	"fmt"
 	"io/fs"
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -100,6 +102,27 @@ func (h *Handler) signin(w http.ResponseWriter, r *http.Request) {
 		h.signinPage(w, r, http.StatusBadRequest, "Enter an API key.")
 		return
 	}
+	// Rate limits, before the key is checked at all.
+	now, addr, keyID := h.o.Now(), clientAddr(r.RemoteAddr), ""
+	if strings.HasPrefix(key, "sk_") {
+		keyID, _ = splitKey(key)
+	}
+	if d := h.addrLimit.wait(addr, now); d > 0 {
+		h.signinLimited(w, r, d, fmt.Sprintf("Too many failed sign-ins from your address (%s). Wait %s and try again.", addr, d))
+		return
+	}
+	if keyID != "" {
+		if d := h.keyLimit.wait(keyID, now); d > 0 {
+			h.signinLimited(w, r, d, fmt.Sprintf("Too many failed sign-ins with key %s. Wait %s and try again.", keyID, d))
+			return
+		}
+	}
+	failed := func() {
+		h.addrLimit.fail(addr, now)
+		if keyID != "" {
+			h.keyLimit.fail(keyID, now)
+		}
+	}
 	c := &client.Client{Endpoint: "http://console.tenantdb.internal",
 		HTTP: &http.Client{Transport: inProc{h.o.Admin}, Timeout: 30 * time.Second}}
 	ctx := withRemoteAddr(r.Context(), r.RemoteAddr)
@@ -109,11 +132,13 @@ func (h *Handler) signin(w http.ResponseWriter, r *http.Request) {
 		c.Key = key
 		var err error
 		if who, err = c.WhoAmI(ctx); err != nil {
+			failed()
 			// NB: one message for every refusal: nothing about the key is revealed.
 			h.signinPage(w, r, http.StatusUnauthorized, "That key was not accepted.")
 			return
 		}
 		if who.Role != "operator" && who.Role != "admin" {
+			failed()
 			h.signinPage(w, r, http.StatusForbidden, "Only the operator key or a tenant admin key can sign in to the console.")
 			return
 		}
@@ -122,6 +147,7 @@ func (h *Handler) signin(w http.ResponseWriter, r *http.Request) {
 		c.Token, jwt = key, key
 		pt, err := c.PlatformTenants(ctx)
 		if err != nil {
+			failed()
 			h.signinPage(w, r, http.StatusUnauthorized, "That key was not accepted.")
 			return
 		}
@@ -131,6 +157,13 @@ func (h *Handler) signin(w http.ResponseWriter, r *http.Request) {
 	h.setCookie(w, r, preCookieName, "", -1)
 	h.setCookie(w, r, cookieName, s.id, 0)
 	http.Redirect(w, r, safeNext(r.PostFormValue("next")), http.StatusSeeOther)
+}
+
+// signinLimited refuses a sign-in that a rate limit holds back: 429,
+// Retry-After, and msg on the sign-in form.
+func (h *Handler) signinLimited(w http.ResponseWriter, r *http.Request, wait time.Duration, msg string) {
+	w.Header().Set("Retry-After", strconv.Itoa(int(wait/time.Second)))
+	h.signinPage(w, r, http.StatusTooManyRequests, msg)
 }
 
 func (h *Handler) signout(q *req) {
