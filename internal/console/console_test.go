@@ -213,7 +213,7 @@ func TestConsoleFlow(t *testing.T) {
 	st, body = op.get("/console/usage")
 	want(t, "top tenants", st, body, 200, "Acme Corp")
 	st, body = op.get("/console/health")
-	want(t, "health", st, body, 200, "PutItem", "p99", "reload the page")
+	want(t, "health", st, body, 200, "PutItem", "p99", "reload the page", "WAL sync latency", "fsyncs (one per group commit)", "Disk used by the store")
 	st, body = op.get("/console/health")
 	want(t, "health again", st, body, 200, "per second since the previous look")
 	st, body = ta.get("/console/health")

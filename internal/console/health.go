@@ -39,6 +39,16 @@ type healthData struct {
 	RSSMiB     float64
 	OpenFDs    float64
 	Ops        []opHealth
+	// The store: WAL fsync latency (one fsync per group commit) and disk.
+	WALSyncs          float64
+	WALP50, WALP99    string
+	WALMean           string
+	DiskUsedMiB       float64
+	DiskAvailMiB      float64 // NaN where the file system does not say
+	DiskTotalMiB      float64
+	DiskFreePercent   string
+	CompactionDebtMiB float64
+	WALWrittenMiB     float64
 }
 
 // healthSample is the previous look at the counters, for rates.
@@ -101,6 +111,23 @@ func (h *Handler) health(q *req) {
 	d.Goroutines = gauge("go_goroutines")
 	d.RSSMiB = gauge("process_resident_memory_bytes") / (1 << 20)
 	d.OpenFDs = gauge("process_open_fds")
+
+	if f := fams["tenantdb_storage_wal_sync_seconds"]; f != nil && len(f.Metric) > 0 {
+		hg := f.Metric[0].GetHistogram()
+		if d.WALSyncs = float64(hg.GetSampleCount()); d.WALSyncs > 0 {
+			d.WALP50, d.WALP99 = quantile(hg, .5), quantile(hg, .99)
+			d.WALMean = dur(hg.GetSampleSum() / d.WALSyncs)
+		}
+	}
+	const mib = 1 << 20
+	d.DiskUsedMiB = gauge("tenantdb_storage_disk_usage_bytes") / mib
+	d.DiskAvailMiB = gauge("tenantdb_storage_disk_available_bytes") / mib
+	d.DiskTotalMiB = gauge("tenantdb_storage_disk_total_bytes") / mib
+	if d.DiskTotalMiB > 0 {
+		d.DiskFreePercent = fmt.Sprintf("%.0f%%", 100*d.DiskAvailMiB/d.DiskTotalMiB)
+	}
+	d.CompactionDebtMiB = gauge("tenantdb_storage_compaction_debt_bytes") / mib
+	d.WALWrittenMiB = gauge("tenantdb_storage_wal_bytes_written_total") / mib
 
 	ops := map[string]*opHealth{}
 	op := func(name string) *opHealth {

@@ -286,6 +286,7 @@ func Open(ctx context.Context, o Options) (_ *Node, err error) {
 	// and it reads the engine's storage figures only once serving.
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(n.db.Collector())
 	var quotaCtl quota.ControlStore // nil: the embedded store, staged with the items
 	if n.remote != nil {
 		quotaCtl = ctl
