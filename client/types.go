@@ -237,6 +237,17 @@ type OpUsage struct {
 type TableUsage struct {
 	ConsumedReadUnits  float64 `json:"consumed_read_units"`
 	ConsumedWriteUnits float64 `json:"consumed_write_units"`
+	// Requests counts the requests charged to the table (that consumed
+	// capacity on it, or were throttled); ThrottledRequests the throttled.
+	Requests          int64 `json:"requests"`
+	ThrottledRequests int64 `json:"throttled_requests"`
+}
+
+// TableHourUsage is one table's consumption in one hour.
+type TableHourUsage struct {
+	Hour  time.Time `json:"hour"` // start of the hour, UTC
+	Table string    `json:"table"`
+	TableUsage
 }
 
 // HourUsage is the consumption of one hour.
@@ -267,6 +278,8 @@ type UsageReport struct {
 	ByTable      map[string]TableUsage `json:"by_table"`
 	Storage      []TableStorage        `json:"storage"`
 	Hours        []HourUsage           `json:"hours"`
+	// TableHours is ByTable by hour, oldest first (then by table).
+	TableHours []TableHourUsage `json:"table_hours"`
 }
 
 // The outcomes of audit records.

@@ -206,7 +206,13 @@ func TestConsoleFlow(t *testing.T) {
 	want(t, "deleted item", st, body, http.StatusNotFound)
 
 	st, body = ta.get(tpath + "/usage")
-	want(t, "usage", st, body, 200, "<svg", "class=\"write\"", "orders")
+	want(t, "usage", st, body, 200, "<svg", "class=\"write\"", "orders", `id="table-orders"`, "Consumed capacity of table orders per hour")
+	// The table's own series: its hour has its requests and write units.
+	sec := body[strings.Index(body, `id="table-orders"`):]
+	row := regexp.MustCompile(`<tr><td>[0-9: -]+Z</td><td>([1-9][0-9]*)</td><td>[0-9.]+</td><td>([1-9][0-9.]*)</td>`).FindStringSubmatch(sec)
+	if row == nil {
+		t.Fatalf("the orders table's hours show no requests and write units:\n%s", sec)
+	}
 	st, body = ta.get(tpath + "/audit?outcome=ok")
 	want(t, "audit", st, body, 200, "Chain verified", "key.create")
 

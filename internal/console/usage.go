@@ -21,9 +21,16 @@ type usageData struct {
 	Tables []tableUse
 }
 
+// tableUse is one table's usage: the window's totals, its hours (the
+// same chart as the tenant's) and its current storage.
 type tableUse struct {
 	Name string
 	client.TableUsage
+	Chart      template.HTML
+	Hours      []client.HourUsage
+	Items      int64
+	Bytes      int64
+	IndexBytes int64
 }
 
 func (h *Handler) usage(q *req) {
@@ -37,12 +44,39 @@ func (h *Handler) usage(q *req) {
 		h.fail(q, err)
 		return
 	}
-	d := usageData{Report: rep, Hours: hourly(rep, to)}
-	d.Chart = usageChart(d.Hours)
+	d := usageData{Report: rep, Hours: hourly(rep.Hours, to)}
+	d.Chart = usageChart("chart", "Consumed capacity per hour", d.Hours)
+	tables := map[string]*tableUse{}
+	use := func(name string) *tableUse {
+		if tables[name] == nil {
+			tables[name] = &tableUse{Name: name}
+		}
+		return tables[name]
+	}
 	for name, u := range rep.ByTable {
-		d.Tables = append(d.Tables, tableUse{name, u})
+		if name != "" {
+			use(name).TableUsage = u
+		}
+	}
+	for _, st := range rep.Storage {
+		u := use(st.Table)
+		u.Items, u.Bytes, u.IndexBytes = u.Items+st.Items, u.Bytes+st.Bytes, u.IndexBytes+st.IndexBytes
+	}
+	byTable := map[string][]client.HourUsage{}
+	for _, th := range rep.TableHours {
+		byTable[th.Table] = append(byTable[th.Table], client.HourUsage{Hour: th.Hour, OpUsage: client.OpUsage{
+			Requests: th.Requests, ThrottledRequests: th.ThrottledRequests,
+			ConsumedReadUnits: th.ConsumedReadUnits, ConsumedWriteUnits: th.ConsumedWriteUnits}})
+	}
+	for _, u := range tables {
+		d.Tables = append(d.Tables, *u)
 	}
 	slices.SortFunc(d.Tables, func(a, b tableUse) int { return strings.Compare(a.Name, b.Name) })
+	for i := range d.Tables {
+		u := &d.Tables[i]
+		u.Hours = hourly(byTable[u.Name], to)
+		u.Chart = usageChart(fmt.Sprintf("table-chart-%d", i), "Consumed capacity of table "+u.Name+" per hour", u.Hours)
+	}
 	p := q.page("Usage of "+t.Name, d)
 	p.Tenant = &t
 	h.show(q, "usage", p)
@@ -50,14 +84,14 @@ func (h *Handler) usage(q *req) {
 
 // hourly returns the window's hours ending at to, oldest first, each with
 // the report's figures (zero where it has none).
-func hourly(rep client.UsageReport, to time.Time) []client.HourUsage {
+func hourly(hours []client.HourUsage, to time.Time) []client.HourUsage {
 	last := to.Truncate(time.Hour)
 	n := int(usageWindow / time.Hour)
 	out := make([]client.HourUsage, n)
 	for i := range out {
 		out[i].Hour = last.Add(-time.Duration(n-1-i) * time.Hour)
 	}
-	for _, hu := range rep.Hours {
+	for _, hu := range hours {
 		i := n - 1 - int(last.Sub(hu.Hour.UTC().Truncate(time.Hour))/time.Hour)
 		if i >= 0 && i < n {
 			out[i].OpUsage = hu.OpUsage
@@ -68,7 +102,8 @@ func hourly(rep client.UsageReport, to time.Time) []client.HourUsage {
 
 // usageChart draws hours as an SVG bar chart: consumed read and write
 // units stacked, requests as a line, throttled requests marked.
-func usageChart(hours []client.HourUsage) template.HTML {
+// id names the chart's title and description elements; title heads it.
+func usageChart(id, title string, hours []client.HourUsage) template.HTML {
 	const (
 		w, hgt       = 720.0, 240.0
 		left, right  = 56.0, 16.0
@@ -87,9 +122,10 @@ func usageChart(hours []client.HourUsage) template.HTML {
 	for _, hu := range hours {
 		total += hu.ConsumedReadUnits + hu.ConsumedWriteUnits
 	}
-	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" class="chart" viewBox="0 0 %g %g" role="img" aria-labelledby="chart-title chart-desc">`, w, hgt)
-	fmt.Fprintf(&b, `<title id="chart-title">Consumed capacity per hour, last %d hours</title>`, len(hours))
-	fmt.Fprintf(&b, `<desc id="chart-desc">Stacked bars: read units (blue) and write units (orange) per hour; line: requests per hour. %.1f units in all.</desc>`, total)
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" class="chart" viewBox="0 0 %g %g" role="img" aria-labelledby="%s-title %s-desc">`, w, hgt, id, id)
+	fmt.Fprintf(&b, `<title id="%s-title">%s, last %d hours</title>`, id, template.HTMLEscapeString(title), len(hours))
+	fmt.Fprintf(&b, `<desc id="%s-desc">`, id)
+	fmt.Fprintf(&b, `Stacked bars: read units (blue) and write units (orange) per hour; line: requests per hour. %.1f units in all.</desc>`, total)
 	// Axes and grid.
 	for i := 0; i <= 4; i++ {
 		y := top + plotH - plotH*float64(i)/4

@@ -28,6 +28,9 @@ import (
 //	w<op>      write units (x1000) consumed by op
 //	R<table>   read units (x1000) charged to table
 //	W<table>   write units (x1000) charged to table
+//	Q<table>   requests charged to table (that consumed capacity on it, or
+//	           were throttled)
+//	T<table>   requests of table throttled or shed by admission control
 const (
 	nameRequests  = 'q'
 	nameThrottled = 't'
@@ -35,7 +38,13 @@ const (
 	nameWriteOp   = 'w'
 	nameReadTbl   = 'R'
 	nameWriteTbl  = 'W'
+	nameReqTbl    = 'Q'
+	nameThrTbl    = 'T'
 )
+
+// tableCounters are one table's pending figures: read and write
+// milli-units, requests, throttled requests.
+type tableCounters [4]int64
 
 // milli is the scale of stored capacity units.
 const milli = 1000
@@ -57,7 +66,7 @@ type hourKey struct {
 // pending is the not yet flushed usage of one tenant in one hour.
 type pending struct {
 	ops    []opCounters // indexed like opNames
-	tables map[string]*[2]int64
+	tables map[string]*tableCounters
 }
 
 // meter writes usage to storage as merge counters in one of three ways
@@ -148,15 +157,49 @@ func (m *meter) record(t tenancy.TenantID, now time.Time, op string, u wire.Usag
 		tc := p.tables[table]
 		if tc == nil {
 			if p.tables == nil {
-				p.tables = map[string]*[2]int64{}
+				p.tables = map[string]*tableCounters{}
 			}
-			tc = new([2]int64)
+			tc = new(tableCounters)
 			p.tables[table] = tc
 		}
 		tc[0] += r
 		tc[1] += w
+		tc[2]++
 	})
 	m.mu.Unlock()
+}
+
+// recordThrottled adds one throttled request of tenant t on tables.
+func (m *meter) recordThrottled(t tenancy.TenantID, now time.Time, op string, tables []string) {
+	m.record(t, now, op, wire.Usage{}, true)
+	if len(tables) == 0 {
+		return
+	}
+	k := hourKey{t, hourOf(now)}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p := m.acc[k]
+	if p == nil {
+		p = &pending{ops: make([]opCounters, len(opNames))}
+		m.acc[k] = p
+	}
+	if p.tables == nil {
+		p.tables = map[string]*tableCounters{}
+	}
+	seen := map[string]bool{}
+	for _, table := range tables {
+		if seen[table] {
+			continue
+		}
+		seen[table] = true
+		tc := p.tables[table]
+		if tc == nil {
+			tc = new(tableCounters)
+			p.tables[table] = tc
+		}
+		tc[2]++
+		tc[3]++
+	}
 }
 
 // flush writes everything pending in one batch.
@@ -185,7 +228,7 @@ func (m *meter) flush() error {
 			name = stageOp(b, name, k, opNames[i], c)
 		}
 		for tbl, c := range p.tables {
-			name = stageTable(b, name, k, tbl, c[0], c[1])
+			name = stageTable(b, name, k, tbl, *c)
 		}
 	}
 	if err := m.db.Apply(b); err != nil {
@@ -227,6 +270,8 @@ func (m *meter) flushControl(acc map[hourKey]*pending) error {
 		for tbl, c := range p.tables {
 			add(nameReadTbl, tbl, c[0])
 			add(nameWriteTbl, tbl, c[1])
+			add(nameReqTbl, tbl, c[2])
+			add(nameThrTbl, tbl, c[3])
 		}
 	}
 	byTenant := map[tenancy.TenantID][]kv.Op{}
@@ -284,9 +329,11 @@ func stageOp(b *storage.Batch, name []byte, k hourKey, op string, c opCounters) 
 }
 
 // stageTable adds the counters of one table to b.
-func stageTable(b *storage.Batch, name []byte, k hourKey, table string, read, write int64) []byte {
-	name = stageCounter(b, name, k, nameReadTbl, table, read)
-	return stageCounter(b, name, k, nameWriteTbl, table, write)
+func stageTable(b *storage.Batch, name []byte, k hourKey, table string, c tableCounters) []byte {
+	name = stageCounter(b, name, k, nameReadTbl, table, c[0])
+	name = stageCounter(b, name, k, nameWriteTbl, table, c[1])
+	name = stageCounter(b, name, k, nameReqTbl, table, c[2])
+	return stageCounter(b, name, k, nameThrTbl, table, c[3])
 }
 
 // charge writes one request of tenant t to the store before returning:
@@ -321,7 +368,11 @@ func stageRequest(b *storage.Batch, k hourKey, op string, u wire.Usage) {
 	name := make([]byte, 0, 64)
 	name = stageOp(b, name, k, op, opCounters{requests: 1, read: toMilli(u.ReadUnits), write: toMilli(u.WriteUnits)})
 	u.EachTable(func(table string, read, write float64) {
-		name = stageTable(b, name, k, table, toMilli(read), toMilli(write))
+		r, w := toMilli(read), toMilli(write)
+		if r == 0 && w == 0 {
+			return
+		}
+		name = stageTable(b, name, k, table, tableCounters{r, w, 1, 0})
 	})
 }
 
@@ -389,15 +440,16 @@ func (m *meter) mergeLocked(k hourKey, p *pending) {
 	}
 	for t, c := range p.tables {
 		if cur.tables == nil {
-			cur.tables = map[string]*[2]int64{}
+			cur.tables = map[string]*tableCounters{}
 		}
 		tc := cur.tables[t]
 		if tc == nil {
-			tc = new([2]int64)
+			tc = new(tableCounters)
 			cur.tables[t] = tc
 		}
-		tc[0] += c[0]
-		tc[1] += c[1]
+		for i := range tc {
+			tc[i] += c[i]
+		}
 	}
 }
 
@@ -450,11 +502,10 @@ func (m *meter) collect(t tenancy.TenantID, from, to uint64, sum func(hour uint6
 			}
 		}
 		for tbl, c := range p.tables {
-			if c[0] != 0 {
-				sum(k.hour, string(nameReadTbl)+tbl, c[0])
-			}
-			if c[1] != 0 {
-				sum(k.hour, string(nameWriteTbl)+tbl, c[1])
+			for i, kind := range []byte{nameReadTbl, nameWriteTbl, nameReqTbl, nameThrTbl} {
+				if c[i] != 0 {
+					sum(k.hour, string(kind)+tbl, c[i])
+				}
 			}
 		}
 	}

@@ -672,7 +672,7 @@ func (m *Manager) Admit(ctx context.Context, s tenancy.Scope, o *dynamo.Op, in a
 			weight, maxInflight = st.eff.Weight, st.eff.MaxInflight
 			st.mu.Unlock()
 			if reason >= 0 {
-				m.rejected(st, op, now, reason)
+				m.rejected(st, op, o.Tables(in), now, reason)
 				if reason == reasonControl {
 					return nil, errControl
 				}
@@ -700,7 +700,7 @@ func (m *Manager) Admit(ctx context.Context, s tenancy.Scope, o *dynamo.Op, in a
 			reason = reasonQueueTimeout
 		}
 		if tk.st != nil {
-			m.rejected(tk.st, op, m.now(), reason)
+			m.rejected(tk.st, op, o.Tables(in), m.now(), reason)
 		}
 		return nil, shedError(reason, err)
 	}
@@ -708,8 +708,8 @@ func (m *Manager) Admit(ctx context.Context, s tenancy.Scope, o *dynamo.Op, in a
 	return tk, nil
 }
 
-func (m *Manager) rejected(st *tenantState, op string, now time.Time, reason int) {
-	m.meter.record(st.tenant, now, op, wire.Usage{}, true)
+func (m *Manager) rejected(st *tenantState, op string, tables []string, now time.Time, reason int) {
+	m.meter.recordThrottled(st.tenant, now, op, tables)
 	tm := m.metrics.of(st)
 	tm.requests.Inc()
 	tm.throttled[reason].Inc()

@@ -2,6 +2,7 @@ package quota
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"path/filepath"
 	"reflect"
@@ -359,6 +360,24 @@ func TestUsageReport(t *testing.T) {
 	}
 	if r.ByTable["t"].ConsumedReadUnits != 1.5 || r.ByTable["u"].ConsumedReadUnits != 0.5 {
 		t.Fatalf("by table = %+v", r.ByTable)
+	}
+	// By table and hour: t's three requests and its throttled one in the
+	// first hour (flushed), u's query in the second (pending).
+	want := []TableHourUsage{
+		{Hour: t0, Table: "t", TableUsage: TableUsage{ConsumedReadUnits: 1.5, ConsumedWriteUnits: 1, Requests: 4, ThrottledRequests: 1}},
+		{Hour: t0.Add(time.Hour), Table: "u", TableUsage: TableUsage{ConsumedReadUnits: 0.5, Requests: 1}},
+	}
+	var got []TableHourUsage
+	for _, th := range r.TableHours {
+		if th.Table != "" {
+			got = append(got, th)
+		}
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("table hours = %+v\nwant %+v", r.TableHours, want)
+	}
+	if bt := r.ByTable["t"]; bt.Requests != 4 || bt.ThrottledRequests != 1 {
+		t.Fatalf("by table t = %+v", bt)
 	}
 	// The default window is the last hour: both buckets overlap it.
 	r, err = m.Usage(ctx, sys(a), time.Time{}, time.Time{})

@@ -19,10 +19,20 @@ type OpUsage struct {
 	ConsumedWriteUnits float64 `json:"consumed_write_units"`
 }
 
-// TableUsage is the capacity charged to one table.
+// TableUsage is the capacity charged to one table, and its requests:
+// those that consumed capacity on it and those throttled.
 type TableUsage struct {
 	ConsumedReadUnits  float64 `json:"consumed_read_units"`
 	ConsumedWriteUnits float64 `json:"consumed_write_units"`
+	Requests           int64   `json:"requests"`
+	ThrottledRequests  int64   `json:"throttled_requests"`
+}
+
+// TableHourUsage is one table's hourly bucket.
+type TableHourUsage struct {
+	Hour  time.Time `json:"hour"` // start of the hour, UTC
+	Table string    `json:"table"`
+	TableUsage
 }
 
 // HourUsage is one hourly bucket.
@@ -49,6 +59,8 @@ type Report struct {
 	ByTable      map[string]TableUsage `json:"by_table"`
 	Storage      []TableStorage        `json:"storage"`
 	Hours        []HourUsage           `json:"hours"`
+	// TableHours is ByTable by hour, oldest first (then by table).
+	TableHours []TableHourUsage `json:"table_hours"`
 }
 
 // MaxReportWindow bounds a usage query (a bit over a year of hours).
@@ -86,6 +98,22 @@ func (m *Manager) Usage(ctx context.Context, s tenancy.Scope, from, to time.Time
 	firstHour := hourOf(from)
 	lastHour := hourOf(to.Add(-time.Nanosecond)) + 1
 	hours := map[uint64]*OpUsage{}
+	type tableHour struct {
+		hour  uint64
+		table string
+	}
+	tableHours := map[tableHour]*TableUsage{}
+	addTable := func(hour uint64, table string, fn func(*TableUsage)) {
+		tu := r.ByTable[table]
+		fn(&tu)
+		r.ByTable[table] = tu
+		th := tableHours[tableHour{hour, table}]
+		if th == nil {
+			th = &TableUsage{}
+			tableHours[tableHour{hour, table}] = th
+		}
+		fn(th)
+	}
 	err = m.meter.collect(t, firstHour, lastHour, func(hour uint64, name string, v int64) {
 		kind, rest := name[0], name[1:]
 		h := hours[hour]
@@ -101,13 +129,13 @@ func (m *Manager) Usage(ctx context.Context, s tenancy.Scope, from, to time.Time
 			addTo(h, kind, v)
 			addTo(&r.OpUsage, kind, v)
 		case nameReadTbl:
-			tu := r.ByTable[rest]
-			tu.ConsumedReadUnits += float64(v) / milli
-			r.ByTable[rest] = tu
+			addTable(hour, rest, func(tu *TableUsage) { tu.ConsumedReadUnits += float64(v) / milli })
 		case nameWriteTbl:
-			tu := r.ByTable[rest]
-			tu.ConsumedWriteUnits += float64(v) / milli
-			r.ByTable[rest] = tu
+			addTable(hour, rest, func(tu *TableUsage) { tu.ConsumedWriteUnits += float64(v) / milli })
+		case nameReqTbl:
+			addTable(hour, rest, func(tu *TableUsage) { tu.Requests += v })
+		case nameThrTbl:
+			addTable(hour, rest, func(tu *TableUsage) { tu.ThrottledRequests += v })
 		}
 	})
 	if err != nil {
@@ -117,6 +145,17 @@ func (m *Manager) Usage(ctx context.Context, s tenancy.Scope, from, to time.Time
 		r.Hours = append(r.Hours, HourUsage{Hour: time.Unix(int64(h)*3600, 0).UTC(), OpUsage: *u})
 	}
 	sort.Slice(r.Hours, func(i, j int) bool { return r.Hours[i].Hour.Before(r.Hours[j].Hour) })
+	r.TableHours = make([]TableHourUsage, 0, len(tableHours))
+	for k, u := range tableHours {
+		r.TableHours = append(r.TableHours, TableHourUsage{Hour: time.Unix(int64(k.hour)*3600, 0).UTC(), Table: k.table, TableUsage: *u})
+	}
+	sort.Slice(r.TableHours, func(i, j int) bool {
+		a, b := r.TableHours[i], r.TableHours[j]
+		if !a.Hour.Equal(b.Hour) {
+			return a.Hour.Before(b.Hour)
+		}
+		return a.Table < b.Table
+	})
 	if m.storage != nil {
 		st, err := m.storage.TenantStorage(ctx, t)
 		if err != nil {
