@@ -243,11 +243,17 @@ type TableUsage struct {
 	ThrottledRequests int64 `json:"throttled_requests"`
 }
 
-// TableHourUsage is one table's consumption in one hour.
+// TableHourUsage is one table's consumption in one hour, and its storage
+// (items and index entries, every environment) as sampled in that hour
+// when the tenant was active in it (Sampled); an hour without a sample
+// had the storage of the last one before it.
 type TableHourUsage struct {
 	Hour  time.Time `json:"hour"` // start of the hour, UTC
 	Table string    `json:"table"`
 	TableUsage
+	Sampled      bool  `json:"sampled,omitempty"`
+	StorageBytes int64 `json:"storage_bytes,omitempty"`
+	Items        int64 `json:"items,omitempty"`
 }
 
 // HourUsage is the consumption of one hour.

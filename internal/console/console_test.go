@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -205,13 +206,28 @@ func TestConsoleFlow(t *testing.T) {
 	st, body = ta.get(view)
 	want(t, "deleted item", st, body, http.StatusNotFound)
 
+	// The server samples each active tenant's storage per table once an
+	// hour (after a flush of usage, every second): wait for the sample.
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		rep, err := s.Admin().Usage(ctx, id, time.Now().Add(-time.Hour), time.Now())
+		sampled := false
+		for _, th := range rep.TableHours {
+			sampled = sampled || th.Table == "orders" && th.Sampled && th.Items > 0
+		}
+		if err == nil && sampled {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no storage sample of orders: %+v %v", rep.TableHours, err)
+		}
+	}
 	st, body = ta.get(tpath + "/usage")
 	want(t, "usage", st, body, 200, "<svg", "class=\"write\"", "orders", `id="table-orders"`, "Consumed capacity of table orders per hour")
 	// The table's own series: its hour has its requests and write units.
 	sec := body[strings.Index(body, `id="table-orders"`):]
-	row := regexp.MustCompile(`<tr><td>[0-9: -]+Z</td><td>([1-9][0-9]*)</td><td>[0-9.]+</td><td>([1-9][0-9.]*)</td>`).FindStringSubmatch(sec)
+	row := regexp.MustCompile(`<tr><td>[0-9: -]+Z</td><td>([1-9][0-9]*)</td><td>[0-9.]+</td><td>([1-9][0-9.]*)</td><td>[0-9]+</td><td>([1-9][0-9]*)</td><td>([1-9][0-9]*)</td>`).FindStringSubmatch(sec)
 	if row == nil {
-		t.Fatalf("the orders table's hours show no requests and write units:\n%s", sec)
+		t.Fatalf("the orders table's hours show no requests, write units, items and bytes:\n%s", sec)
 	}
 	st, body = ta.get(tpath + "/audit?outcome=ok")
 	want(t, "audit", st, body, 200, "Chain verified", "key.create")

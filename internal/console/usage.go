@@ -28,6 +28,7 @@ type tableUse struct {
 	client.TableUsage
 	Chart      template.HTML
 	Hours      []client.HourUsage
+	Storage    []storagePoint // by hour, like Hours
 	Items      int64
 	Bytes      int64
 	IndexBytes int64
@@ -63,7 +64,11 @@ func (h *Handler) usage(q *req) {
 		u.Items, u.Bytes, u.IndexBytes = u.Items+st.Items, u.Bytes+st.Bytes, u.IndexBytes+st.IndexBytes
 	}
 	byTable := map[string][]client.HourUsage{}
+	samples := map[string][]client.TableHourUsage{}
 	for _, th := range rep.TableHours {
+		if th.Sampled {
+			samples[th.Table] = append(samples[th.Table], th)
+		}
 		byTable[th.Table] = append(byTable[th.Table], client.HourUsage{Hour: th.Hour, OpUsage: client.OpUsage{
 			Requests: th.Requests, ThrottledRequests: th.ThrottledRequests,
 			ConsumedReadUnits: th.ConsumedReadUnits, ConsumedWriteUnits: th.ConsumedWriteUnits}})
@@ -75,6 +80,7 @@ func (h *Handler) usage(q *req) {
 	for i := range d.Tables {
 		u := &d.Tables[i]
 		u.Hours = hourly(byTable[u.Name], to)
+		u.Storage = storageSeries(u.Hours, samples[u.Name])
 		u.Chart = usageChart(fmt.Sprintf("table-chart-%d", i), "Consumed capacity of table "+u.Name+" per hour", u.Hours)
 	}
 	p := q.page("Usage of "+t.Name, d)
@@ -95,6 +101,35 @@ func hourly(hours []client.HourUsage, to time.Time) []client.HourUsage {
 		i := n - 1 - int(last.Sub(hu.Hour.UTC().Truncate(time.Hour))/time.Hour)
 		if i >= 0 && i < n {
 			out[i].OpUsage = hu.OpUsage
+		}
+	}
+	return out
+}
+
+// storagePoint is a table's storage in one hour: sampled in it, or
+// carried forward from the last sample before it (Carried).
+type storagePoint struct {
+	Bytes, Items int64
+	Known        bool
+	Carried      bool
+}
+
+// storageSeries returns, for each of hours, the table's storage: the
+// hour's sample, else the last earlier sample (the report's samples are
+// oldest first), else unknown.
+func storageSeries(hours []client.HourUsage, samples []client.TableHourUsage) []storagePoint {
+	out := make([]storagePoint, len(hours))
+	var last *client.TableHourUsage
+	j := 0
+	for i, h := range hours {
+		carried := true
+		for j < len(samples) && !samples[j].Hour.After(h.Hour) {
+			carried = !samples[j].Hour.Equal(h.Hour)
+			last = &samples[j]
+			j++
+		}
+		if last != nil {
+			out[i] = storagePoint{Bytes: last.StorageBytes, Items: last.Items, Known: true, Carried: carried}
 		}
 	}
 	return out

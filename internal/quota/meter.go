@@ -31,6 +31,11 @@ import (
 //	Q<table>   requests charged to table (that consumed capacity on it, or
 //	           were throttled)
 //	T<table>   requests of table throttled or shed by admission control
+//	S<env>/<table>  the table's bytes (items and index entries) when sampled
+//	N<env>/<table>  its items when sampled
+//
+// The S and N names are samples, not sums: set once per hour in which the
+// tenant was active (Manager.SampleStorage).
 const (
 	nameRequests  = 'q'
 	nameThrottled = 't'
@@ -40,6 +45,8 @@ const (
 	nameWriteTbl  = 'W'
 	nameReqTbl    = 'Q'
 	nameThrTbl    = 'T'
+	nameBytesTbl  = 'S'
+	nameItemsTbl  = 'N'
 )
 
 // tableCounters are one table's pending figures: read and write
@@ -110,6 +117,10 @@ type meter struct {
 	unsynced atomic.Bool
 	kick     chan struct{}
 
+	// touched holds the tenant hours with activity (hourKey → whether
+	// their storage was sampled): SampleStorage samples those not yet.
+	touched sync.Map
+
 	// gone reports the tenants being deleted (Manager.Forget): their
 	// pending usage is dropped, not written into a range being deleted.
 	gone func(tenancy.TenantID) bool
@@ -129,6 +140,30 @@ var (
 
 func hourOf(t time.Time) uint64 { return uint64(t.Unix() / 3600) }
 
+// touch notes that k's tenant was active in k's hour.
+func (m *meter) touch(k hourKey) {
+	if _, ok := m.touched.Load(k); !ok {
+		m.touched.LoadOrStore(k, false)
+	}
+}
+
+// writeStorage sets the storage samples of k's hour to st.
+func (m *meter) writeStorage(k hourKey, st []TableStorage) error {
+	m.chargeMu.RLock()
+	defer m.chargeMu.RUnlock()
+	if m.gone != nil && m.gone(k.tenant) {
+		return nil
+	}
+	b := m.db.NewBatch()
+	defer b.Close()
+	for _, s := range st {
+		name := s.Env + "/" + s.Table
+		b.SetCounter(keyspace.Usage(k.tenant, k.hour, string(nameBytesTbl)+name), s.Bytes+s.IndexBytes)
+		b.SetCounter(keyspace.Usage(k.tenant, k.hour, string(nameItemsTbl)+name), s.Items)
+	}
+	return m.db.ApplyNoSync(b)
+}
+
 // record adds one request of tenant t.
 func (m *meter) record(t tenancy.TenantID, now time.Time, op string, u wire.Usage, throttled bool) {
 	i, ok := opIndex[op]
@@ -136,6 +171,7 @@ func (m *meter) record(t tenancy.TenantID, now time.Time, op string, u wire.Usag
 		return
 	}
 	k := hourKey{t, hourOf(now)}
+	m.touch(k)
 	m.mu.Lock()
 	p := m.acc[k]
 	if p == nil {
@@ -345,6 +381,7 @@ func (m *meter) charge(t tenancy.TenantID, now time.Time, op string, u wire.Usag
 		return
 	}
 	k := hourKey{t, hourOf(now)}
+	m.touch(k)
 	m.chargeMu.RLock()
 	defer m.chargeMu.RUnlock()
 	if m.gone != nil && m.gone(t) {
@@ -392,7 +429,9 @@ func (m *meter) stage(b *storage.Batch, t tenancy.TenantID, now time.Time, op st
 	if m.gone != nil && m.gone(t) {
 		return
 	}
-	stageRequest(b, hourKey{t, hourOf(now)}, op, u)
+	k := hourKey{t, hourOf(now)}
+	m.touch(k)
+	stageRequest(b, k, op, u)
 }
 
 // nudge wakes the syncer if a charge is not synced yet.

@@ -343,6 +343,7 @@ func (m *Manager) background() {
 		if err := m.meter.flush(); err != nil {
 			m.log.Error("quota: usage not flushed; retrying", "error", err)
 		}
+		m.SampleStorage(context.Background())
 		if err := m.saveBuckets(); err != nil {
 			m.log.Error("quota: token buckets not checkpointed; retrying", "error", err)
 		}

@@ -3,6 +3,7 @@ package quota
 import (
 	"context"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/tenantdb/tenantdb/internal/apierr"
@@ -28,11 +29,52 @@ type TableUsage struct {
 	ThrottledRequests  int64   `json:"throttled_requests"`
 }
 
-// TableHourUsage is one table's hourly bucket.
+// TableHourUsage is one table's hourly bucket. StorageBytes (items and
+// index entries) and Items are the table's storage as sampled in that
+// hour (in every environment), when the tenant was active in it
+// (Sampled); an hour without a sample had the storage of the last one
+// before it.
 type TableHourUsage struct {
 	Hour  time.Time `json:"hour"` // start of the hour, UTC
 	Table string    `json:"table"`
 	TableUsage
+	Sampled      bool  `json:"sampled,omitempty"`
+	StorageBytes int64 `json:"storage_bytes,omitempty"`
+	Items        int64 `json:"items,omitempty"`
+}
+
+// SampleStorage records the current storage of every tenant that was
+// active in an hour not yet sampled (at most once per tenant and hour),
+// so that usage reports show storage per table over time. The quota
+// manager calls it after each flush; errors are logged.
+func (m *Manager) SampleStorage(ctx context.Context) {
+	if m.storage == nil {
+		return
+	}
+	cur := hourOf(m.now())
+	m.meter.touched.Range(func(key, v any) bool {
+		k := key.(hourKey)
+		if v.(bool) {
+			if k.hour < cur {
+				m.meter.touched.Delete(k)
+			}
+			return true
+		}
+		st, err := m.storage.TenantStorage(ctx, k.tenant)
+		if err == nil {
+			err = m.meter.writeStorage(k, st)
+		}
+		if err != nil {
+			m.log.Warn("quota: storage not sampled", "tenant", k.tenant.String(), "error", err)
+			return true
+		}
+		if k.hour < cur {
+			m.meter.touched.Delete(k)
+		} else {
+			m.meter.touched.Store(k, true)
+		}
+		return true
+	})
 }
 
 // HourUsage is one hourly bucket.
@@ -103,6 +145,18 @@ func (m *Manager) Usage(ctx context.Context, s tenancy.Scope, from, to time.Time
 		table string
 	}
 	tableHours := map[tableHour]*TableUsage{}
+	type sample struct {
+		bytes, items int64
+	}
+	samples := map[tableHour]*sample{}
+	sampleOf := func(hour uint64, name string) *sample {
+		_, table, _ := strings.Cut(name, "/")
+		k := tableHour{hour, table}
+		if samples[k] == nil {
+			samples[k] = &sample{}
+		}
+		return samples[k]
+	}
 	addTable := func(hour uint64, table string, fn func(*TableUsage)) {
 		tu := r.ByTable[table]
 		fn(&tu)
@@ -136,6 +190,10 @@ func (m *Manager) Usage(ctx context.Context, s tenancy.Scope, from, to time.Time
 			addTable(hour, rest, func(tu *TableUsage) { tu.Requests += v })
 		case nameThrTbl:
 			addTable(hour, rest, func(tu *TableUsage) { tu.ThrottledRequests += v })
+		case nameBytesTbl:
+			sampleOf(hour, rest).bytes += v
+		case nameItemsTbl:
+			sampleOf(hour, rest).items += v
 		}
 	})
 	if err != nil {
@@ -145,9 +203,18 @@ func (m *Manager) Usage(ctx context.Context, s tenancy.Scope, from, to time.Time
 		r.Hours = append(r.Hours, HourUsage{Hour: time.Unix(int64(h)*3600, 0).UTC(), OpUsage: *u})
 	}
 	sort.Slice(r.Hours, func(i, j int) bool { return r.Hours[i].Hour.Before(r.Hours[j].Hour) })
+	for k := range samples {
+		if tableHours[k] == nil {
+			tableHours[k] = &TableUsage{}
+		}
+	}
 	r.TableHours = make([]TableHourUsage, 0, len(tableHours))
 	for k, u := range tableHours {
-		r.TableHours = append(r.TableHours, TableHourUsage{Hour: time.Unix(int64(k.hour)*3600, 0).UTC(), Table: k.table, TableUsage: *u})
+		th := TableHourUsage{Hour: time.Unix(int64(k.hour)*3600, 0).UTC(), Table: k.table, TableUsage: *u}
+		if s := samples[k]; s != nil {
+			th.Sampled, th.StorageBytes, th.Items = true, s.bytes, s.items
+		}
+		r.TableHours = append(r.TableHours, th)
 	}
 	sort.Slice(r.TableHours, func(i, j int) bool {
 		a, b := r.TableHours[i], r.TableHours[j]

@@ -64,3 +64,6 @@ func DecodeCounter(v []byte) (int64, error) {
 	}
 	return int64(binary.BigEndian.Uint64(v)), nil
 }
+
+// SetCounter sets counter key to v (a base later AddCounter calls add to).
+func (b *Batch) SetCounter(key []byte, v int64) { b.Set(key, encodeCounter(nil, v)) }

@@ -1,0 +1,88 @@
+package quota
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tenantdb/tenantdb/internal/tenancy"
+	"github.com/tenantdb/tenantdb/internal/wire"
+)
+
+// fakeStorage is a StorageSource whose figures the test sets.
+type fakeStorage struct {
+	mu    sync.Mutex
+	st    []TableStorage
+	calls int
+}
+
+func (f *fakeStorage) TenantStorage(context.Context, tenancy.TenantID) ([]TableStorage, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls++
+	return append([]TableStorage(nil), f.st...), nil
+}
+
+func (f *fakeStorage) set(st ...TableStorage) {
+	f.mu.Lock()
+	f.st = st
+	f.mu.Unlock()
+}
+
+// Storage per table is sampled once per hour in which the tenant was
+// active, and the report shows the samples by table and hour (summed over
+// environments); an idle hour is not sampled.
+func TestStorageSamples(t *testing.T) {
+	c := &clock{t: t0.Add(10 * time.Minute)}
+	fs := &fakeStorage{}
+	m := newManager(t, Options{DB: memDB(t), Now: c.now, Storage: fs, FlushInterval: time.Hour})
+	a := tid(1)
+	ctx := context.Background()
+	put := func() {
+		t.Helper()
+		if err := do(t, m, a, "PutItem", &wire.PutItemInput{TableName: "t"}, wire.Usage{WriteUnits: 1, Table: "t"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fs.set(TableStorage{Table: "t", Env: "live", Items: 1, Bytes: 100, IndexBytes: 20}, TableStorage{Table: "t", Env: "test", Items: 2, Bytes: 50})
+	put()
+	m.SampleStorage(ctx)
+	// Sampled once an hour: more activity and samples in the hour change nothing.
+	fs.set(TableStorage{Table: "t", Env: "live", Items: 9, Bytes: 900})
+	put()
+	m.SampleStorage(ctx)
+	if fs.calls != 1 {
+		t.Fatalf("%d storage reads in one hour, want 1", fs.calls)
+	}
+	c.add(time.Hour) // idle
+	m.SampleStorage(ctx)
+	c.add(time.Hour)
+	put()
+	m.SampleStorage(ctx)
+	if fs.calls != 2 {
+		t.Fatalf("%d storage reads over three hours (one idle), want 2", fs.calls)
+	}
+	if err := m.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := m.Usage(ctx, sys(a), t0, t0.Add(3*time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []TableHourUsage
+	for _, th := range r.TableHours {
+		if th.Table == "t" {
+			got = append(got, th)
+		}
+	}
+	if len(got) != 2 {
+		t.Fatalf("table hours of t: %+v", got)
+	}
+	if h := got[0]; !h.Hour.Equal(t0) || !h.Sampled || h.StorageBytes != 170 || h.Items != 3 || h.Requests != 2 {
+		t.Errorf("first hour: %+v", h)
+	}
+	if h := got[1]; !h.Hour.Equal(t0.Add(2*time.Hour)) || !h.Sampled || h.StorageBytes != 900 || h.Items != 9 || h.Requests != 1 {
+		t.Errorf("third hour: %+v", h)
+	}
+}
