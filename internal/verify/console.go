@@ -13,6 +13,7 @@ import (
 	"net/http/cookiejar"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -104,7 +105,7 @@ func (b *browser) signIn(ctx context.Context, key string) error {
 
 // consolePages are the pages of a tenant (under /console/tenants/{id}).
 var consolePages = []string{"", "/usage", "/quota", "/audit", "/audit?outcome=denied", "/tables", "/tables/%b",
-	"/tables/%b?pk=P0", "/delete", "/streams", "/streams/%b", "/subscriptions", "/backups", "/backups/%b",
+	"/tables/%b?pk=P0", "/delete", "/streams", "/streams/%b", "/subscriptions", "/backups",
 	"/exports", "/aggregates", "/encryption"}
 
 // console attacks B through A's web console session: B's pages by URL
@@ -130,7 +131,7 @@ func (r *run) console(ctx context.Context) {
 	bCSRF := b.csrf
 	ghost := randHex(16)
 	vPath, gPath := "/console/tenants/"+B.id, "/console/tenants/"+ghost
-	for _, p := range consolePages {
+	for _, p := range append(slices.Clone(consolePages), r.victimThings...) {
 		p = strings.ReplaceAll(p, "%b", url.PathEscape(r.tables[kBOnly]))
 		r.try(ctx, A.rec, "GET "+vPath+p, func(ctx context.Context) string {
 			st, body, err := a.do(ctx, http.MethodGet, vPath+p, nil)
@@ -150,10 +151,17 @@ func (r *run) console(ctx context.Context) {
 			return ""
 		})
 	}
-	for _, p := range []struct {
+	type form struct {
 		path string
 		form url.Values
-	}{
+	}
+	var victimForms []form
+	for _, th := range r.victimThings {
+		if strings.HasPrefix(th, "/subscriptions/") {
+			victimForms = append(victimForms, form{th + "/resume", nil}, form{th + "/pause", nil})
+		}
+	}
+	for _, p := range append([]form{
 		{"/keys", url.Values{"role": {"admin"}}},
 		{"/keys/" + B.app.KeyID + "/revoke", nil},
 		{"/keys/" + B.app.KeyID + "/rotate", nil},
@@ -162,7 +170,7 @@ func (r *run) console(ctx context.Context) {
 		{"/delete", url.Values{"confirm": {B.slug}}},
 		{"/subscriptions", url.Values{"table": {r.tables[kBOnly]}, "url": {webhookURLs[1]}}},
 		{"/backups", url.Values{"table": {r.tables[kBOnly]}, "name": {"tdbverify"}}},
-	} {
+	}, victimForms...) {
 		for _, tok := range []struct{ name, token string }{{"the attacker's", a.csrf}, {"the victim's", bCSRF}, {"no", ""}} {
 			r.try(ctx, A.rec, fmt.Sprintf("POST %s%s with %s CSRF token", vPath, p.path, tok.name), func(ctx context.Context) string {
 				st, _, err := a.post(ctx, vPath+p.path, p.form, tok.token)

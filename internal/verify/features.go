@@ -91,6 +91,7 @@ func (r *run) subscriptions(ctx context.Context) {
 	}
 	B.rec.take()
 	A.rec.forbidAll(sub.ID, sub.Secret)
+	r.victimThings = append(r.victimThings, "/subscriptions/"+sub.ID)
 	const base = "/v1/tenants/%t/subscriptions"
 	routes := []route{
 		{"GET", base, ""},
@@ -151,6 +152,7 @@ func (r *run) aggregates(ctx context.Context) {
 		}
 	}
 	B.rec.take()
+	r.victimThings = append(r.victimThings, "/aggregates/"+name+"_"+kBOnly)
 	const base = "/v1/tenants/%t/aggregates"
 	routes := []route{
 		{"GET", base, ""},

@@ -32,11 +32,14 @@ type run struct {
 
 	mu      sync.Mutex
 	tenants []string // ids of tenants to delete
-	shared  []string // shared tables to delete
-	lekB    map[string]map[string]types.AttributeValue
-	aItems  map[string]int // table kind → A's item count
-	bItems  map[string][]map[string]types.AttributeValue
-	btItems map[string][]map[string]types.AttributeValue
+	// victimThings are the paths (under the victim's tenant) of things
+	// the families made for the victim: its subscription, its aggregate.
+	victimThings []string
+	shared       []string // shared tables to delete
+	lekB         map[string]map[string]types.AttributeValue
+	aItems       map[string]int // table kind → A's item count
+	bItems       map[string][]map[string]types.AttributeValue
+	btItems      map[string][]map[string]types.AttributeValue
 }
 
 // Table kinds.
