@@ -154,6 +154,18 @@ func (m *meter) writeStorage(k hourKey, st []TableStorage) error {
 	if m.gone != nil && m.gone(k.tenant) {
 		return nil
 	}
+	if m.ctl != nil {
+		var b kv.Batch
+		for _, s := range st {
+			name := s.Env + "/" + s.Table
+			b.Set(keyspace.Usage(k.tenant, k.hour, string(nameBytesTbl)+name), storage.EncodeCounter(s.Bytes+s.IndexBytes))
+			b.Set(keyspace.Usage(k.tenant, k.hour, string(nameItemsTbl)+name), storage.EncodeCounter(s.Items))
+		}
+		if b.Len() == 0 {
+			return nil
+		}
+		return m.ctl.Apply(context.Background(), &b)
+	}
 	b := m.db.NewBatch()
 	defer b.Close()
 	for _, s := range st {

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tenantdb/tenantdb/internal/kv"
 	"github.com/tenantdb/tenantdb/internal/tenancy"
 	"github.com/tenantdb/tenantdb/internal/wire"
 )
@@ -34,9 +35,19 @@ func (f *fakeStorage) set(st ...TableStorage) {
 // active, and the report shows the samples by table and hour (summed over
 // environments); an idle hour is not sampled.
 func TestStorageSamples(t *testing.T) {
+	t.Run("embedded", func(t *testing.T) { storageSamples(t, false) })
+	// A gateway keeps usage in the engine's control store.
+	t.Run("control store", func(t *testing.T) { storageSamples(t, true) })
+}
+
+func storageSamples(t *testing.T, control bool) {
 	c := &clock{t: t0.Add(10 * time.Minute)}
 	fs := &fakeStorage{}
-	m := newManager(t, Options{DB: memDB(t), Now: c.now, Storage: fs, FlushInterval: time.Hour})
+	o := Options{DB: memDB(t), Now: c.now, Storage: fs, FlushInterval: time.Hour}
+	if control {
+		o.Control = kv.NewLocal(memDB(t))
+	}
+	m := newManager(t, o)
 	a := tid(1)
 	ctx := context.Background()
 	put := func() {

@@ -67,3 +67,7 @@ func DecodeCounter(v []byte) (int64, error) {
 
 // SetCounter sets counter key to v (a base later AddCounter calls add to).
 func (b *Batch) SetCounter(key []byte, v int64) { b.Set(key, encodeCounter(nil, v)) }
+
+// EncodeCounter returns the value a counter key holding v has (what
+// DecodeCounter decodes), for stores of counters other than this one.
+func EncodeCounter(v int64) []byte { return encodeCounter(nil, v) }
