@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tenantdb/tenantdb/internal/keyspace"
 	"github.com/tenantdb/tenantdb/internal/kv"
 	"github.com/tenantdb/tenantdb/internal/tenancy"
 	"github.com/tenantdb/tenantdb/internal/wire"
@@ -44,11 +45,19 @@ func storageSamples(t *testing.T, control bool) {
 	c := &clock{t: t0.Add(10 * time.Minute)}
 	fs := &fakeStorage{}
 	o := Options{DB: memDB(t), Now: c.now, Storage: fs, FlushInterval: time.Hour}
+	a := tid(1)
 	if control {
-		o.Control = kv.NewLocal(memDB(t))
+		ctl := kv.NewLocal(memDB(t))
+		// NB: usage is written to the control store only while the
+		// tenant's record is there.
+		var b kv.Batch
+		b.Set(keyspace.TenantRecord(a), []byte("{}"))
+		if err := ctl.Apply(context.Background(), &b); err != nil {
+			t.Fatal(err)
+		}
+		o.Control = ctl
 	}
 	m := newManager(t, o)
-	a := tid(1)
 	ctx := context.Background()
 	put := func() {
 		t.Helper()
