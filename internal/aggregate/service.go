@@ -66,6 +66,11 @@ type Options struct {
 	Scope func(t tenancy.TenantID, env string) tenancy.Scope
 	// PageSize is how many changes one batch folds at most (default 500).
 	PageSize int
+	// Window is the least time between two reads of the log by one
+	// worker unless the first read a full page (default 10 ms): under a
+	// steady write load a batch folds the window's changes at once instead
+	// of one commit's each. It bounds the lag it adds.
+	Window time.Duration
 	// Registerer receives the lag metrics; nil registers none.
 	Registerer prometheus.Registerer
 	// Logger; nil discards.
@@ -104,6 +109,9 @@ func New(o Options) (*Service, error) {
 	}
 	if o.PageSize <= 0 {
 		o.PageSize = 500
+	}
+	if o.Window <= 0 {
+		o.Window = 10 * time.Millisecond
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -30,6 +31,7 @@ type fakeLog struct {
 	retained map[string]bool
 	wake     chan struct{}
 	now      time.Time
+	follows  atomic.Int64 // FollowLog calls
 }
 
 type fakeEntry struct {
@@ -71,8 +73,14 @@ func (l *fakeLog) FollowLog(ctx context.Context, s tenancy.Scope, table string, 
 	if err := l.check(table); err != nil {
 		return FollowPage{}, err
 	}
+	l.follows.Add(1)
 	p := FollowPage{Next: from, CaughtUp: true}
 	for _, fe := range l.entries {
+		if !fe.committed {
+			// As the engine's: not caught up while a change of the
+			// namespace is being committed.
+			p.CaughtUp = false
+		}
 		if fe.e.Seq <= from.Seq {
 			continue
 		}
@@ -238,8 +246,14 @@ func testScope() tenancy.Scope { return tenancy.SystemScope(tenant, "test") }
 
 func openService(t *testing.T, db *storage.DB, l *fakeLog, tables Tables) *Service {
 	t.Helper()
-	s, err := New(Options{DB: db, Log: l, Tables: tables, PageSize: 7,
-		Scope: func(tenancy.TenantID, string) tenancy.Scope { return testScope() }})
+	return openServiceWith(t, Options{DB: db, Log: l, Tables: tables, PageSize: 7})
+}
+
+// openServiceWith starts a Service with o (its Scope set).
+func openServiceWith(t *testing.T, o Options) *Service {
+	t.Helper()
+	o.Scope = func(tenancy.TenantID, string) tenancy.Scope { return testScope() }
+	s, err := New(o)
 	if err != nil {
 		t.Fatal(err)
 	}

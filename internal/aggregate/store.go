@@ -157,12 +157,18 @@ func (st store) setProgress(ns []byte, name string, p *progress) error {
 }
 
 // commit writes the groups a fold touched and the progress after it in
-// one atomic batch. With replace, every other group is removed first (a
-// rebuild).
+// one atomic batch, synced only with sync. With replace, every other
+// group is removed first (a rebuild).
 //
 // NB: this one batch is what makes the aggregate exactly once: the
 // groups never move without the cursor, nor the cursor without them.
-func (st store) commit(ns []byte, name string, touched map[string]*groupState, p *progress, replace bool) error {
+// It need not be synced for that: a crash keeps a prefix of the store's
+// batches (the WAL is replayed in order, and any later synced write
+// syncs this one too), so it loses the groups and the cursor together
+// and the restarted worker folds the same changes again from the older
+// cursor; the changes themselves are in the log, which the writers
+// synced. Only a rebuild, which cannot be redone from the log, syncs.
+func (st store) commit(ns []byte, name string, touched map[string]*groupState, p *progress, replace, sync bool) error {
 	b := st.db.NewBatch()
 	defer b.Close()
 	if replace {
@@ -178,6 +184,9 @@ func (st store) commit(ns []byte, name string, touched map[string]*groupState, p
 		}
 	}
 	b.Set(keyspace.AggregateProgress(ns, name), p.marshal())
+	if !sync {
+		return st.db.ApplyNoSync(b)
+	}
 	return st.db.Apply(b)
 }
 

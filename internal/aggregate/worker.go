@@ -161,6 +161,7 @@ func (w *worker) follow(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	var nextRead time.Time // with a page not full, the next read waits for the window
 	for {
 		if ack := w.pendingRebuild(); ack != nil {
 			p.State = stateBuilding
@@ -177,6 +178,16 @@ func (w *worker) follow(ctx context.Context) error {
 			}
 			continue
 		}
+		if d := time.Until(nextRead); d > 0 {
+			t := time.NewTimer(d)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return ctx.Err()
+			}
+		}
+		readAt := time.Now()
 		page, err := svc.o.Log.FollowLog(ctx, sc, table, cur, svc.o.PageSize)
 		if apierr.Is(err, apierr.TrimmedDataAccess) {
 			// NB: the changes after our cursor are gone: only a rebuild
@@ -206,9 +217,24 @@ func (w *worker) follow(ctx context.Context) error {
 			cur = page.Next
 		}
 		w.setErr(nil)
-		if !page.CaughtUp {
+		if len(page.Entries) == svc.o.PageSize {
+			nextRead = time.Time{} // a backlog: read on at once
 			continue
 		}
+		// NB: a page that is not full folded every change committed so
+		// far; the next read waits for the window, so that under a steady
+		// write load one batch carries many commits' changes.
+		nextRead = readAt.Add(svc.o.Window)
+		if len(page.Entries) > 0 {
+			w.mu.Lock()
+			w.caughtUp = page.CaughtUp
+			w.mu.Unlock()
+			continue
+		}
+		// NB: an empty page waits for a commit even when not CaughtUp:
+		// that only says a change of the namespace (any table) is being
+		// committed, and reading again at once would spin while the
+		// tenant writes.
 		w.mu.Lock()
 		w.caughtUp = true
 		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -254,7 +280,7 @@ func (w *worker) apply(ctx context.Context, sc tenancy.Scope, p *progress, page 
 	if len(np.Skip) == 0 {
 		np.Skip = nil
 	}
-	if err := svc.st.commit(w.ns, w.def.Name, f.touched, &np, false); err != nil {
+	if err := svc.st.commit(w.ns, w.def.Name, f.touched, &np, false, false); err != nil {
 		return err
 	}
 	*p = np
@@ -302,7 +328,7 @@ func (w *worker) rebuild(ctx context.Context, sc tenancy.Scope, p *progress) err
 		}
 	}
 	slices.Sort(np.Skip)
-	if err := svc.st.commit(w.ns, w.def.Name, f.touched, np, true); err != nil {
+	if err := svc.st.commit(w.ns, w.def.Name, f.touched, np, true, true); err != nil {
 		return err
 	}
 	*p = *np

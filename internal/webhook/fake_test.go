@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tenantdb/tenantdb/internal/apierr"
@@ -21,6 +22,7 @@ type fakeLog struct {
 	seq      map[string]uint64 // per "tenant/env"
 	retained map[string]bool   // "tenant/env/table/consumer"
 	changed  chan struct{}
+	follows  atomic.Int64 // FollowLog calls
 }
 
 func newFakeLog() *fakeLog {
@@ -92,6 +94,7 @@ func (f *fakeLog) FollowLog(ctx context.Context, s tenancy.Scope, table string, 
 	if err := f.check(s, table); err != nil {
 		return changelog.FollowPage{}, err
 	}
+	f.follows.Add(1)
 	pg := changelog.FollowPage{Next: from}
 	es := f.entries[fkey(s.Tenant(), s.Env(), table)]
 	i := 0

@@ -60,6 +60,11 @@ type Options struct {
 	MaxPerTenant      int
 	// Timeout bounds one delivery (default 10 s).
 	Timeout time.Duration
+	// Window is the least time between two reads of the log by one
+	// worker unless the first found a full batch (default 10 ms): under a
+	// steady write load a delivery carries the window's changes at once.
+	// It bounds the lag it adds.
+	Window time.Duration
 	// BackoffMin and BackoffMax bound the retry delay (defaults 1 s and
 	// 5 min); each failure doubles it, with jitter.
 	BackoffMin, BackoffMax time.Duration
@@ -116,6 +121,9 @@ func New(o Options) (*Manager, error) {
 	}
 	if o.Timeout <= 0 {
 		o.Timeout = 10 * time.Second
+	}
+	if o.Window <= 0 {
+		o.Window = 10 * time.Millisecond
 	}
 	if o.BackoffMin <= 0 {
 		o.BackoffMin = time.Second

@@ -56,20 +56,14 @@ type worker struct {
 	pos     position
 	havePos bool
 	posGen  uint64
-	// lastWake is when waitLog last returned; woke says no page with
-	// entries was read since (so an empty page now was a spurious wake).
-	lastWake time.Time
-	woke     bool
+	// nextRead is when the log may be read next: a read that found less
+	// than a full batch waits for the window after it.
+	nextRead time.Time
 }
 
 // recheckEvery bounds how long a worker trusts its cached subscription
 // (its tenant's deletion is noticed within it).
 const recheckEvery = 2 * time.Second
-
-// minEmptyWake is the least time between two reads of the log that find
-// nothing: WaitLog wakes on any change of the tenant environment, so
-// writes to its other tables would otherwise cost one read each.
-const minEmptyWake = 10 * time.Millisecond
 
 // poke wakes the worker to re-read its subscription and position.
 func (w *worker) poke() {
@@ -158,7 +152,11 @@ func (w *worker) step(s tenancy.Scope, r *record, gen uint64, pos position) {
 		}
 		w.filter, w.filterOf = f, r.Updated
 	}
+	if d := time.Until(w.nextRead); d > 0 && w.sleep(d) {
+		return // poked: read the subscription again
+	}
 	from := pos.cursor()
+	readAt := time.Now()
 	page, err := w.m.o.Log.FollowLog(w.ctx, s, r.Table, from, r.BatchSize)
 	switch {
 	case err == nil:
@@ -182,9 +180,6 @@ func (w *worker) step(s tenancy.Scope, r *record, gen uint64, pos position) {
 		w.sleep(w.backoff())
 		return
 	}
-	if len(page.Entries) > 0 {
-		w.woke = false // the last wake was not spurious
-	}
 	var recs []json.RawMessage
 	var first, last string
 	next, size := page.Next, 0
@@ -207,6 +202,15 @@ func (w *worker) step(s tenancy.Scope, r *record, gen uint64, pos position) {
 		recs = append(recs, b)
 		size += len(b)
 	}
+	// NB: a read that found less than a full batch (and delivers all of
+	// it) makes the next read wait for the window: under a steady write
+	// load one delivery carries the window's changes instead of one
+	// commit's, and WaitLog, which wakes on any commit of the tenant
+	// environment, cannot make the worker read once per commit.
+	w.nextRead = time.Time{}
+	if len(page.Entries) < r.BatchSize && next == page.Next {
+		w.nextRead = readAt.Add(w.m.o.Window)
+	}
 	if len(recs) == 0 {
 		if next != from {
 			x := st(w).begin(w.t)
@@ -218,9 +222,6 @@ func (w *worker) step(s tenancy.Scope, r *record, gen uint64, pos position) {
 		// a change of the tenant environment (any table) is committing,
 		// and WaitLog returns once one has.
 		if len(page.Entries) == 0 || page.CaughtUp {
-			if d := minEmptyWake - time.Since(w.lastWake); w.woke && d > 0 && w.sleep(d) {
-				return // poked: read the subscription again
-			}
 			w.waitLog(s, r.Table, next)
 		}
 		return
@@ -247,7 +248,12 @@ func (w *worker) step(s tenancy.Scope, r *record, gen uint64, pos position) {
 	case status >= 200 && status < 300:
 		a.Outcome = "delivered"
 		x.attempt(w.id, w.attemptN, a)
-		w.commit(gen, x, true, position{Cursor: next.String()})
+		// NB: not synced. A crash that loses this write loses the cursor
+		// with it (a crash keeps a prefix of the store's batches) and the
+		// batch is delivered again: at least once, receivers deduplicate
+		// by eventID. The cursor never passes a record not acknowledged,
+		// because this batch is made only after the 2xx.
+		w.commit(gen, x, false, position{Cursor: next.String()})
 		w.failures = 0
 	case status == http.StatusGone:
 		a.Outcome = "disabled"
@@ -508,7 +514,6 @@ func (w *worker) waitLog(s tenancy.Scope, table string, from changelog.Cursor) {
 	}()
 	err := w.m.o.Log.WaitLog(ctx, s, table, from)
 	close(done)
-	w.lastWake, w.woke = time.Now(), true
 	if err != nil && ctx.Err() == nil {
 		w.sleep(w.backoff())
 	}
