@@ -94,6 +94,11 @@ type Service struct {
 
 	mu      sync.Mutex // guards workers, closed; serializes create and delete
 	workers map[string]*worker
+	// fence is held (read) by every write into a tenant's range and
+	// (write) to retire a tenant; retired are the tenants being, or been,
+	// deleted.
+	fence   sync.RWMutex
+	retired map[tenancy.TenantID]bool
 	closed  bool
 	ctx     context.Context
 	cancel  context.CancelFunc
@@ -122,7 +127,8 @@ func New(o Options) (*Service, error) {
 	if o.FleetInterval <= 0 {
 		o.FleetInterval = time.Second
 	}
-	s := &Service{o: o, st: store{o.DB}, log: o.Logger.With("component", "aggregate"), workers: map[string]*worker{}}
+	s := &Service{o: o, st: store{o.DB}, log: o.Logger.With("component", "aggregate"), workers: map[string]*worker{},
+		retired: map[tenancy.TenantID]bool{}}
 	s.metrics = newMetrics(o.Registerer, s)
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.fleetDone = make(chan struct{})
@@ -247,10 +253,74 @@ func (s *Service) create(ctx context.Context, data tenancy.Scope, ns []byte, d *
 	if err := s.o.Log.RetainLog(ctx, data, d.Table, consumer(d.Name)); err != nil {
 		return err
 	}
-	if err := s.st.create(ns, d); err != nil {
+	t, _ := splitNamespace(ns)
+	if err := s.fenced(t, func() error { return s.st.create(ns, d) }); err != nil {
 		return err
 	}
 	return s.startLocked(ns, d)
+}
+
+// errRetired is what a write into a retired tenant's range returns.
+var errRetired = errors.New("aggregate: the tenant is being deleted")
+
+// fenced runs write, a write into tenant t's range, unless t is retired.
+func (s *Service) fenced(t tenancy.TenantID, write func() error) error {
+	s.fence.RLock()
+	defer s.fence.RUnlock()
+	if s.retired[t] {
+		return errRetired
+	}
+	return write()
+}
+
+// RetireTenant stops the workers of tenant t, which is being deleted,
+// and starts none for it until UnretireTenant: once it returns, nothing
+// of the service writes into t's range (groups, progress, definitions)
+// and nothing will, so deleting the range leaves nothing behind.
+func (s *Service) RetireTenant(t tenancy.TenantID) {
+	s.fence.Lock()
+	s.retired[t] = true
+	s.fence.Unlock()
+	s.mu.Lock()
+	var ws []*worker
+	for k, w := range s.workers {
+		if w.tenant == t {
+			w.cancel()
+			ws = append(ws, w)
+			delete(s.workers, k)
+		}
+	}
+	s.mu.Unlock()
+	for _, w := range ws {
+		<-w.done
+	}
+}
+
+// UnretireTenant starts tenant t's workers again after RetireTenant (its
+// deletion failed, or its id was created again).
+func (s *Service) UnretireTenant(t tenancy.TenantID) {
+	s.fence.Lock()
+	delete(s.retired, t)
+	s.fence.Unlock()
+	nss, names, err := s.st.registry()
+	if err != nil {
+		s.log.Error("restarting a tenant's aggregates", "tenant", t, "err", err)
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, ns := range nss {
+		if nt, _ := splitNamespace(ns); nt != t || s.closed || s.workers[workerKey(ns, names[i])] != nil {
+			continue
+		}
+		d, err := s.st.definition(ns, names[i])
+		if err != nil {
+			continue // gone with the range, or unreadable: as Start
+		}
+		if err := s.startLocked(ns, d); err != nil {
+			s.log.Error("restarting an aggregate", "tenant", t, "aggregate", names[i], "err", err)
+		}
+	}
 }
 
 func (s *Service) startLocked(ns []byte, d *Definition) error {

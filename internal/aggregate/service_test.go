@@ -32,6 +32,9 @@ type fakeLog struct {
 	wake     chan struct{}
 	now      time.Time
 	follows  atomic.Int64 // FollowLog calls
+	// onPage, if set, is called (unlocked) before FollowLog returns a
+	// page with entries.
+	onPage func()
 }
 
 type fakeEntry struct {
@@ -68,6 +71,17 @@ func (l *fakeLog) ReleaseLog(ctx context.Context, s tenancy.Scope, table, consum
 }
 
 func (l *fakeLog) FollowLog(ctx context.Context, s tenancy.Scope, table string, from Cursor, limit int) (FollowPage, error) {
+	p, err := l.follow(table, from, limit)
+	l.mu.Lock()
+	hook := l.onPage
+	l.mu.Unlock()
+	if hook != nil && len(p.Entries) > 0 {
+		hook()
+	}
+	return p, err
+}
+
+func (l *fakeLog) follow(table string, from Cursor, limit int) (FollowPage, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.check(table); err != nil {

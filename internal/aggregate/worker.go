@@ -125,6 +125,12 @@ func (w *worker) run(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
+		if errors.Is(err, errRetired) || errors.Is(err, errNoAggregate) {
+			// Its tenant is being deleted, or it is gone (with its
+			// tenant's range): nothing to maintain.
+			w.setErr(err)
+			return
+		}
 		w.setErr(err)
 		w.svc.log.Warn("aggregate worker failed; retrying", "aggregate", w.def.Name, "err", err)
 		select {
@@ -165,7 +171,7 @@ func (w *worker) follow(ctx context.Context) error {
 	for {
 		if ack := w.pendingRebuild(); ack != nil {
 			p.State = stateBuilding
-			err := svc.st.setProgress(w.ns, w.def.Name, p)
+			err := w.write(func() error { return svc.st.setProgress(w.ns, w.def.Name, p) })
 			ack <- err
 			if err != nil {
 				return err
@@ -280,7 +286,7 @@ func (w *worker) apply(ctx context.Context, sc tenancy.Scope, p *progress, page 
 	if len(np.Skip) == 0 {
 		np.Skip = nil
 	}
-	if err := svc.st.commit(w.ns, w.def.Name, f.touched, &np, false, false); err != nil {
+	if err := w.write(func() error { return svc.st.commit(w.ns, w.def.Name, f.touched, &np, false, false) }); err != nil {
 		return err
 	}
 	*p = np
@@ -295,6 +301,22 @@ func (w *worker) apply(ctx context.Context, sc tenancy.Scope, p *progress, page 
 		}
 	}
 	return nil
+}
+
+// write runs write, a write of the aggregate's state, only while its
+// tenant is not retired and its definition exists.
+//
+// NB: the tenant's deletion retires it (Service.RetireTenant) before
+// deleting its range, and the aggregate's deletion stops the worker
+// before removing it; the lookup catches a range deleted otherwise. So
+// no write of the worker lands in a deleted tenant's range.
+func (w *worker) write(write func() error) error {
+	return w.svc.fenced(w.tenant, func() error {
+		if _, err := w.svc.st.definition(w.ns, w.def.Name); err != nil {
+			return err
+		}
+		return write()
+	})
 }
 
 // rebuild recomputes the groups from one consistent snapshot of the
@@ -328,7 +350,7 @@ func (w *worker) rebuild(ctx context.Context, sc tenancy.Scope, p *progress) err
 		}
 	}
 	slices.Sort(np.Skip)
-	if err := svc.st.commit(w.ns, w.def.Name, f.touched, np, true, true); err != nil {
+	if err := w.write(func() error { return svc.st.commit(w.ns, w.def.Name, f.touched, np, true, true) }); err != nil {
 		return err
 	}
 	*p = *np

@@ -33,6 +33,17 @@ type Engine interface {
 	ReviveTenant(s tenancy.Scope)
 }
 
+// Workers are the server's own background workers that write state into
+// tenants' key ranges (webhook delivery cursors, aggregates).
+type Workers interface {
+	// RetireTenant stops the workers of tenant t: once it returns, none
+	// writes into t's range and none will until UnretireTenant.
+	RetireTenant(t tenancy.TenantID)
+	// UnretireTenant lets them go on (a deletion failed, or a deleted
+	// tenant's id was created again).
+	UnretireTenant(t tenancy.TenantID)
+}
+
 // Placement is the part of a storage engine that says where a tenant's
 // data of each table lives. The embedded engine implements it.
 type Placement interface {
@@ -61,6 +72,9 @@ type Options struct {
 	// Compact, if not nil, compacts a deleted tenant's key range [lo, hi)
 	// away once Delete has deleted it (storage.DB.Compact).
 	Compact func(lo, hi []byte) error
+	// Workers, if not nil, are retired from a tenant before its range is
+	// deleted, so that no late checkpoint of theirs lands in it.
+	Workers Workers
 }
 
 // Service is the tenant lifecycle.
@@ -102,6 +116,9 @@ func (s *Service) Create(ctx context.Context, platform tenancy.Scope, nt catalog
 		}
 		if s.o.Quotas != nil {
 			s.o.Quotas.Remember(t.ID)
+		}
+		if s.o.Workers != nil {
+			s.o.Workers.UnretireTenant(t.ID)
 		}
 	}
 	return t, nil
@@ -150,8 +167,9 @@ func (s *Service) Resume(ctx context.Context, sc tenancy.Scope) (catalog.Tenant,
 }
 
 // Delete deletes the scope's tenant and everything it owns: its audit log
-// is retired and its quota buckets forgotten first (so no late record or
-// checkpoint lands in its range), then the catalog marks it deleting,
+// is retired, its quota buckets forgotten and its webhook and aggregate
+// workers retired first (so no late record or checkpoint lands in its
+// range), then the catalog marks it deleting,
 // drops the engine's data and deletes its key range. If that fails, the
 // log and buckets are restored and the deletion can be retried. Errors:
 // AccessDenied for a scope not the operator's; those of
@@ -170,6 +188,10 @@ func (s *Service) Delete(ctx context.Context, sc tenancy.Scope) error {
 	// NB: so are the checkpoints of its token buckets.
 	if s.o.Quotas != nil {
 		s.o.Quotas.Forget(id)
+	}
+	// NB: and so are the webhook and aggregate workers' cursors.
+	if s.o.Workers != nil {
+		s.o.Workers.RetireTenant(id)
 	}
 	// NB: the data key is destroyed first, durably, inside the deletion
 	// (the tenant is already Deleting, its credentials refused): from
@@ -191,6 +213,9 @@ func (s *Service) Delete(ctx context.Context, sc tenancy.Scope) error {
 		s.o.Audit.Unretire(id)
 		if s.o.Quotas != nil {
 			s.o.Quotas.Remember(id)
+		}
+		if s.o.Workers != nil {
+			s.o.Workers.UnretireTenant(id)
 		}
 		return err
 	}

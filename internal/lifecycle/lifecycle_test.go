@@ -163,3 +163,57 @@ func TestDeleteRetriesAfterAFailedDrop(t *testing.T) {
 		t.Error("Delete of the platform succeeded")
 	}
 }
+
+// fakeWorkers records RetireTenant and UnretireTenant, and how many drops
+// the engine had seen at each.
+type fakeWorkers struct {
+	eng    *fakeEngine
+	calls  []string
+	drops  []int
+	tenant []tenancy.TenantID
+}
+
+func (w *fakeWorkers) RetireTenant(t tenancy.TenantID) {
+	w.calls, w.drops, w.tenant = append(w.calls, "retire"), append(w.drops, len(w.eng.dropped)), append(w.tenant, t)
+}
+
+func (w *fakeWorkers) UnretireTenant(t tenancy.TenantID) {
+	w.calls, w.drops, w.tenant = append(w.calls, "unretire"), append(w.drops, len(w.eng.dropped)), append(w.tenant, t)
+}
+
+// TestDeleteRetiresWorkersFirst: the webhook and aggregate workers are
+// retired from a tenant before its data is dropped and its range deleted
+// (no late checkpoint lands in it), unretired when the deletion fails,
+// and when a deleted tenant's id is created again.
+func TestDeleteRetiresWorkersFirst(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	w := &fakeWorkers{eng: e.eng}
+	e.lc = lifecycle.New(lifecycle.Options{Catalog: e.cat, Audit: e.log, Engine: e.eng, Workers: w})
+	a, err := e.lc.Create(ctx, e.scope(t, tenancy.TenantID{}), catalog.NewTenant{Name: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sa := e.scope(t, a.ID)
+	e.eng.fail = errors.New("disk gone")
+	if err := e.lc.Delete(ctx, sa); err == nil {
+		t.Fatal("Delete with a failing drop succeeded")
+	}
+	e.eng.fail = nil
+	if err := e.lc.Delete(ctx, sa); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.lc.Create(ctx, e.scope(t, tenancy.TenantID{}), catalog.NewTenant{ID: a.ID, Name: "a2"}); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"retire", "unretire", "retire", "unretire"}
+	wantDrops := []int{0, 1, 1, 2} // retired before each drop
+	if len(w.calls) != len(want) {
+		t.Fatalf("calls %v, want %v", w.calls, want)
+	}
+	for i := range want {
+		if w.calls[i] != want[i] || w.drops[i] != wantDrops[i] || w.tenant[i] != a.ID {
+			t.Errorf("call %d: %s of %s after %d drops, want %s of %s after %d", i, w.calls[i], w.tenant[i], w.drops[i], want[i], a.ID, wantDrops[i])
+		}
+	}
+}

@@ -339,7 +339,8 @@ func Open(ctx context.Context, o Options) (_ *Node, err error) {
 	}
 	adminOpts := admin.Options{Catalog: n.catalog, Auth: n.auth, Audit: n.audit, Logger: log, Guard: guard,
 		Lifecycle: lifecycle.New(lifecycle.Options{Catalog: n.catalog, Audit: n.audit, Quotas: n.quotas, Engine: tenantData,
-			SiloTier: n.remote == nil, Placement: placement(n), Keys: n.keys, Compact: n.db.Compact})}
+			SiloTier: n.remote == nil, Placement: placement(n), Keys: n.keys, Compact: n.db.Compact,
+			Workers: tenantWorkers{n}})}
 	if adminOpts.JWT, adminOpts.JWKS, err = o.Platform.open(ctx, log); err != nil {
 		return nil, err
 	}

@@ -92,6 +92,7 @@ type Manager struct {
 
 	mu      sync.Mutex
 	workers map[key]*worker
+	retired map[tenancy.TenantID]bool // tenants being (or been) deleted: no worker runs
 	slots   map[tenancy.TenantID]chan struct{}
 	ctx     context.Context
 	cancel  context.CancelFunc
@@ -150,7 +151,7 @@ func New(o Options) (*Manager, error) {
 		o.Account = "000000000000"
 	}
 	m := &Manager{o: o, st: st, log: o.Logger.With("component", "webhook"), src: source{o.Region, o.Account},
-		workers: map[key]*worker{}, slots: map[tenancy.TenantID]chan struct{}{}}
+		workers: map[key]*worker{}, retired: map[tenancy.TenantID]bool{}, slots: map[tenancy.TenantID]chan struct{}{}}
 	m.client = newClient(o.Timeout, o.AllowPrivate)
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	return m, nil
@@ -216,7 +217,7 @@ func (m *Manager) startWorker(t tenancy.TenantID, r *record) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	k := key{t, r.ID}
-	if m.closed || m.workers[k] != nil {
+	if m.closed || m.workers[k] != nil || m.retired[t] {
 		return
 	}
 	ctx, cancel := context.WithCancel(m.ctx)
@@ -242,6 +243,49 @@ func (m *Manager) dropWorker(w *worker) {
 	}
 	m.mu.Unlock()
 	w.cancel()
+}
+
+// RetireTenant stops the delivery workers of tenant t, which is being
+// deleted, and starts none for it until UnretireTenant: once it returns,
+// no worker writes t's subscription state (cursor, attempts, dead
+// letters) and none will, so deleting t's key range leaves nothing
+// behind.
+//
+// NB: a worker writes its state only holding its mu and only while not
+// gone, so taking each mu to set gone waits out a write in flight.
+func (m *Manager) RetireTenant(t tenancy.TenantID) {
+	m.mu.Lock()
+	m.retired[t] = true
+	var ws []*worker
+	for k, w := range m.workers {
+		if k.t == t {
+			ws = append(ws, w)
+			delete(m.workers, k)
+		}
+	}
+	m.mu.Unlock()
+	for _, w := range ws {
+		w.mu.Lock()
+		w.gone = true
+		w.mu.Unlock()
+		w.cancel()
+	}
+}
+
+// UnretireTenant starts tenant t's workers again after RetireTenant (its
+// deletion failed, or its id was created again).
+func (m *Manager) UnretireTenant(t tenancy.TenantID) {
+	m.mu.Lock()
+	delete(m.retired, t)
+	m.mu.Unlock()
+	rs, err := m.st.list(t)
+	if err != nil {
+		m.log.Error("restarting a tenant's delivery workers", "tenant", t, "err", err)
+		return
+	}
+	for _, r := range rs {
+		m.startWorker(t, r)
+	}
 }
 
 // slot returns tenant t's delivery slots: a tenant's deliveries in flight

@@ -129,6 +129,15 @@ func (s *store) get(t tenancy.TenantID, id string) (*record, error) {
 	return r, nil
 }
 
+// exists reports whether subscription id of tenant t is stored.
+func (s *store) exists(t tenancy.TenantID, id string) (bool, error) {
+	_, err := s.db.Get(keyspace.WebhookSubscription(t, id))
+	if errors.Is(err, storage.ErrNotFound) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
 func (s *store) list(t tenancy.TenantID) ([]*record, error) {
 	lo, hi := keyspace.WebhookSubscriptions(t)
 	it := s.db.NewIter(lo, hi)

@@ -354,13 +354,25 @@ func (w *worker) redrive(s tenancy.Scope, r *record, gen uint64, pos position) {
 	w.commit(gen, x, true, pos)
 }
 
-// commit applies x unless a replay or deletion came since gen; with a
-// position, it writes it too.
+// commit applies x unless a replay or deletion came since gen, or the
+// subscription no longer exists; with a position, it writes it too.
+//
+// NB: the subscription is looked up under mu, and its tenant's deletion
+// retires the worker (Manager.RetireTenant) before deleting the range,
+// taking mu: so no write of the worker lands in a deleted tenant's range.
 func (w *worker) commit(gen uint64, x *tx, sync bool, pos ...position) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.gen != gen || w.gone {
 		x.b.Close()
+		return false
+	}
+	if ok, err := st(w).exists(w.t, w.id); !ok {
+		x.b.Close()
+		if err != nil {
+			w.m.log.Error("reading a subscription", "tenant", w.t, "subscription", w.id, "err", err)
+		}
+		w.dirty.Store(true) // read it again: gone, the worker stops
 		return false
 	}
 	for _, p := range pos {
