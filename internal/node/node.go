@@ -288,8 +288,12 @@ func Open(ctx context.Context, o Options) (_ *Node, err error) {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	reg.MustRegister(n.db.Collector())
 	var quotaCtl quota.ControlStore // nil: the embedded store, staged with the items
+	// NB: a gateway's token buckets are the fleet's, in the engine: a
+	// tenant's capacity holds across gateways (quota.Options.Fleet).
+	var fleet quota.Leaser
 	if n.remote != nil {
 		quotaCtl = ctl
+		fleet = n.remote.Capacity()
 	}
 	if n.quotas, err = quota.New(quota.Options{
 		DB:             n.db,
@@ -301,6 +305,7 @@ func Open(ctx context.Context, o Options) (_ *Node, err error) {
 		Disabled:       !o.Fairness,
 		MaxInflight:    o.MaxInflight,
 		TenantInflight: o.TenantInflight,
+		Fleet:          fleet,
 	}); err != nil {
 		return nil, err
 	}
@@ -586,6 +591,7 @@ var (
 	_ quota.StorageSource = engineStorage{}
 	_ dynamo.Backend      = (*engine.Engine)(nil)
 	_ dynamo.Backend      = (*remote.Backend)(nil)
+	_ quota.Leaser        = (*remote.Capacity)(nil)
 	_ dynamo.Handler      = (*quota.Limited)(nil)
 	_ server.ConnGate     = (*quota.Manager)(nil)
 	_ webhook.Log         = (*engine.Engine)(nil)

@@ -11,11 +11,18 @@ import "time"
 // tenant out for longer than the burst window.
 //
 // A bucket is not safe for concurrent use; tenantState's mutex guards it.
+//
+// With a lease (a fleet of gateways, fleet.go) the bucket itself is kept
+// in the engine, shared by every gateway, and tokens is only this
+// gateway's share of it: what it leased and has not spent yet (or its
+// debt). Such a bucket does not refill; Admit takes a new lease when it
+// is empty.
 type bucket struct {
 	rate   float64 // units per second; 0 means unlimited
 	size   float64 // maximum tokens (burst credit)
 	tokens float64
 	last   time.Time
+	lease  *lease // nil: a local bucket
 }
 
 // newBucket returns a full bucket: a tenant that has not used its capacity
@@ -41,6 +48,9 @@ func (b *bucket) configure(rate, burstSeconds float64) {
 }
 
 func (b *bucket) refill(now time.Time) {
+	if b.lease != nil {
+		return // NB: the engine's bucket refills; a lease never does
+	}
 	if d := now.Sub(b.last); d > 0 {
 		b.tokens = min(b.size, b.tokens+b.rate*d.Seconds())
 		b.last = now
@@ -67,10 +77,15 @@ func (b *bucket) take(now time.Time, n float64) {
 }
 
 // full reports whether the bucket holds its whole burst credit (then it is
-// indistinguishable from a new one and its state may be dropped).
+// indistinguishable from a new one and its state may be dropped). A
+// leased bucket is "full" when it owes nothing: dropping it gives up at
+// most the unspent rest of its lease, never forgives a debt.
 func (b *bucket) full(now time.Time) bool {
 	if b.rate == 0 {
 		return true
+	}
+	if b.lease != nil {
+		return b.tokens >= 0
 	}
 	b.refill(now)
 	return b.tokens >= b.size

@@ -41,7 +41,10 @@ type savedBuckets struct {
 func (st *tenantState) snapshotLocked(now time.Time) savedBuckets {
 	sb := savedBuckets{At: now.UnixNano()}
 	tokens := func(b *bucket) *float64 {
-		if b.rate == 0 {
+		// NB: a leased bucket's state is in the fleet's engine; the
+		// lease in hand is not worth saving (restored, it would be
+		// refilled as if it were the bucket).
+		if b.rate == 0 || b.lease != nil {
 			return nil
 		}
 		b.refill(now)
@@ -85,7 +88,7 @@ func (m *Manager) restoreBucketsLocked(st *tenantState, now time.Time) error {
 	st.saved = true
 	elapsed := max(now.Sub(time.Unix(0, sb.At)).Seconds(), 0)
 	set := func(b *bucket, saved *float64) {
-		if b == nil || saved == nil || b.rate == 0 {
+		if b == nil || saved == nil || b.rate == 0 || b.lease != nil {
 			return
 		}
 		b.tokens = max(min(b.size, *saved+b.rate*elapsed), -b.size)
@@ -106,6 +109,9 @@ func (m *Manager) restoreBucketsLocked(st *tenantState, now time.Time) error {
 // last checkpoint and deletes the checkpoints of tenants whose buckets
 // are full again.
 func (m *Manager) saveBuckets() error {
+	if m.opts.Fleet != nil {
+		return nil // NB: every bucket is leased; the fleet's engine holds them
+	}
 	m.saveMu.Lock()
 	defer m.saveMu.Unlock()
 	now := m.now()

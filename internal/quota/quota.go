@@ -153,6 +153,16 @@ type Options struct {
 	// IdleAfter is how long a tenant's in-memory state outlives its last
 	// request once its buckets are full again; 0 means 10 minutes.
 	IdleAfter time.Duration
+
+	// Fleet, if set, keeps every tenant's token buckets in one place that
+	// all gateways of a fleet share (fleet.go): a tenant's capacity is
+	// then enforced across gateways, and this Manager's buckets hold only
+	// leases taken from Fleet. nil: the buckets are this server's own.
+	Fleet Leaser
+	// LeaseSlice is how much of a bucket's rate one lease takes (at least
+	// one unit); 0 means DefaultLeaseSlice. Each gateway may overshoot a
+	// tenant's fleet-wide capacity by one slice (DESIGN.md).
+	LeaseSlice time.Duration
 }
 
 // Defaults of the admission gates' sizes (see DESIGN.md and
@@ -161,6 +171,11 @@ const (
 	DefaultReadInflightPerCPU = 4
 	DefaultWriteInflight      = 64
 )
+
+// maxLeaseRounds bounds the leases one request may wait for (fleet.go):
+// one per bucket it is checked against, plus one for a lease that
+// another request spent first.
+const maxLeaseRounds = 4
 
 // Admission classes: each has its own gate.
 const (
@@ -189,7 +204,8 @@ type Manager struct {
 	gates    [classCount]*gate
 	meter    meter
 	metrics  *metrics
-	opFlows  [classCount]*flow // the operator's flows in the gates
+	leases   *prometheus.CounterVec // leases taken from Options.Fleet
+	opFlows  [classCount]*flow      // the operator's flows in the gates
 	// conns is the connection gate (AcquireConn).
 	conns *gate
 
@@ -263,6 +279,9 @@ func New(o Options) (*Manager, error) {
 	if o.ConnQueueTimeout <= 0 {
 		o.ConnQueueTimeout = DefaultConnQueueTimeout
 	}
+	if o.LeaseSlice <= 0 {
+		o.LeaseSlice = DefaultLeaseSlice
+	}
 	m := &Manager{
 		opts:     o,
 		log:      o.Logger,
@@ -292,6 +311,13 @@ func New(o Options) (*Manager, error) {
 	}
 	var err error
 	if m.metrics, err = newMetrics(reg, o.MetricTenants, append(m.gates[:], m.conns)); err != nil {
+		return nil, fmt.Errorf("quota: registering metrics: %w", err)
+	}
+	leaseReg := reg
+	if o.Fleet == nil {
+		leaseReg = prometheus.NewRegistry() // NB: no leases, no series
+	}
+	if m.leases, err = newLeaseMetrics(leaseReg); err != nil {
 		return nil, fmt.Errorf("quota: registering metrics: %w", err)
 	}
 	m.meter.gone = func(t tenancy.TenantID) bool { _, ok := m.forgotten.Load(t); return ok }
@@ -442,6 +468,7 @@ func (m *Manager) state(t tenancy.TenantID) (*tenantState, error) {
 		st.control.configure(m.opts.ControlRate, m.opts.ControlBurst/m.opts.ControlRate)
 		st.control.tokens = st.control.size
 		st.record, st.tables = rec, tables
+		m.attach(st, &st.control, "control")
 		m.applyLocked(st, now, true)
 		if err := m.restoreBucketsLocked(st, now); err != nil {
 			return nil, err
@@ -465,15 +492,16 @@ func (m *Manager) applyLocked(st *tenantState, now time.Time, fill bool) {
 		// was lowered, or apply to a table bucket removed since.
 		st.debits++
 	}
-	cfg := func(b *bucket, rate float64) {
+	cfg := func(b *bucket, rate float64, name string) {
 		b.refill(now)
 		b.configure(rate, eff.BurstSeconds)
 		if fill {
 			b.tokens = b.size
 		}
+		m.attach(st, b, name)
 	}
-	cfg(&st.read, eff.ReadUnits)
-	cfg(&st.write, eff.WriteUnits)
+	cfg(&st.read, eff.ReadUnits, "read")
+	cfg(&st.write, eff.WriteUnits, "write")
 	tread, twrite := map[string]*bucket{}, map[string]*bucket{}
 	for name, l := range st.tables {
 		burst := l.BurstSeconds
@@ -483,7 +511,8 @@ func (m *Manager) applyLocked(st *tenantState, now time.Time, fill bool) {
 		for _, x := range []struct {
 			rate     float64
 			old, new map[string]*bucket
-		}{{l.ReadUnits, st.tread, tread}, {l.WriteUnits, st.twrite, twrite}} {
+			kind     string
+		}{{l.ReadUnits, st.tread, tread, "table-read/"}, {l.WriteUnits, st.twrite, twrite, "table-write/"}} {
 			if x.rate == 0 {
 				continue
 			}
@@ -491,6 +520,7 @@ func (m *Manager) applyLocked(st *tenantState, now time.Time, fill bool) {
 			if b == nil {
 				nb := newBucket(x.rate, burst, now)
 				b = &nb
+				m.attach(st, b, x.kind+name)
 			} else {
 				b.refill(now)
 				b.configure(x.rate, burst)
@@ -543,9 +573,19 @@ func (st *tenantState) full(now time.Time) bool {
 }
 
 // allow checks st's buckets for op, of class c (op.ClassOf(in)), on the
-// tables of its input in and returns the throttle reason, or -1.
-// REQUIRES: st.mu.
-func (st *tenantState) allow(op *dynamo.Op, c tenancy.ActionClass, in any, now time.Time) int {
+// tables of its input in and returns the throttle reason, or -1. With
+// the reason it returns the leased bucket that is empty but may be
+// renewed now, if that is what refuses the request (renew, then ask
+// again). REQUIRES: st.mu.
+func (st *tenantState) allow(op *dynamo.Op, c tenancy.ActionClass, in any, now time.Time) (int, *bucket) {
+	// renewable reports the leased bucket b that refuses a request, if
+	// the engine did not refuse it a lease until later.
+	renewable := func(b *bucket) *bucket {
+		if b.lease != nil && !now.Before(b.lease.retryAt) {
+			return b
+		}
+		return nil
+	}
 	switch c {
 	case tenancy.ClassRead, tenancy.ClassWrite:
 		b, tb := &st.read, st.tread
@@ -553,23 +593,23 @@ func (st *tenantState) allow(op *dynamo.Op, c tenancy.ActionClass, in any, now t
 			b, tb = &st.write, st.twrite
 		}
 		if !b.allow(now) {
-			return reasonCapacity
+			return reasonCapacity, renewable(b)
 		}
 		if tb != nil {
 			for _, t := range op.Tables(in) {
 				if tbk := tb[t]; tbk != nil && !tbk.allow(now) {
-					return reasonCapacity
+					return reasonCapacity, renewable(tbk)
 				}
 			}
 		}
 	default:
 		if !st.control.allow(now) {
-			return reasonControl
+			return reasonControl, renewable(&st.control)
 		}
 		st.control.take(now, 1)
 		st.debits++
 	}
-	return -1
+	return -1, nil
 }
 
 // debit charges u to st. REQUIRES: st.mu.
@@ -667,11 +707,24 @@ func (m *Manager) Admit(ctx context.Context, s tenancy.Scope, o *dynamo.Op, in a
 		tk.st, f = st, st.flows[class]
 		st.recent.Add(1)
 		if !m.opts.Disabled {
-			st.mu.Lock()
-			st.lastUsed = now
-			reason := st.allow(o, ac, in, now)
-			weight, maxInflight = st.eff.Weight, st.eff.MaxInflight
-			st.mu.Unlock()
+			reason := -1
+			// NB: a request may need a lease for each of its buckets (the
+			// tenant's and its tables'); one engine call per lease.
+			for round := 0; ; round++ {
+				st.mu.Lock()
+				st.lastUsed = now
+				var empty *bucket
+				reason, empty = st.allow(o, ac, in, now)
+				weight, maxInflight = st.eff.Weight, st.eff.MaxInflight
+				st.mu.Unlock()
+				if empty == nil || round == maxLeaseRounds {
+					break
+				}
+				if err := m.renew(ctx, st, empty); err != nil {
+					return nil, err
+				}
+				now = m.now()
+			}
 			if reason >= 0 {
 				m.rejected(st, op, o.Tables(in), now, reason)
 				if reason == reasonControl {
