@@ -88,6 +88,10 @@ type Options struct {
 	// --max-open-silos); 0 means the server's default.
 	MaxOpenSilos int
 
+	// CPUs, for a binary server, pins it to those CPUs (`taskset -c
+	// CPUs`), for benchmarks that give servers CPU budgets of their own.
+	CPUs string
+
 	// ExportRoot is the directory of the DynamoDB API's export and import
 	// buckets (serve --export-root); "" turns those operations off.
 	ExportRoot string
@@ -96,6 +100,17 @@ type Options struct {
 	Env []string
 
 	engine bool // the stand-in engine of a Remote server: never itself remote
+	// gateways > 1 runs a Remote server as that many gateways over one
+	// stand-in engine (gateways.go); 0 takes GatewaysEnv.
+	gateways int
+	// gateway, if set, is the shared engine of a fleet's gateway
+	// (gateways.go), and serverKey the fleet's server key.
+	gateway   *node.Remote
+	serverKey string
+	// operator is the fleet's operator credential, for a binary gateway
+	// that finds the operator already in the engine (and so writes no
+	// operator-credentials file).
+	operator *Credential
 }
 
 // remoteTests holds the names (with a trailing /) of the tests whose
@@ -108,23 +123,39 @@ var remoteTests sync.Map
 // when engine is "", else over the engine at that URL (StartDynalite),
 // each gateway in a table of its own. t must not call Start itself.
 func RemoteFor(t *testing.T, engine string) {
+	remoteFor0(t, remoteRun{engine: engine})
+}
+
+// RemoteGatewaysFor is RemoteFor over n gateways sharing one stand-in
+// engine, behind a front that alternates requests between them (as
+// GatewaysEnv does for every Start).
+func RemoteGatewaysFor(t *testing.T, n int) {
+	remoteFor0(t, remoteRun{gateways: n})
+}
+
+// remoteRun is how the servers of a RemoteFor test run.
+type remoteRun struct {
+	engine   string // external engine URL; "" for a stand-in tenantdb
+	gateways int    // > 1: that many gateways over one stand-in engine
+}
+
+func remoteFor0(t *testing.T, r remoteRun) {
 	prefix := t.Name() + "/"
-	remoteTests.Store(prefix, engine)
+	remoteTests.Store(prefix, r)
 	t.Cleanup(func() { remoteTests.Delete(prefix) })
 }
 
-// remoteFor reports whether t runs within a RemoteFor test, and its
-// engine.
-func remoteFor(t testing.TB) (string, bool) {
-	var engine string
+// remoteFor reports whether t runs within a RemoteFor test, and how.
+func remoteFor(t testing.TB) (remoteRun, bool) {
+	var r remoteRun
 	found := false
 	remoteTests.Range(func(k, v any) bool {
 		if strings.HasPrefix(t.Name(), k.(string)) {
-			engine, found = v.(string), true
+			r, found = v.(remoteRun), true
 		}
 		return !found
 	})
-	return engine, found
+	return r, found
 }
 
 // gateways numbers the gateways over shared external engines.
@@ -174,10 +205,13 @@ func startInProcess(t testing.TB, o Options) *Server {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelError}))
 	}
-	if engine, ok := remoteFor(t); ok {
+	if r, ok := remoteFor(t); ok {
 		o.Remote = true
 		if o.RemoteEngine == "" {
-			o.RemoteEngine = engine
+			o.RemoteEngine = r.engine
+		}
+		if o.gateways == 0 {
+			o.gateways = r.gateways
 		}
 	}
 	s, stop, err := StartInProcess(o)
@@ -215,7 +249,11 @@ func StartInProcess(o Options) (s *Server, stop func() error, err error) {
 		MaxOpenSilos:         o.MaxOpenSilos,
 	}
 	var stopEngine func() error // the stand-in engine's, for a Remote server
-	if !o.engine && (o.Remote || os.Getenv(RemoteEnv) == "1") {
+	if o.gateway != nil {
+		no.Remote, no.Backend, no.ServerKey = *o.gateway, node.BackendDynamoDB, o.serverKey
+	} else if n := gatewaysWanted(o); n > 1 {
+		return startClusterFront(o, n)
+	} else if !o.engine && (o.Remote || os.Getenv(RemoteEnv) == "1") {
 		if no.Remote, stopEngine, err = remoteEngine(o); err != nil {
 			return nil, nil, err
 		}
@@ -340,6 +378,9 @@ func startBinary(t testing.TB, bin, dataDir string, o Options, extraArgs ...stri
 	}
 	args = append(args, extraArgs...)
 	cmd := exec.Command(bin, args...)
+	if o.CPUs != "" {
+		cmd = exec.Command("taskset", append([]string{"-c", o.CPUs, bin}, args...)...)
+	}
 	cmd.Env = append(append(os.Environ(), "TENANTDB_ADDR=", "TENANTDB_DATA_DIR="), o.Env...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
@@ -383,10 +424,14 @@ func startBinary(t testing.TB, bin, dataDir string, o Options, extraArgs ...stri
 	}
 
 	op, err := auth.ReadCredentialsFile(filepath.Join(dataDir, auth.OperatorCredentialsFile), auth.OperatorProfile)
-	if err != nil {
+	switch {
+	case err == nil:
+		s.Operator = credential(op)
+	case o.operator != nil && errors.Is(err, os.ErrNotExist):
+		s.Operator = *o.operator // a later gateway of a fleet
+	default:
 		t.Fatal(err)
 	}
-	s.Operator = credential(op)
 	if d, err := auth.ReadCredentialsFile(filepath.Join(dataDir, node.DefaultCredentialsFile), "default"); err == nil {
 		s.Default = credential(d)
 	} else {
