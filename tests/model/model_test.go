@@ -114,10 +114,16 @@ func TestModel(t *testing.T) {
 
 	// T3 creates its own m_tab first; then the operator creates the shared
 	// tables, m_tab among them: T3 keeps seeing its own.
-	createTable(t, ctx, srv.Client(t3), tblTab, nil)
-	createTable(t, ctx, op, tblTab, nil)
-	createTable(t, ctx, op, tblSilo, map[string]string{"tenantdb:isolation": "silo"})
-	createTable(t, ctx, op, tblLK, map[string]string{"tenantdb:isolation": "leading-keys", "tenantdb:leading-key-pattern": "TENANT#{tenant}|*"})
+	// NB: the remote backend has no streams yet (README): its tables
+	// have none, and the stream replay below is left out there.
+	streams := !srv.Remote
+	if !streams {
+		t.Log("over the remote backend: tables without streams, no stream replay (not served there yet)")
+	}
+	createTable(t, ctx, srv.Client(t3), tblTab, nil, streams)
+	createTable(t, ctx, op, tblTab, nil, streams)
+	createTable(t, ctx, op, tblSilo, map[string]string{"tenantdb:isolation": "silo"}, streams)
+	createTable(t, ctx, op, tblLK, map[string]string{"tenantdb:isolation": "leading-keys", "tenantdb:leading-key-pattern": "TENANT#{tenant}|*"}, streams)
 
 	actors := make([]*actor, len(creds))
 	actorCred := map[*actor]harness.Credential{}
@@ -171,6 +177,9 @@ func TestModel(t *testing.T) {
 			if err := a.verifyAll(ctx, tb); err != nil {
 				t.Error(err)
 			}
+			if !streams {
+				continue
+			}
 			if err := a.verifyStream(ctx, srv, actorCred[a], tb); err != nil {
 				t.Error(err)
 			}
@@ -192,7 +201,7 @@ func TestModel(t *testing.T) {
 	}
 }
 
-func createTable(t *testing.T, ctx context.Context, c *dynamodb.Client, name string, tags map[string]string) {
+func createTable(t *testing.T, ctx context.Context, c *dynamodb.Client, name string, tags map[string]string, streams bool) {
 	t.Helper()
 	s := func(n string) types.AttributeDefinition {
 		return types.AttributeDefinition{AttributeName: aws.String(n), AttributeType: types.ScalarAttributeTypeS}
@@ -212,6 +221,9 @@ func createTable(t *testing.T, ctx context.Context, c *dynamodb.Client, name str
 			KeySchema: []types.KeySchemaElement{
 				{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash}, {AttributeName: aws.String("v"), KeyType: types.KeyTypeRange}},
 			Projection: &types.Projection{ProjectionType: types.ProjectionTypeAll}}},
+	}
+	if !streams {
+		in.StreamSpecification = nil
 	}
 	for k, v := range tags {
 		in.Tags = append(in.Tags, types.Tag{Key: aws.String(k), Value: aws.String(v)})
