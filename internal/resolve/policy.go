@@ -14,7 +14,9 @@ import (
 // credential's policy. ListTables pages through it.
 func (r *Resolver) Visible(ctx context.Context, s tenancy.Scope) ([]string, error) {
 	set := map[string]bool{}
-	if err := r.refreshShared(ctx); err != nil {
+	// NB: ListTables shows what the engine holds now, not what this
+	// gateway loaded up to MaxStale ago (refresh.go).
+	if err := r.refreshSharedFor(ctx, true); err != nil {
 		return nil, err
 	}
 	r.mu.RLock()
@@ -23,7 +25,7 @@ func (r *Resolver) Visible(ctx context.Context, s tenancy.Scope) ([]string, erro
 	}
 	r.mu.RUnlock()
 	if !s.Tenant().IsZero() {
-		own, err := r.ownedByNS(ctx, Namespace(s))
+		own, err := r.ownedFor(ctx, Namespace(s), true)
 		if err != nil {
 			return nil, err
 		}

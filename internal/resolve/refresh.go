@@ -24,6 +24,15 @@ import (
 // sharedKey is the refresh-state key of the shared tables.
 const sharedKey = ""
 
+// A name not found, and ListTables, do not wait for MaxStale: a table
+// created through another gateway is used through this one at once
+// (clients create a table and use it, behind a load balancer that sends
+// each request to any gateway), and one dropped elsewhere is no longer
+// listed. They load the namespace (and the shared tables) again, one
+// Catalog load each, concurrent ones included (force). NB: so a request
+// for a table that does not exist costs one engine read per namespace on
+// a gateway; it is admitted by the fair gates as any request.
+
 // claim reports whether key's tables are stale and no refresh of them is
 // running, and if so marks one running (the caller must release it).
 func (r *Resolver) claim(key string) bool {
@@ -37,14 +46,28 @@ func (r *Resolver) claim(key string) bool {
 	return !busy
 }
 
+// claimFor is claim, or with force a load in any case (release is then
+// whether the caller marked one running and must release it).
+func (r *Resolver) claimFor(key string, force bool) (load, release bool) {
+	if !force {
+		ok := r.claim(key)
+		return ok, ok
+	}
+	_, busy := r.refreshing.LoadOrStore(key, struct{}{})
+	return true, !busy
+}
+
 // refreshOwned returns namespace ns's tables, loading them again first if
 // they are stale (cur is what is loaded now).
-func (r *Resolver) refreshOwned(ctx context.Context, ns []byte, cur map[string]*schema.Table) (map[string]*schema.Table, error) {
+func (r *Resolver) refreshOwned(ctx context.Context, ns []byte, cur map[string]*schema.Table, force bool) (map[string]*schema.Table, error) {
 	key := string(ns)
-	if !r.claim(key) {
+	load, release := r.claimFor(key, force)
+	if !load {
 		return cur, nil
 	}
-	defer r.refreshing.Delete(key)
+	if release {
+		defer r.refreshing.Delete(key)
+	}
 	r.mu.RLock()
 	gen := r.gen[key]
 	r.mu.RUnlock()
@@ -65,11 +88,20 @@ func (r *Resolver) refreshOwned(ctx context.Context, ns []byte, cur map[string]*
 }
 
 // refreshShared loads the shared tables again if they are stale.
-func (r *Resolver) refreshShared(ctx context.Context) error {
-	if r.opts.MaxStale <= 0 || !r.claim(sharedKey) {
+func (r *Resolver) refreshShared(ctx context.Context) error { return r.refreshSharedFor(ctx, false) }
+
+// refreshSharedFor is refreshShared; force loads them even if not stale.
+func (r *Resolver) refreshSharedFor(ctx context.Context, force bool) error {
+	if r.opts.MaxStale <= 0 {
 		return nil
 	}
-	defer r.refreshing.Delete(sharedKey)
+	load, release := r.claimFor(sharedKey, force)
+	if !load {
+		return nil
+	}
+	if release {
+		defer r.refreshing.Delete(sharedKey)
+	}
 	r.mu.RLock()
 	gen := r.gen[sharedKey]
 	r.mu.RUnlock()

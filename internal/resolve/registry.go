@@ -18,12 +18,18 @@ import (
 // environment whose namespace is ns. The returned map is never modified
 // (changes replace it), so it may be read without a lock.
 func (r *Resolver) ownedByNS(ctx context.Context, ns []byte) (map[string]*schema.Table, error) {
+	return r.ownedFor(ctx, ns, false)
+}
+
+// ownedFor is ownedByNS; with force (and Options.MaxStale) loaded tables
+// are loaded again even if not stale (refresh.go).
+func (r *Resolver) ownedFor(ctx context.Context, ns []byte, force bool) (map[string]*schema.Table, error) {
 	r.mu.RLock()
 	m, ok := r.owned[string(ns)]
 	r.mu.RUnlock()
 	if ok {
 		if r.opts.MaxStale > 0 {
-			return r.refreshOwned(ctx, ns, m)
+			return r.refreshOwned(ctx, ns, m, force)
 		}
 		return m, nil
 	}

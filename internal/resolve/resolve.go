@@ -242,13 +242,29 @@ func (r *Resolver) Open(ctx context.Context, s tenancy.Scope, name string) (Targ
 // goes through Lookup, so the policy check lives here and cannot be
 // forgotten by one operation.
 func (r *Resolver) Lookup(ctx context.Context, s tenancy.Scope, name string) (Target, error) {
+	// NB: a table's control plane reads the engine's definition, not one
+	// loaded up to MaxStale ago: DDL changes a table's current definition
+	// (changed through another gateway, a conditional write would fail),
+	// and DescribeTable shows it (refresh.go). These requests are rate
+	// limited per tenant.
+	return r.lookup(ctx, s, name, r.opts.MaxStale > 0 && freshActions[s.Action()])
+}
+
+// freshActions are the table control-plane actions that resolve a table
+// from the engine's current definitions on a gateway.
+var freshActions = map[string]bool{
+	"DescribeTable": true, "DeleteTable": true, "UpdateTable": true, "TagResource": true, "UntagResource": true,
+	"ListTagsOfResource": true, "UpdateTimeToLive": true, "DescribeTimeToLive": true,
+}
+
+func (r *Resolver) lookup(ctx context.Context, s tenancy.Scope, name string, reloaded bool) (Target, error) {
 	if !s.AllowsTable(name) {
 		return Target{}, denyTable(s, name)
 	}
 	tg := Target{Scope: s}
 	if !s.Tenant().IsZero() {
 		tg.Namespace = Namespace(s)
-		own, err := r.ownedByNS(ctx, tg.Namespace)
+		own, err := r.ownedFor(ctx, tg.Namespace, reloaded)
 		if err != nil {
 			return Target{}, err
 		}
@@ -257,12 +273,17 @@ func (r *Resolver) Lookup(ctx context.Context, s tenancy.Scope, name string) (Ta
 			return tg, nil
 		}
 	}
-	if err := r.refreshShared(ctx); err != nil {
+	if err := r.refreshSharedFor(ctx, reloaded); err != nil {
 		return Target{}, err
 	}
 	r.mu.RLock()
 	t, ok := r.shared[name]
 	r.mu.RUnlock()
+	if !ok && r.opts.MaxStale > 0 && !reloaded {
+		// NB: created through another gateway since the last load
+		// (refresh.go): look again in what the engine holds.
+		return r.lookup(ctx, s, name, true)
+	}
 	if !ok {
 		return Target{}, NotFound(name)
 	}
