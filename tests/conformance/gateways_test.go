@@ -1,0 +1,34 @@
+package conformance
+
+import (
+	"testing"
+
+	"github.com/tenantdb/tenantdb/tests/harness"
+)
+
+// TestRemoteGateways runs TestRemote's tests once more over two gateways
+// sharing one stand-in engine, behind a front that sends each request to
+// the other gateway than the last (TENANTDB_REMOTE_GATEWAYS=2 does so for
+// the whole suite): a table created, changed or dropped through one is
+// used through the other at once, and a tenant and its keys are the
+// same on both.
+func TestRemoteGateways(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: the remote backend's run of the suite over two gateways")
+	}
+	harness.RemoteGatewaysFor(t, 2)
+	for _, c := range []struct {
+		name string
+		fn   func(*testing.T)
+	}{
+		{"BadInput", TestBadInput}, {"BatchWriteAndGet", TestBatchWriteAndGet}, {"Transactions", TestTransactions},
+		{"ConcurrentCounter", TestConcurrentCounter}, {"Golden", TestGolden}, {"ItemRoundTripAllTypes", TestItemRoundTripAllTypes},
+		{"UpdateDeleteConditional", TestUpdateDeleteConditional}, {"ValidationErrors", TestValidationErrors}, {"Query", TestQuery},
+		{"ScanSegments", TestScanSegments}, {"TableLifecycle", TestTableLifecycle}, {"ListTablesPaged", TestListTablesPaged},
+		{"DescribeEndpointsAndLimits", TestDescribeEndpointsAndLimits}, {"TagRules", TestTagRules},
+		{"PartiQLStatements", TestPartiQLStatements}, {"PartiQLTransaction", TestPartiQLTransaction},
+		{"UpdateItemOnMissingItem", TestUpdateItemOnMissingItem}, {"SiloTier", TestSiloTier},
+	} {
+		t.Run(c.name, c.fn)
+	}
+}
