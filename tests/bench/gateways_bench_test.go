@@ -34,7 +34,7 @@ import (
 //	TENANTDB_BIN=/tmp/tenantdb taskset -c 0 go test ./tests/bench -run '^$' -bench BenchmarkGateways -benchtime 1x
 //
 // One tenant's clients use every gateway. It prints (and BENCHMARKS.md
-// §21 shows):
+// §23 shows):
 //   - throughput of PutItem and GetItem from 32 clients spread over 1, 2
 //     and 3 gateways, and from the same clients talking to the engine
 //     directly, 3 s each, two rounds interleaved;
