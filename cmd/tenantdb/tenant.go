@@ -32,6 +32,7 @@ func runTenant(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		{"moves", "moves ID|SLUG   (the tenant's moves and their progress)", func(a []string, o, e io.Writer) error { return tenantMoves(ctx, a, o, e) }},
 		{"rotate-key", "rotate-key ID|SLUG [--no-wait]   (new data key; re-encrypts the tenant's data in the background)", func(a []string, o, e io.Writer) error { return tenantRotateKey(ctx, a, o, e) }},
 		{"encryption", "encryption ID|SLUG   (the tenant's data key version and rotation progress)", func(a []string, o, e io.Writer) error { return tenantEncryption(ctx, a, o, e) }},
+		{"shard", "shard ID|SLUG [--shards N] [--table NAME]   (remote backend: spread the tenant's items over N engine partition keys, online)", func(a []string, o, e io.Writer) error { return tenantShard(ctx, a, o, e) }},
 	}, args, stdout, stderr)
 }
 

@@ -76,6 +76,7 @@ func (b *Backend) BatchGetItem(ctx context.Context, s tenancy.Scope, in *wire.Ba
 		in *dynamodb.BatchGetItemInput
 	}
 	var reqs []req
+	var moving []movingGet
 	names := slices.Sorted(func(yield func(string) bool) {
 		for t := range in.RequestItems {
 			if !yield(t) {
@@ -105,12 +106,23 @@ func (b *Backend) BatchGetItem(ctx context.Context, s tenancy.Scope, in *wire.Ba
 				kas.ExpressionAttributeNames[k] = v
 			}
 		}
+		var mv []attr.Item
 		for _, k := range ka.Keys {
 			pk, err := p.key(k)
 			if err != nil {
 				return nil, err
 			}
+			if len(p.keyPKs(k[p.tg.Table.Hash.Name])) > 1 {
+				mv = append(mv, k) // read where it is (move.go)
+				continue
+			}
 			kas.Keys = append(kas.Keys, pk)
+		}
+		if len(mv) > 0 {
+			moving = append(moving, movingGet{p: p, keys: mv, pe: pe, names: exprNames, consistent: aws.ToBool(ka.ConsistentRead)})
+		}
+		if len(kas.Keys) == 0 {
+			continue
 		}
 		reqs = append(reqs, req{p, &dynamodb.BatchGetItemInput{
 			RequestItems:           map[string]types.KeysAndAttributes{b.table: kas},
@@ -151,8 +163,43 @@ func (b *Backend) BatchGetItem(ctx context.Context, s tenancy.Scope, in *wire.Ba
 			out.UnprocessedKeys[table] = ka
 		}
 	}
+	for _, m := range moving {
+		table := m.p.tg.Table.Name
+		if out.Responses[table] == nil {
+			out.Responses[table] = []wire.Item{}
+		}
+		for _, k := range m.keys {
+			_, raw, u, err := b.locate(ctx, m.p, k, m.p.keyPKs(k[m.p.tg.Table.Hash.Name]), m.consistent)
+			if err != nil {
+				return nil, err
+			}
+			total += u
+			counts[table]++
+			if raw == nil {
+				continue
+			}
+			item := strip(raw)
+			if m.pe != nil && *m.pe != "" {
+				proj, err := expr.NewParams(m.names, nil).Projection(*m.pe)
+				if err != nil {
+					return nil, err
+				}
+				item = proj.Apply(item)
+			}
+			out.Responses[table] = append(out.Responses[table], item)
+		}
+	}
 	out.U = split(total, counts, false)
 	return out, nil
+}
+
+// movingGet is a BatchGetItem's keys of items whose shard is changing.
+type movingGet struct {
+	p          place
+	keys       []attr.Item
+	pe         *string
+	names      map[string]string
+	consistent bool
 }
 
 // BatchWriteItem is one engine BatchWriteItem: every logical table's
@@ -167,6 +214,12 @@ func (b *Backend) BatchWriteItem(ctx context.Context, s tenancy.Scope, in *wire.
 	}
 	from := map[string]origin{}
 	var reqs []types.WriteRequest
+	type movingW struct {
+		p   place
+		pks []string
+		m   mutation
+	}
+	var moving []movingW
 	counts := map[string]int{}
 	for table, ws := range in.RequestItems {
 		p, err := b.openW(ctx, s, table)
@@ -199,18 +252,40 @@ func (b *Backend) BatchWriteItem(ctx context.Context, s tenancy.Scope, in *wire.
 				return nil, apierr.Validationf("Provided list of item keys contains duplicates")
 			}
 			from[id] = origin{table, p}
+			if w.PutRequest != nil {
+				if pks := p.keyPKs(w.PutRequest.Item[p.tg.Table.Hash.Name]); len(pks) > 1 {
+					it := w.PutRequest.Item
+					moving = append(moving, movingW{p, pks, mutation{key: it, compute: func(attr.Item) (attr.Item, error) { return it, nil }}})
+					continue
+				}
+			} else if pks := p.keyPKs(w.DeleteRequest.Key[p.tg.Table.Hash.Name]); len(pks) > 1 {
+				moving = append(moving, movingW{p, pks, mutation{key: w.DeleteRequest.Key, compute: func(attr.Item) (attr.Item, error) { return nil, nil }}})
+				continue
+			}
 			reqs = append(reqs, r)
 		}
 	}
-	if len(reqs) > 25 {
+	if len(reqs)+len(moving) > 25 {
 		return nil, apierr.Validationf("1 validation error detected: Value at 'requestItems' failed to satisfy constraint: Map value must satisfy constraint: [Member must have length less than or equal to 25, Member must have length greater than or equal to 1]")
 	}
-	res, err := b.db.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{
-		RequestItems:           map[string][]types.WriteRequest{b.table: reqs},
-		ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
-	})
-	if err != nil {
-		return nil, engineErr(err, strip)
+	var total float64
+	for _, m := range moving { // items whose shard is changing (move.go)
+		w, err := b.movingWrite(ctx, m.p, m.pks, m.m)
+		if err != nil {
+			return nil, err
+		}
+		total += w.units
+	}
+	res := &dynamodb.BatchWriteItemOutput{}
+	if len(reqs) > 0 {
+		var err error
+		res, err = b.db.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{
+			RequestItems:           map[string][]types.WriteRequest{b.table: reqs},
+			ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
+		})
+		if err != nil {
+			return nil, engineErr(err, strip)
+		}
 	}
 	out := &wire.BatchWriteItemOutput{UnprocessedItems: map[string][]wire.WriteRequest{}}
 	for _, r := range res.UnprocessedItems[b.table] {
@@ -227,7 +302,6 @@ func (b *Backend) BatchWriteItem(ctx context.Context, s tenancy.Scope, in *wire.
 			out.UnprocessedItems[o.table] = append(out.UnprocessedItems[o.table], wire.WriteRequest{DeleteRequest: &wire.DeleteRequest{Key: k}})
 		}
 	}
-	var total float64
 	for _, cc := range res.ConsumedCapacity {
 		total += aws.ToFloat64(cc.CapacityUnits)
 	}
@@ -344,6 +418,9 @@ func (b *Backend) txPut(ctx context.Context, s tenancy.Scope, in *wire.TransactP
 	if err == nil {
 		err = checkPlaceholders(in.ExpressionAttributeNames, in.ExpressionAttributeValues)
 	}
+	if err == nil {
+		err = p.notMoving(in.Item)
+	}
 	return types.TransactWriteItem{Put: &types.Put{
 		TableName: &b.table, Item: it, ConditionExpression: str(in.ConditionExpression),
 		ExpressionAttributeNames: in.ExpressionAttributeNames, ExpressionAttributeValues: toValues(in.ExpressionAttributeValues),
@@ -359,6 +436,9 @@ func (b *Backend) txDelete(ctx context.Context, s tenancy.Scope, in *wire.Transa
 	k, err := p.key(in.Key)
 	if err == nil {
 		err = checkPlaceholders(in.ExpressionAttributeNames, in.ExpressionAttributeValues)
+	}
+	if err == nil {
+		err = p.notMoving(in.Key)
 	}
 	return types.TransactWriteItem{Delete: &types.Delete{
 		TableName: &b.table, Key: k, ConditionExpression: str(in.ConditionExpression),
@@ -377,6 +457,9 @@ func (b *Backend) txUpdate(ctx context.Context, s tenancy.Scope, in *wire.Transa
 		return types.TransactWriteItem{}, nil, nil, err
 	}
 	if err := checkPlaceholders(in.ExpressionAttributeNames, in.ExpressionAttributeValues); err != nil {
+		return types.TransactWriteItem{}, nil, nil, err
+	}
+	if err := p.notMoving(in.Key); err != nil {
 		return types.TransactWriteItem{}, nil, nil, err
 	}
 	upd, names, values, err := p.update(in.Key, in.UpdateExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues)
@@ -499,6 +582,9 @@ func (b *Backend) txCheck(ctx context.Context, s tenancy.Scope, in *wire.Conditi
 	if err == nil {
 		err = checkPlaceholders(in.ExpressionAttributeNames, in.ExpressionAttributeValues)
 	}
+	if err == nil {
+		err = p.notMoving(in.Key)
+	}
 	return types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{
 		TableName: &b.table, Key: k, ConditionExpression: aws.String(in.ConditionExpression),
 		ExpressionAttributeNames: in.ExpressionAttributeNames, ExpressionAttributeValues: toValues(in.ExpressionAttributeValues),
@@ -526,6 +612,9 @@ func (b *Backend) TransactGetItems(ctx context.Context, s tenancy.Scope, in *wir
 			return nil, err
 		}
 		if err := checkPlaceholders(ti.Get.ExpressionAttributeNames, nil); err != nil {
+			return nil, err
+		}
+		if err := p.notMoving(ti.Get.Key); err != nil {
 			return nil, err
 		}
 		counts[ti.Get.TableName]++

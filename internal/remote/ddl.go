@@ -128,7 +128,11 @@ func (b *Backend) DescribeTable(ctx context.Context, s tenancy.Scope, in *wire.D
 	if err != nil {
 		return nil, err
 	}
-	st, err := b.stats(ctx, placeOf(tg))
+	lay, err := b.layoutOf(ctx, tg.Namespace, tg.Table.ID)
+	if err != nil {
+		return nil, err
+	}
+	st, err := b.stats(ctx, placeOf(tg, lay))
 	if err != nil {
 		return nil, err
 	}
@@ -215,7 +219,11 @@ func (b *Backend) DeleteTable(ctx context.Context, s tenancy.Scope, in *wire.Del
 	}
 	b.res.Unpublish(t)
 	if !t.Shared() {
-		go b.purge(context.WithoutCancel(ctx), placeOf(tg))
+		lay, err := b.layoutOf(ctx, tg.Namespace, t.ID)
+		if err != nil {
+			lay = layout{n: MaxShards} // purge every shard there may be
+		}
+		go b.purge(context.WithoutCancel(ctx), placeOf(tg, lay))
 	}
 	return &wire.DeleteTableOutput{TableDescription: b.describe(t).Deleting()}, nil
 }
@@ -224,9 +232,11 @@ func (b *Backend) DeleteTable(ctx context.Context, s tenancy.Scope, in *wire.Del
 // record. A purge cut short by the gateway's end leaves the record for a
 // later sweep (not yet written: see DESIGN.md).
 func (b *Backend) purge(ctx context.Context, p place) {
-	if err := b.deleteCollection(ctx, p.pk); err != nil {
-		b.log.Warn("purging a dropped table", "table", p.tg.Table.ID, "err", err)
-		return
+	for _, pk := range p.shardPKs() {
+		if err := b.deleteCollection(ctx, pk); err != nil {
+			b.log.Warn("purging a dropped table", "table", p.tg.Table.ID, "err", err)
+			return
+		}
 	}
 	_, err := b.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: &b.table, Key: map[string]types.AttributeValue{
 		attrPK: &types.AttributeValueMemberS{Value: "meta#drop"},

@@ -2,7 +2,9 @@ package remote
 
 import (
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
+	"hash/fnv"
 	"strconv"
 	"strings"
 
@@ -35,20 +37,45 @@ const (
 // encoded logical key (see DESIGN.md, "Limits").
 const maxSortKey = 1024
 
-// shards is the number of item collections a logical table of one tenant
-// environment spreads over. Stage 1 keeps one; the encoding carries the
-// shard so that raising it later changes no stored key.
-const shards = 1
-
-// place is where one Target's items live: its item collection's
-// partition key, and the table it resolved.
+// place is where one Target's items live: the partition keys of its
+// item collection's shards (base followed by the shard number), the
+// collection's layout (shard count, and a move in progress; shard.go),
+// and the table it resolved.
 type place struct {
-	tg resolve.Target
-	pk string
+	tg   resolve.Target
+	base string
+	lay  layout
 }
 
-func placeOf(tg resolve.Target) place {
-	return place{tg: tg, pk: hex.EncodeToString(tg.Namespace) + "#" + strconv.FormatUint(tg.Table.ID, 10) + "#0"}
+// placeOf is the place of tg under layout lay.
+func placeOf(tg resolve.Target, lay layout) place {
+	return place{tg: tg, base: collBase(tg.Namespace, tg.Table.ID), lay: lay}
+}
+
+// collBase is the partition keys' common beginning of the collection of
+// table id in namespace ns: hex(ns) "#" id "#".
+func collBase(ns []byte, id uint64) string {
+	return hex.EncodeToString(ns) + "#" + strconv.FormatUint(id, 10) + "#"
+}
+
+// part is the partition key of shard i.
+func (p place) part(i int) string { return p.base + strconv.Itoa(i) }
+
+// shardOf is the shard, among n, of the items whose partition key is hv:
+// every item of one logical item collection lives in one shard.
+func shardOf(hv attr.Value, n int) int {
+	if n <= 1 {
+		return 0
+	}
+	h := fnv.New64a()
+	h.Write(attr.AppendKey(nil, hv))
+	return int(h.Sum64() % uint64(n))
+}
+
+// pkOf is the partition key where the item with key (or item) key is
+// written: its shard in the layout's current shard count.
+func (p place) pkOf(key attr.Item) string {
+	return p.part(shardOf(key[p.tg.Table.Hash.Name], p.lay.n))
 }
 
 // sortKey encodes a logical key (validated against the table) as the
@@ -73,7 +100,7 @@ func (p place) physKey(key attr.Item) (map[string]types.AttributeValue, error) {
 		return nil, err
 	}
 	return map[string]types.AttributeValue{
-		attrPK: &types.AttributeValueMemberS{Value: p.pk},
+		attrPK: &types.AttributeValueMemberS{Value: p.pkOf(key)},
 		attrSK: &types.AttributeValueMemberB{Value: sk},
 	}, nil
 }
@@ -91,7 +118,8 @@ func (p place) physItem(item attr.Item) (map[string]types.AttributeValue, error)
 		return nil, err
 	}
 	m := toItem(item)
-	m[attrPK] = &types.AttributeValueMemberS{Value: p.pk}
+	pk := p.pkOf(item)
+	m[attrPK] = &types.AttributeValueMemberS{Value: pk}
 	m[attrSK] = &types.AttributeValueMemberB{Value: sk}
 	for i, ix := range p.tg.Table.Indexes {
 		hv, ok := item[ix.Hash.Name]
@@ -106,11 +134,12 @@ func (p place) physItem(item attr.Item) (map[string]types.AttributeValue, error)
 			}
 			xs = attr.AppendKey(xs, rv)
 		}
+		xs = append(xs, entryTag(sk)...)
 		if len(xs) > maxSortKey {
 			return nil, apierr.Validationf("One or more parameter values were invalid: the key of index %s is too large for the remote backend (its encoding exceeds %d bytes)", ix.Name, maxSortKey)
 		}
 		slot := slotOf(i)
-		m[slot.pk] = &types.AttributeValueMemberS{Value: p.indexPart(ix)}
+		m[slot.pk] = &types.AttributeValueMemberS{Value: indexPart(pk, ix)}
 		m[slot.sk] = &types.AttributeValueMemberB{Value: xs}
 	}
 	if len(p.tg.Table.Indexes) > 0 {
@@ -119,9 +148,24 @@ func (p place) physItem(item attr.Item) (map[string]types.AttributeValue, error)
 	return m, nil
 }
 
-// indexPart is the partition key of index ix's entries in p's collection.
-func (p place) indexPart(ix *schema.Index) string {
-	return p.pk + "#" + strconv.FormatUint(uint64(ix.No), 10)
+// indexPart is the partition key of index ix's entries of the items in
+// the shard whose partition key is pk: an item's index entries live in
+// its own shard (see DESIGN.md, "Shards").
+func indexPart(pk string, ix *schema.Index) string {
+	return pk + "#" + strconv.FormatUint(uint64(ix.No), 10)
+}
+
+// tagLen is the length of entryTag.
+const tagLen = 16
+
+// entryTag follows the encoded index key in an index entry's sort key:
+// a digest of the item's table key (its physical sort key sk), so that
+// every entry's sort key is unique and one total order (index key, then
+// tag) holds in every shard — an index query over several shards merges
+// by it and resumes after a page token in any shard (gather.go).
+func entryTag(sk []byte) []byte {
+	d := sha256.Sum256(sk)
+	return d[:tagLen]
 }
 
 // indexSlot is one of the engine table's generic global secondary

@@ -50,13 +50,13 @@ func keep(names map[string]string, values map[string]attr.Value, exprs ...*strin
 
 // coll is one ordered collection the engine queries for a Target: the
 // tenant's items of a table (the engine table's key), or the entries of
-// one of its indexes (the index's slot).
+// one of its indexes (the index's slot). It spreads over the shards of
+// the Target's place.
 type coll struct {
 	p              place
 	ix             *schema.Index // nil: the table
 	index          string        // engine index; "" for the table
 	pkAttr, skAttr string
-	part           string
 	hash, rng      schema.KeyAttr
 	slot           indexSlot
 }
@@ -66,12 +66,12 @@ type coll struct {
 func (p place) coll(name *string) (coll, error) {
 	t := p.tg.Table
 	if name == nil {
-		return coll{p: p, pkAttr: attrPK, skAttr: attrSK, part: p.pk, hash: t.Hash, rng: t.Range}, nil
+		return coll{p: p, pkAttr: attrPK, skAttr: attrSK, hash: t.Hash, rng: t.Range}, nil
 	}
 	for i, ix := range t.Indexes {
 		if ix.Name == *name {
 			slot := slotOf(i)
-			return coll{p: p, ix: ix, index: slot.name, pkAttr: slot.pk, skAttr: slot.sk, part: p.indexPart(ix), hash: ix.Hash, rng: ix.Range, slot: slot}, nil
+			return coll{p: p, ix: ix, index: slot.name, pkAttr: slot.pk, skAttr: slot.sk, hash: ix.Hash, rng: ix.Range, slot: slot}, nil
 		}
 	}
 	if len(*name) < 3 || len(*name) > 255 {
@@ -80,66 +80,127 @@ func (p place) coll(name *string) (coll, error) {
 	return coll{}, apierr.Validationf("The table does not have the specified index: %s", *name)
 }
 
-// keyRange returns the engine key condition for a logical one, over the
-// gateway's placeholders, adding their values to names and values.
-func (c coll) keyRange(kc *expr.KeyCondition, isExpr bool, names map[string]string, values map[string]types.AttributeValue) (string, error) {
+// partOf is c's partition key in the shard whose partition key is pk.
+func (c coll) partOf(pk string) string {
+	if c.ix == nil {
+		return pk
+	}
+	return indexPart(pk, c.ix)
+}
+
+// parts returns c's partition keys in every shard a read must consult
+// (both layouts while a move is in progress; shard.go).
+func (c coll) parts() []string {
+	var out []string
+	for _, pk := range c.p.shardPKs() {
+		out = append(out, c.partOf(pk))
+	}
+	return out
+}
+
+// partsOf returns the partition keys a Query of the table's items with
+// partition key hv must consult: its one shard (or, during a move, its
+// shard in each layout). An index query consults every shard.
+func (c coll) partsOf(hv attr.Value) []string {
+	if c.ix != nil {
+		return c.parts()
+	}
+	return c.p.keyPKs(hv)
+}
+
+// suffix is the length of what follows the encoded key in c's sort
+// keys: the entry tag of an index entry (layout.go).
+func (c coll) suffix() int {
+	if c.ix == nil {
+		return 0
+	}
+	return tagLen
+}
+
+// keyBounds returns the inclusive bounds on c's physical sort key of a
+// logical key condition.
+func (c coll) keyBounds(kc *expr.KeyCondition, isExpr bool) (lo, hi []byte, err error) {
 	if err := engine.CheckKeyCondition(kc, c.hash, c.rng, isExpr); err != nil {
-		return "", err
+		return nil, nil, err
 	}
 	if err := c.p.tg.CheckLeadingKey(kc.HashValue); err != nil {
-		return "", err
+		return nil, nil, err
 	}
 	prefix := attr.AppendKey(nil, kc.HashValue)
 	if len(prefix) > maxSortKey {
-		return "", apierr.Validationf("One or more parameter values were invalid: the key is too large for the remote backend (its encoding exceeds %d bytes)", maxSortKey)
+		return nil, nil, apierr.Validationf("One or more parameter values were invalid: the key is too large for the remote backend (its encoding exceeds %d bytes)", maxSortKey)
 	}
-	names["#tenantdb_p"], names["#tenantdb_s"] = c.pkAttr, c.skAttr
-	values[":tenantdb_p"] = &types.AttributeValueMemberS{Value: c.part}
-	bin := func(b []byte) types.AttributeValue { return &types.AttributeValueMemberB{Value: b} }
 	with := func(v attr.Value) []byte { return attr.AppendKey(append([]byte(nil), prefix...), v) }
-	between := func(lo, hi []byte) string {
-		values[":tenantdb_lo"], values[":tenantdb_hi"] = bin(lo), bin(hi)
-		return "#tenantdb_p = :tenantdb_p AND #tenantdb_s BETWEEN :tenantdb_lo AND :tenantdb_hi"
+	// last is the greatest sort key of the entries whose key encodes to
+	// enc: enc itself on the table, enc and the greatest tag on an index.
+	last := func(enc []byte) []byte {
+		if c.suffix() == 0 {
+			return enc
+		}
+		return top(enc)
 	}
 	if c.rng.Name == "" {
-		values[":tenantdb_s"] = bin(prefix)
-		return "#tenantdb_p = :tenantdb_p AND #tenantdb_s = :tenantdb_s", nil
+		return prefix, last(prefix), nil
 	}
 	if kc.RangeName == "" {
-		values[":tenantdb_s"] = bin(prefix)
-		return "#tenantdb_p = :tenantdb_p AND begins_with(#tenantdb_s, :tenantdb_s)", nil
+		return prefix, top(prefix), nil
 	}
 	v := kc.RangeValues[0]
 	switch kc.RangeOp {
 	case expr.KeyEQ:
-		values[":tenantdb_s"] = bin(with(v))
-		return "#tenantdb_p = :tenantdb_p AND #tenantdb_s = :tenantdb_s", nil
+		return with(v), last(with(v)), nil
 	case expr.KeyLT:
-		return between(prefix, pred(with(v))), nil
+		return prefix, pred(with(v)), nil
 	case expr.KeyLE:
-		return between(prefix, with(v)), nil
+		return prefix, last(with(v)), nil
 	case expr.KeyGT:
-		return between(append(with(v), 0), top(prefix)), nil
+		return append(last(with(v)), 0), top(prefix), nil
 	case expr.KeyGE:
-		return between(with(v), top(prefix)), nil
+		return with(v), top(prefix), nil
 	case expr.KeyBetween:
-		return between(with(v), with(kc.RangeValues[1])), nil
+		return with(v), last(with(kc.RangeValues[1])), nil
 	case expr.KeyBeginsWith: // on S or B only (CheckKeyCondition)
 		enc := with(v)
 		// The encoding without its terminator (0x00 0x01) is the prefix of
 		// every value that begins with v.
-		values[":tenantdb_s"] = bin(enc[:len(enc)-2])
-		return "#tenantdb_p = :tenantdb_p AND begins_with(#tenantdb_s, :tenantdb_s)", nil
+		return enc[:len(enc)-2], top(enc[:len(enc)-2]), nil
 	}
-	return "", apierr.New(apierr.Internal, "unknown key condition operator")
+	return nil, nil, apierr.New(apierr.Internal, "unknown key condition operator")
+}
+
+// keyCond renders the engine key condition of partition part and the
+// inclusive sort-key bounds lo and hi (nil: unbounded), over the
+// gateway's placeholders, adding their values to names and values.
+func (c coll) keyCond(part string, lo, hi []byte, names map[string]string, values map[string]types.AttributeValue) string {
+	names["#tenantdb_p"] = c.pkAttr
+	values[":tenantdb_p"] = &types.AttributeValueMemberS{Value: part}
+	cond := "#tenantdb_p = :tenantdb_p"
+	bin := func(b []byte) types.AttributeValue { return &types.AttributeValueMemberB{Value: b} }
+	switch {
+	case lo != nil && hi != nil:
+		names["#tenantdb_s"] = c.skAttr
+		values[":tenantdb_lo"], values[":tenantdb_hi"] = bin(lo), bin(hi)
+		cond += " AND #tenantdb_s BETWEEN :tenantdb_lo AND :tenantdb_hi"
+	case lo != nil:
+		names["#tenantdb_s"] = c.skAttr
+		values[":tenantdb_lo"] = bin(lo)
+		cond += " AND #tenantdb_s >= :tenantdb_lo"
+	case hi != nil:
+		names["#tenantdb_s"] = c.skAttr
+		values[":tenantdb_hi"] = bin(hi)
+		cond += " AND #tenantdb_s <= :tenantdb_hi"
+	}
+	return cond
 }
 
 // startKey validates a client's page token (a logical key of the table,
 // with an index's key attributes for an index, within its leading keys)
-// and returns the engine's.
-func (c coll) startKey(esk attr.Item) (map[string]types.AttributeValue, error) {
+// and returns the engine's key in partition part (its partition key
+// attribute(s) set for part) and the token's position: the physical sort
+// key of c it names, after which a read resumes in every shard.
+func (c coll) startKey(esk attr.Item, part string) (map[string]types.AttributeValue, []byte, error) {
 	if esk == nil {
-		return nil, nil
+		return nil, nil, nil
 	}
 	t := c.p.tg.Table
 	invalid := func(err error) error {
@@ -152,20 +213,24 @@ func (c coll) startKey(esk attr.Item) (map[string]types.AttributeValue, error) {
 		}
 	}
 	if err := t.ValidateKey(tk); err != nil {
-		return nil, invalid(err)
+		return nil, nil, invalid(err)
 	}
 	if err := c.p.tg.CheckStartKey(c.ix, esk); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	phys, err := c.p.physKey(tk)
+	tsk, err := c.p.sortKey(tk)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	phys := map[string]types.AttributeValue{
+		attrPK: &types.AttributeValueMemberS{Value: part},
+		attrSK: &types.AttributeValueMemberB{Value: tsk},
 	}
 	if c.ix == nil {
 		if len(esk) != len(tk) {
-			return nil, apierr.Validationf("The provided starting key is invalid: The provided key element does not match the schema")
+			return nil, nil, apierr.Validationf("The provided starting key is invalid: The provided key element does not match the schema")
 		}
-		return phys, nil
+		return phys, tsk, nil
 	}
 	n := len(tk)
 	var xs []byte
@@ -175,7 +240,7 @@ func (c coll) startKey(esk attr.Item) (map[string]types.AttributeValue, error) {
 		}
 		v, ok := esk[k.Name]
 		if !ok || v.Type != k.Type {
-			return nil, apierr.Validationf("The provided starting key is invalid: The provided key element does not match the schema")
+			return nil, nil, apierr.Validationf("The provided starting key is invalid: The provided key element does not match the schema")
 		}
 		if _, dup := tk[k.Name]; !dup {
 			n++
@@ -183,11 +248,15 @@ func (c coll) startKey(esk attr.Item) (map[string]types.AttributeValue, error) {
 		xs = attr.AppendKey(xs, v)
 	}
 	if len(esk) != n {
-		return nil, apierr.Validationf("The provided starting key is invalid: The provided key element does not match the schema")
+		return nil, nil, apierr.Validationf("The provided starting key is invalid: The provided key element does not match the schema")
 	}
-	phys[c.pkAttr] = &types.AttributeValueMemberS{Value: c.part}
+	xs = append(xs, entryTag(tsk)...)
+	// NB: the index entry's table key stays in its own shard's partition
+	// key: the engine takes it from the token's table key attributes.
+	phys[attrPK] = &types.AttributeValueMemberS{Value: c.p.pkOf(tk)}
+	phys[c.pkAttr] = &types.AttributeValueMemberS{Value: part}
 	phys[c.skAttr] = &types.AttributeValueMemberB{Value: xs}
-	return phys, nil
+	return phys, xs, nil
 }
 
 // lastKey decodes the engine's LastEvaluatedKey into the logical one.
@@ -269,8 +338,9 @@ func (c coll) consistent(cr *bool) error {
 	return nil
 }
 
-// Query is one engine Query on the tenant's item collection (or an
-// index's), its key condition rewritten onto the physical sort key.
+// Query is one engine Query on the shard of the tenant's item collection
+// holding the queried partition key, its key condition rewritten onto the
+// physical sort key; an index query gathers every shard (gather.go).
 func (b *Backend) Query(ctx context.Context, s tenancy.Scope, in *wire.QueryInput) (*wire.QueryOutput, error) {
 	p, err := b.open(ctx, s, in.TableName)
 	if err != nil {
@@ -302,13 +372,20 @@ func (b *Backend) Query(ctx context.Context, s tenancy.Scope, in *wire.QueryInpu
 	q := *in // the request with the legacy projection as an expression
 	q.ProjectionExpression, q.ExpressionAttributeNames = pe, exprNames
 	in = &q
-	gw := c.gatewayFilterFor(ex, in.Select)
-	names, values := keep(in.ExpressionAttributeNames, in.ExpressionAttributeValues, usedBy(gw, in.FilterExpression, in.ProjectionExpression)...)
-	cond, err := c.keyRange(ex.KC, in.KeyConditions == nil, names, values)
+	lo, hi, err := c.keyBounds(ex.KC, in.KeyConditions == nil)
 	if err != nil {
 		return nil, err
 	}
-	esk, err := c.startKey(in.ExclusiveStartKey)
+	parts := c.partsOf(ex.KC.HashValue)
+	if len(parts) > 1 {
+		return b.gather(ctx, c, parts, lo, hi, in.ExclusiveStartKey, gatherReq{forward: in.ScanIndexForward == nil || *in.ScanIndexForward,
+			limit: in.Limit, consistent: in.ConsistentRead, table: in.TableName, want: in.ReturnConsumedCapacity,
+			project: project, ex: ex, count: in.Select == "COUNT"})
+	}
+	gw := c.gatewayFilterFor(ex, in.Select)
+	names, values := keep(in.ExpressionAttributeNames, in.ExpressionAttributeValues, usedBy(gw, in.FilterExpression, in.ProjectionExpression)...)
+	cond := c.keyCond(parts[0], lo, hi, names, values)
+	esk, _, err := c.startKey(in.ExclusiveStartKey, parts[0])
 	if err != nil {
 		return nil, err
 	}
@@ -343,10 +420,10 @@ func (c coll) check(ex *readreq.Exprs, p readreq.Params) (bool, error) {
 	return rules.Select == readreq.Projected && c.ix.ProjectionType != "ALL", nil
 }
 
-// Scan is one engine Query over the tenant's whole item collection (or
-// an index's): it reads no other tenant's items. Of a parallel scan's
-// segments, segment 0 returns every item and the others none (a valid
-// partition of the items while a table has one collection).
+// Scan is one engine Query of each shard of the tenant's item collection
+// (or an index's), gathered (gather.go): it reads no other tenant's
+// items. A parallel scan's segment reads the shards j with j mod
+// TotalSegments = Segment.
 func (b *Backend) Scan(ctx context.Context, s tenancy.Scope, in *wire.ScanInput) (*wire.ScanOutput, error) {
 	p, err := b.open(ctx, s, in.TableName)
 	if err != nil {
@@ -389,19 +466,28 @@ func (b *Backend) Scan(ctx context.Context, s tenancy.Scope, in *wire.ScanInput)
 	q := *in // the request with the legacy projection as an expression
 	q.ProjectionExpression, q.ExpressionAttributeNames = pe, exprNames
 	in = &q
-	esk, err := c.startKey(in.ExclusiveStartKey)
+	parts := segment(c.parts(), in.Segment, in.TotalSegments)
+	if len(parts) == 0 {
+		// NB: the page token is still validated, as for any segment.
+		if _, _, err := c.startKey(in.ExclusiveStartKey, ""); err != nil {
+			return nil, err
+		}
+		return &wire.ScanOutput{}, nil
+	}
+	if len(parts) > 1 {
+		return b.gather(ctx, c, parts, nil, nil, in.ExclusiveStartKey, gatherReq{forward: true,
+			limit: in.Limit, consistent: in.ConsistentRead, table: in.TableName, want: in.ReturnConsumedCapacity,
+			project: project, ex: ex, count: in.Select == "COUNT"})
+	}
+	esk, _, err := c.startKey(in.ExclusiveStartKey, parts[0])
 	if err != nil {
 		return nil, err
 	}
-	if in.Segment != nil && *in.Segment > 0 {
-		return &wire.ScanOutput{}, nil
-	}
 	gw := c.gatewayFilterFor(ex, in.Select)
 	names, values := keep(in.ExpressionAttributeNames, in.ExpressionAttributeValues, usedBy(gw, in.FilterExpression, in.ProjectionExpression)...)
-	names["#tenantdb_p"] = c.pkAttr
-	values[":tenantdb_p"] = &types.AttributeValueMemberS{Value: c.part}
+	cond := c.keyCond(parts[0], nil, nil, names, values)
 	return b.query(ctx, c, &dynamodb.QueryInput{
-		KeyConditionExpression:    aws.String("#tenantdb_p = :tenantdb_p"),
+		KeyConditionExpression:    &cond,
 		FilterExpression:          str(in.FilterExpression),
 		ProjectionExpression:      str(in.ProjectionExpression),
 		ExpressionAttributeNames:  names,
@@ -411,6 +497,23 @@ func (b *Backend) Scan(ctx context.Context, s tenancy.Scope, in *wire.ScanInput)
 		ConsistentRead:            in.ConsistentRead,
 		ExclusiveStartKey:         esk,
 	}, in.TableName, in.ReturnConsumedCapacity, project, gw)
+}
+
+// segment returns the partitions of a parallel scan's segment: shard j
+// belongs to segment j mod total, so that segments split the shards
+// evenly (segments beyond the shard count read nothing); without
+// segments, every partition.
+func segment(parts []string, seg, total *int32) []string {
+	if total == nil {
+		return parts
+	}
+	var out []string
+	for j, p := range parts {
+		if int32(j)%*total == *seg {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // query runs q on c's collection (or its index slot) and converts the

@@ -49,6 +49,10 @@ type Options struct {
 	// secondary indexes of one logical table. It is fixed when the engine
 	// table is created.
 	IndexSlots int
+	// ShardCacheTTL bounds how long a gateway uses a collection's shard
+	// layout before reading it again (0: 2 s); a change of shard count
+	// waits for it between its phases (shard.go).
+	ShardCacheTTL time.Duration
 	// Logger receives the backend's logs; nil discards them.
 	Logger *slog.Logger
 	// Now returns the time (tests); nil means time.Now.
@@ -70,7 +74,12 @@ type Backend struct {
 	res   *resolve.Resolver
 	log   *slog.Logger
 
-	reg registry
+	reg  registry
+	lays layouts
+
+	// bg is cancelled by Close: the migrators of shard changes run in it.
+	bg   context.Context
+	stop context.CancelFunc
 
 	// ddl serializes this gateway's DDL, as the resolver requires; the
 	// engine's conditional writes order DDL across gateways.
@@ -96,6 +105,7 @@ func Open(ctx context.Context, o Options) (*Backend, error) {
 		o.Account = "000000000000"
 	}
 	b := &Backend{db: o.Client, table: o.TablePrefix + "tenantdb", opts: o, log: o.Logger}
+	b.bg, b.stop = context.WithCancel(context.Background())
 	if b.log == nil {
 		b.log = slog.New(slog.DiscardHandler)
 	}
@@ -108,11 +118,18 @@ func Open(ctx context.Context, o Options) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
+	go b.resumeChanges(b.bg) // shard changes a gateway left (migrate.go)
 	return b, nil
 }
 
-// Close releases nothing today; the engine holds everything.
-func (b *Backend) Close() error { return nil }
+// Close stops the migrators of shard changes (resumable); the engine
+// holds everything else.
+func (b *Backend) Close() error {
+	if b.stop != nil {
+		b.stop()
+	}
+	return nil
+}
 
 // Table returns the name of the engine table.
 func (b *Backend) Table() string { return b.table }

@@ -24,22 +24,32 @@ func (b *Backend) stats(ctx context.Context, p place) (map[uint16][2]int64, erro
 	if p.tg.Namespace == nil {
 		return st, nil
 	}
-	t := p.tg.Table
-	in := &dynamodb.QueryInput{
-		TableName:                 &b.table,
-		KeyConditionExpression:    aws.String("#p = :p"),
-		ExpressionAttributeNames:  map[string]string{"#p": attrPK},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":p": &types.AttributeValueMemberS{Value: p.pk}},
-	}
 	read := 0
-	for read < maxStatItems {
+	for _, pk := range p.shardPKs() {
+		in := &dynamodb.QueryInput{
+			TableName:                 &b.table,
+			KeyConditionExpression:    aws.String("#p = :p"),
+			ExpressionAttributeNames:  map[string]string{"#p": attrPK},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":p": &types.AttributeValueMemberS{Value: pk}},
+		}
+		if err := b.count(ctx, p, in, st, &read); err != nil {
+			return nil, err
+		}
+	}
+	return st, nil
+}
+
+// count adds the items of the collection in reads to st.
+func (b *Backend) count(ctx context.Context, p place, in *dynamodb.QueryInput, st map[uint16][2]int64, read *int) error {
+	t := p.tg.Table
+	for *read < maxStatItems {
 		out, err := b.db.Query(ctx, in)
 		if err != nil {
-			return nil, engineErr(err, strip)
+			return engineErr(err, strip)
 		}
 		for _, raw := range out.Items {
 			it := strip(raw)
-			read++
+			*read++
 			c := st[0]
 			st[0] = [2]int64{c[0] + 1, c[1] + int64(attr.ItemSize(it))}
 			for _, ix := range t.Indexes {
@@ -61,7 +71,7 @@ func (b *Backend) stats(ctx context.Context, p place) (map[uint16][2]int64, erro
 		}
 		in.ExclusiveStartKey = out.LastEvaluatedKey
 	}
-	return st, nil
+	return nil
 }
 
 // indexed reports whether item it has an entry in index ix.

@@ -3,7 +3,6 @@ package remote
 import (
 	"context"
 	"encoding/binary"
-	"encoding/hex"
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -35,9 +34,36 @@ func regSK(ns []byte, table uint64) []byte {
 	return binary.BigEndian.AppendUint64(append([]byte(nil), ns...), table)
 }
 
+// registerColl registers tg's collection, with the shard count set for
+// it (migrate.go) if it is new; fresh reports that this gateway had not
+// registered it before (its cached layout is then forgotten).
+func (b *Backend) registerColl(ctx context.Context, tg resolve.Target) (fresh bool, err error) {
+	if tg.Namespace == nil {
+		return false, nil
+	}
+	sk := regSK(tg.Namespace, tg.Table.ID)
+	if _, ok := b.reg.done.Load(string(sk)); ok {
+		return false, nil
+	}
+	n, err := b.defaultShards(ctx, resolve.TenantPrefix(tg.Scope), tg.Table.Name)
+	if err != nil {
+		return false, err
+	}
+	if err := b.registerN(ctx, tg.Namespace, tg.Table.ID, n); err != nil {
+		return false, err
+	}
+	b.lays.m.Delete(string(sk))
+	return true, nil
+}
+
 // register records that p's collection (table 0: the namespace's
 // definitions) holds data.
 func (b *Backend) register(ctx context.Context, ns []byte, table uint64) error {
+	return b.registerN(ctx, ns, table, 1)
+}
+
+// registerN is register, a new collection getting n shards.
+func (b *Backend) registerN(ctx context.Context, ns []byte, table uint64, n int) error {
 	if ns == nil {
 		return nil
 	}
@@ -45,11 +71,17 @@ func (b *Backend) register(ctx context.Context, ns []byte, table uint64) error {
 	if _, ok := b.reg.done.Load(string(sk)); ok {
 		return nil
 	}
-	_, err := b.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: &b.table, Item: map[string]types.AttributeValue{
-		attrPK: &types.AttributeValueMemberS{Value: regPK},
-		attrSK: &types.AttributeValueMemberB{Value: sk},
-	}})
-	if err != nil {
+	// NB: conditional, so that the entry's layout (shard.go) and
+	// incarnation are never overwritten.
+	item := regKey(sk)
+	if n > 1 {
+		item["shards"] = num(n)
+	}
+	_, err := b.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: &b.table, Item: item,
+		ConditionExpression:      aws.String("attribute_not_exists(#p)"),
+		ExpressionAttributeNames: map[string]string{"#p": attrPK},
+	})
+	if err != nil && !apierr.Is(engineErr(err, strip), apierr.ConditionalCheckFailed) {
 		return engineErr(err, strip)
 	}
 	b.reg.done.Store(string(sk), struct{}{})
@@ -76,6 +108,7 @@ func (b *Backend) DropTenant(ctx context.Context, s tenancy.Scope) error {
 		ConsistentRead: aws.Bool(true),
 	}
 	var entries [][]byte
+	var lays []layout
 	for {
 		out, err := b.db.Query(ctx, in)
 		if err != nil {
@@ -84,6 +117,7 @@ func (b *Backend) DropTenant(ctx context.Context, s tenancy.Scope) error {
 		for _, it := range out.Items {
 			if sk, ok := it[attrSK].(*types.AttributeValueMemberB); ok && len(sk.Value) > 8 {
 				entries = append(entries, sk.Value)
+				lays = append(lays, layoutFrom(it))
 			}
 		}
 		if len(out.LastEvaluatedKey) == 0 {
@@ -91,14 +125,16 @@ func (b *Backend) DropTenant(ctx context.Context, s tenancy.Scope) error {
 		}
 		in.ExclusiveStartKey = out.LastEvaluatedKey
 	}
-	for _, sk := range entries {
+	for i, sk := range entries {
 		ns, table := sk[:len(sk)-8], binary.BigEndian.Uint64(sk[len(sk)-8:])
-		pk := defPK(ns)
+		pks := []string{defPK(ns)}
 		if table != 0 {
-			pk = hex.EncodeToString(ns) + "#" + uitoa(table) + "#0"
+			pks = (place{base: collBase(ns, table), lay: lays[i]}).shardPKs()
 		}
-		if err := b.deleteCollection(ctx, pk); err != nil {
-			return err
+		for _, pk := range pks {
+			if err := b.deleteCollection(ctx, pk); err != nil {
+				return err
+			}
 		}
 		if _, err := b.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: &b.table, Key: map[string]types.AttributeValue{
 			attrPK: &types.AttributeValueMemberS{Value: regPK},
@@ -108,6 +144,25 @@ func (b *Backend) DropTenant(ctx context.Context, s tenancy.Scope) error {
 		}
 		b.reg.done.Delete(string(sk))
 		b.reg.lives.Delete(string(sk))
+		b.lays.m.Delete(string(sk))
+	}
+	// The shard counts set for the tenant's future collections.
+	in.ExpressionAttributeValues[":p"] = &types.AttributeValueMemberS{Value: shardsPK}
+	in.ExclusiveStartKey = nil
+	for {
+		out, err := b.db.Query(ctx, in)
+		if err != nil {
+			return engineErr(err, strip)
+		}
+		for _, it := range out.Items {
+			if _, err := b.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: &b.table, Key: physKeyOf(it)}); err != nil {
+				return engineErr(err, strip)
+			}
+		}
+		if len(out.LastEvaluatedKey) == 0 {
+			break
+		}
+		in.ExclusiveStartKey = out.LastEvaluatedKey
 	}
 	b.res.ForgetTenant(s.Tenant())
 	return nil

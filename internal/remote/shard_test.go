@@ -1,0 +1,355 @@
+package remote_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/tenantdb/tenantdb/client"
+	"github.com/tenantdb/tenantdb/tests/harness"
+)
+
+// createIndexed creates table name with a sort key, a GSI on (g, gs)
+// projecting KEYS_ONLY plus "v", and an LSI on (pk, ls).
+func createIndexed(t *testing.T, c *dynamodb.Client, name string) {
+	t.Helper()
+	_, err := c.CreateTable(context.Background(), &dynamodb.CreateTableInput{
+		TableName: aws.String(name),
+		AttributeDefinitions: []types.AttributeDefinition{
+			{AttributeName: aws.String("pk"), AttributeType: types.ScalarAttributeTypeS},
+			{AttributeName: aws.String("sk"), AttributeType: types.ScalarAttributeTypeN},
+			{AttributeName: aws.String("g"), AttributeType: types.ScalarAttributeTypeS},
+			{AttributeName: aws.String("gs"), AttributeType: types.ScalarAttributeTypeN},
+			{AttributeName: aws.String("ls"), AttributeType: types.ScalarAttributeTypeS},
+		},
+		KeySchema: []types.KeySchemaElement{
+			{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash},
+			{AttributeName: aws.String("sk"), KeyType: types.KeyTypeRange},
+		},
+		GlobalSecondaryIndexes: []types.GlobalSecondaryIndex{{
+			IndexName: aws.String("byg"),
+			KeySchema: []types.KeySchemaElement{
+				{AttributeName: aws.String("g"), KeyType: types.KeyTypeHash},
+				{AttributeName: aws.String("gs"), KeyType: types.KeyTypeRange},
+			},
+			Projection: &types.Projection{ProjectionType: types.ProjectionTypeInclude, NonKeyAttributes: []string{"v"}},
+		}},
+		LocalSecondaryIndexes: []types.LocalSecondaryIndex{{
+			IndexName: aws.String("byls"),
+			KeySchema: []types.KeySchemaElement{
+				{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash},
+				{AttributeName: aws.String("ls"), KeyType: types.KeyTypeRange},
+			},
+			Projection: &types.Projection{ProjectionType: types.ProjectionTypeAll},
+		}},
+		BillingMode: types.BillingModePayPerRequest,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// setShards sets tenant's shard count of table through the admin API and
+// waits until the change has ended.
+func setShards(t *testing.T, srv *harness.Server, tenant, table string, n int) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := srv.Admin().SetShards(ctx, tenant, client.ShardRequest{Shards: n, Table: table}); err != nil {
+		t.Fatal(err)
+	}
+	waitShards(t, srv, tenant, table, n)
+}
+
+func waitShards(t *testing.T, srv *harness.Server, tenant, table string, n int) client.ShardStatus {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		out, err := srv.Admin().Shards(context.Background(), tenant)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, st := range out.Tables {
+			if st.Table == table && st.Shards == n && st.From == 0 {
+				return st
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the shard change of %s did not end: %+v", table, out)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// item is a test item: pk p<i%17>, sk i, an index key on most items.
+func item(i int) map[string]types.AttributeValue {
+	it := map[string]types.AttributeValue{"pk": s(fmt.Sprintf("p%d", i%17)), "sk": n(fmt.Sprint(i)), "v": n(fmt.Sprint(i % 5)), "x": s("extra")}
+	if i%7 != 0 {
+		it["g"], it["gs"] = s(fmt.Sprintf("g%d", i%3)), n(fmt.Sprint(i%11))
+	}
+	if i%2 == 0 {
+		it["ls"] = s(fmt.Sprintf("l%03d", 300-i))
+	}
+	return it
+}
+
+// transcript runs the same reads and writes through c and returns what
+// they answered, in order, for comparing two layouts.
+func transcript(t *testing.T, c *dynamodb.Client, table string) []string {
+	ctx := context.Background()
+	var out []string
+	rec := func(label string, v any, err error) {
+		if err != nil {
+			var ae interface{ ErrorCode() string }
+			if errors.As(err, &ae) {
+				out = append(out, label+" error "+ae.ErrorCode())
+				return
+			}
+			t.Fatalf("%s: %v", label, err)
+		}
+		var m any
+		switch o := v.(type) {
+		case *dynamodb.QueryOutput:
+			m = []any{dump(o.Items), o.Count, o.ScannedCount, dumpItem(o.LastEvaluatedKey)}
+		case *dynamodb.ScanOutput:
+			m = []any{dump(o.Items), o.Count, o.ScannedCount, dumpItem(o.LastEvaluatedKey)}
+		case *dynamodb.GetItemOutput:
+			m = dumpItem(o.Item)
+		case *dynamodb.PutItemOutput:
+			m = dumpItem(o.Attributes)
+		case *dynamodb.UpdateItemOutput:
+			m = dumpItem(o.Attributes)
+		case *dynamodb.TransactGetItemsOutput:
+			var items []string
+			for _, r := range o.Responses {
+				items = append(items, dumpItem(r.Item))
+			}
+			m = items
+		default:
+			m = fmt.Sprintf("%T", v)
+		}
+		b, _ := json.Marshal(m)
+		out = append(out, label+" "+string(b))
+	}
+	tbl := aws.String(table)
+	for i := range 200 {
+		_, err := c.PutItem(ctx, &dynamodb.PutItemInput{TableName: tbl, Item: item(i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Paged reads: every page's items, counts and token.
+	page := func(label string, q *dynamodb.QueryInput) {
+		for p := 0; ; p++ {
+			o, err := c.Query(ctx, q)
+			rec(fmt.Sprintf("%s page %d", label, p), o, err)
+			if err != nil || o.LastEvaluatedKey == nil {
+				return
+			}
+			q.ExclusiveStartKey = o.LastEvaluatedKey
+		}
+	}
+	scan := func(label string, q *dynamodb.ScanInput) {
+		for p := 0; ; p++ {
+			o, err := c.Scan(ctx, q)
+			rec(fmt.Sprintf("%s page %d", label, p), o, err)
+			if err != nil || o.LastEvaluatedKey == nil {
+				return
+			}
+			q.ExclusiveStartKey = o.LastEvaluatedKey
+		}
+	}
+	vals := func(kv ...any) map[string]types.AttributeValue {
+		m := map[string]types.AttributeValue{}
+		for i := 0; i < len(kv); i += 2 {
+			m[kv[i].(string)] = kv[i+1].(types.AttributeValue)
+		}
+		return m
+	}
+	page("query", &dynamodb.QueryInput{TableName: tbl, KeyConditionExpression: aws.String("pk = :p"), ExpressionAttributeValues: vals(":p", s("p3")), Limit: aws.Int32(4)})
+	page("query back", &dynamodb.QueryInput{TableName: tbl, KeyConditionExpression: aws.String("pk = :p AND sk > :s"), ExpressionAttributeValues: vals(":p", s("p5"), ":s", n("40")), Limit: aws.Int32(3), ScanIndexForward: aws.Bool(false)})
+	page("query filter", &dynamodb.QueryInput{TableName: tbl, KeyConditionExpression: aws.String("pk = :p"), FilterExpression: aws.String("v = :v"), ExpressionAttributeValues: vals(":p", s("p1"), ":v", n("2")), Limit: aws.Int32(5)})
+	page("query count", &dynamodb.QueryInput{TableName: tbl, KeyConditionExpression: aws.String("pk = :p"), ExpressionAttributeValues: vals(":p", s("p2")), Select: types.SelectCount})
+	page("gsi", &dynamodb.QueryInput{TableName: tbl, IndexName: aws.String("byg"), KeyConditionExpression: aws.String("g = :g"), ExpressionAttributeValues: vals(":g", s("g1")), Limit: aws.Int32(7)})
+	page("gsi range back", &dynamodb.QueryInput{TableName: tbl, IndexName: aws.String("byg"), KeyConditionExpression: aws.String("g = :g AND gs BETWEEN :a AND :b"), ExpressionAttributeValues: vals(":g", s("g2"), ":a", n("3"), ":b", n("8")), Limit: aws.Int32(4), ScanIndexForward: aws.Bool(false)})
+	page("gsi eq", &dynamodb.QueryInput{TableName: tbl, IndexName: aws.String("byg"), KeyConditionExpression: aws.String("g = :g AND gs = :a"), ExpressionAttributeValues: vals(":g", s("g0"), ":a", n("5")), Limit: aws.Int32(2)})
+	page("gsi le", &dynamodb.QueryInput{TableName: tbl, IndexName: aws.String("byg"), KeyConditionExpression: aws.String("g = :g AND gs <= :a"), ExpressionAttributeValues: vals(":g", s("g0"), ":a", n("2"))})
+	page("gsi gt", &dynamodb.QueryInput{TableName: tbl, IndexName: aws.String("byg"), KeyConditionExpression: aws.String("g = :g AND gs > :a"), ExpressionAttributeValues: vals(":g", s("g0"), ":a", n("9"))})
+	page("gsi filter", &dynamodb.QueryInput{TableName: tbl, IndexName: aws.String("byg"), KeyConditionExpression: aws.String("g = :g"), FilterExpression: aws.String("v < :v"), ExpressionAttributeValues: vals(":g", s("g1"), ":v", n("2")), Limit: aws.Int32(6)})
+	page("gsi count", &dynamodb.QueryInput{TableName: tbl, IndexName: aws.String("byg"), KeyConditionExpression: aws.String("g = :g"), ExpressionAttributeValues: vals(":g", s("g2")), Select: types.SelectCount})
+	page("lsi", &dynamodb.QueryInput{TableName: tbl, IndexName: aws.String("byls"), KeyConditionExpression: aws.String("pk = :p AND begins_with(ls, :l)"), ExpressionAttributeValues: vals(":p", s("p4"), ":l", s("l1")), Limit: aws.Int32(3)})
+	scan("scan", &dynamodb.ScanInput{TableName: tbl, Limit: aws.Int32(23)})
+	scan("scan filter", &dynamodb.ScanInput{TableName: tbl, FilterExpression: aws.String("v = :v"), ExpressionAttributeValues: vals(":v", n("1")), Limit: aws.Int32(17), ProjectionExpression: aws.String("pk, sk")})
+	scan("scan count", &dynamodb.ScanInput{TableName: tbl, Select: types.SelectCount})
+	scan("scan gsi", &dynamodb.ScanInput{TableName: tbl, IndexName: aws.String("byg"), Limit: aws.Int32(31)})
+	// A parallel scan's segments together read every item once.
+	var seg []string
+	for i := range int32(3) {
+		q := &dynamodb.ScanInput{TableName: tbl, Segment: aws.Int32(i), TotalSegments: aws.Int32(3), Limit: aws.Int32(40)}
+		for {
+			o, err := c.Scan(ctx, q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, it := range o.Items {
+				seg = append(seg, dumpItem(it))
+			}
+			if o.LastEvaluatedKey == nil {
+				break
+			}
+			q.ExclusiveStartKey = o.LastEvaluatedKey
+		}
+	}
+	sort.Strings(seg)
+	out = append(out, fmt.Sprintf("segments %d %v", len(seg), seg))
+
+	// Writes: conditions, updates, transactions.
+	key := func(i int) map[string]types.AttributeValue {
+		return map[string]types.AttributeValue{"pk": s(fmt.Sprintf("p%d", i%17)), "sk": n(fmt.Sprint(i))}
+	}
+	o1, err := c.PutItem(ctx, &dynamodb.PutItemInput{TableName: tbl, Item: item(5), ConditionExpression: aws.String("attribute_not_exists(pk)"),
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld})
+	rec("conditional put", o1, err)
+	o2, err := c.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: tbl, Key: key(6), UpdateExpression: aws.String("SET gs = gs + :one, v = :v"),
+		ExpressionAttributeValues: vals(":one", n("1"), ":v", n("9")), ReturnValues: types.ReturnValueAllNew})
+	rec("update index key", o2, err)
+	o3, err := c.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: tbl, Key: key(7), UpdateExpression: aws.String("ADD c :one"),
+		ExpressionAttributeValues: vals(":one", n("1")), ReturnValues: types.ReturnValueUpdatedNew})
+	rec("update", o3, err)
+	o4, err := c.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+		{Put: &types.Put{TableName: tbl, Item: item(500), ConditionExpression: aws.String("attribute_not_exists(pk)")}},
+		{Update: &types.Update{TableName: tbl, Key: key(8), UpdateExpression: aws.String("SET v = :v"), ExpressionAttributeValues: vals(":v", n("7"))}},
+		{ConditionCheck: &types.ConditionCheck{TableName: tbl, Key: key(9), ConditionExpression: aws.String("attribute_exists(pk)")}},
+		{Delete: &types.Delete{TableName: tbl, Key: key(10)}},
+	}})
+	rec("transaction", o4, err)
+	o5, err := c.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+		{Put: &types.Put{TableName: tbl, Item: item(501)}},
+		{ConditionCheck: &types.ConditionCheck{TableName: tbl, Key: key(10), ConditionExpression: aws.String("attribute_exists(pk)")}},
+	}})
+	rec("cancelled transaction", o5, err)
+	o6, err := c.TransactGetItems(ctx, &dynamodb.TransactGetItemsInput{TransactItems: []types.TransactGetItem{
+		{Get: &types.Get{TableName: tbl, Key: key(500)}}, {Get: &types.Get{TableName: tbl, Key: key(8)}},
+		{Get: &types.Get{TableName: tbl, Key: key(10)}}, {Get: &types.Get{TableName: tbl, Key: key(501)}},
+	}})
+	rec("transact get", o6, err)
+	for _, i := range []int{6, 7, 8, 9, 10, 500, 501} {
+		o, err := c.GetItem(ctx, &dynamodb.GetItemInput{TableName: tbl, Key: key(i), ConsistentRead: aws.Bool(true)})
+		rec(fmt.Sprintf("get %d", i), o, err)
+	}
+	bg, err := c.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: map[string]types.KeysAndAttributes{table: {Keys: []map[string]types.AttributeValue{key(1), key(2), key(10), key(3)}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out = append(out, fmt.Sprintf("batch get %v", sortedDump(bg.Responses[table])))
+	scan("scan after", &dynamodb.ScanInput{TableName: tbl, Limit: aws.Int32(50)})
+	page("gsi after", &dynamodb.QueryInput{TableName: tbl, IndexName: aws.String("byg"), KeyConditionExpression: aws.String("g = :g"), ExpressionAttributeValues: vals(":g", s("g0"))})
+	d, err := c.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: tbl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out = append(out, fmt.Sprintf("describe %d items, gsi %d", *d.Table.ItemCount, *d.Table.GlobalSecondaryIndexes[0].ItemCount))
+	return out
+}
+
+func dumpItem(it map[string]types.AttributeValue) string {
+	if it == nil {
+		return "nil"
+	}
+	b, _ := json.Marshal(plain(&types.AttributeValueMemberM{Value: it})) // json sorts map keys
+	return string(b)
+}
+
+// plain returns an attribute value as plain Go values, for comparing.
+func plain(av types.AttributeValue) any {
+	switch v := av.(type) {
+	case *types.AttributeValueMemberS:
+		return "S:" + v.Value
+	case *types.AttributeValueMemberN:
+		return "N:" + v.Value
+	case *types.AttributeValueMemberB:
+		return v.Value
+	case *types.AttributeValueMemberBOOL:
+		return v.Value
+	case *types.AttributeValueMemberNULL:
+		return nil
+	case *types.AttributeValueMemberM:
+		m := map[string]any{}
+		for k, e := range v.Value {
+			m[k] = plain(e)
+		}
+		return m
+	case *types.AttributeValueMemberL:
+		l := []any{}
+		for _, e := range v.Value {
+			l = append(l, plain(e))
+		}
+		return l
+	case *types.AttributeValueMemberSS:
+		return slices.Sorted(slices.Values(v.Value))
+	case *types.AttributeValueMemberNS:
+		return slices.Sorted(slices.Values(v.Value))
+	}
+	return fmt.Sprintf("%T", av)
+}
+
+func dump(items []map[string]types.AttributeValue) []string {
+	out := []string{}
+	for _, it := range items {
+		out = append(out, dumpItem(it))
+	}
+	return out
+}
+
+func sortedDump(items []map[string]types.AttributeValue) []string {
+	out := dump(items)
+	slices.Sort(out)
+	return out
+}
+
+// TestShardsGiveIdenticalResults runs the same reads and writes against a
+// table in 1 shard and in 8: every answer, page and token is the same.
+func TestShardsGiveIdenticalResults(t *testing.T) {
+	srv := harness.Start(t, harness.Options{Remote: true})
+	one := srv.Client(srv.Default)
+	cred := srv.NewTenant(t, "sharded", "admin")
+	eight := srv.Client(cred)
+	createIndexed(t, one, "tbl")
+	createIndexed(t, eight, "tbl")
+	// Set before the first write: the collection is created in 8 shards.
+	if _, err := srv.Admin().SetShards(context.Background(), cred.TenantID, client.ShardRequest{Shards: 8, Table: "tbl"}); err != nil {
+		t.Fatal(err)
+	}
+	a, b := transcript(t, one, "tbl"), transcript(t, eight, "tbl")
+	if len(a) != len(b) {
+		t.Fatalf("%d answers with 1 shard, %d with 8", len(a), len(b))
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			t.Errorf("1 shard:  %s\n8 shards: %s", a[i], b[i])
+		}
+	}
+	if t.Failed() {
+		return
+	}
+	// The items are spread: the engine holds them under 8 partition keys.
+	st := waitShards(t, srv, cred.TenantID, "tbl", 8)
+	if st.Shards != 8 {
+		t.Fatalf("status %+v", st)
+	}
+}
+
+var _ = strings.Contains
+var _ sync.Mutex
+var _ atomic.Int64
