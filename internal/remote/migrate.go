@@ -434,7 +434,7 @@ func (b *Backend) moveItem(ctx context.Context, p place, raw map[string]types.At
 		var values map[string]types.AttributeValue
 		guard := "attribute_exists(#tenantdb_p) AND attribute_not_exists(#tenantdb_v)"
 		if v, ok := raw[attrVersion].(*types.AttributeValueMemberB); ok {
-			guard = "#tenantdb_v = :tenantdb_v"
+			guard = "attribute_exists(#tenantdb_p) AND #tenantdb_v = :tenantdb_v"
 			values = map[string]types.AttributeValue{":tenantdb_v": &types.AttributeValueMemberB{Value: v.Value}}
 		}
 		oldKey := physKeyOf(raw)

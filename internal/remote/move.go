@@ -108,7 +108,7 @@ func (b *Backend) movingWrite(ctx context.Context, p place, pks []string, m muta
 			names["#tenantdb_v"] = attrVersion
 			guard = "attribute_exists(#tenantdb_p) AND attribute_not_exists(#tenantdb_v)"
 			if v, ok := raw[attrVersion].(*types.AttributeValueMemberB); ok {
-				guard = "#tenantdb_v = :tenantdb_v"
+				guard = "attribute_exists(#tenantdb_p) AND #tenantdb_v = :tenantdb_v"
 				values[":tenantdb_v"] = &types.AttributeValueMemberB{Value: v.Value}
 			}
 		}
