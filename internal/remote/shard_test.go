@@ -368,13 +368,15 @@ func TestReshardOnlineLosesNothing(t *testing.T) {
 		}
 	}
 	var (
-		mu       sync.Mutex
-		acked    = map[string]bool{} // keys put, acknowledged
-		deleted  = map[string]bool{}
-		created  = map[string]int{} // contested keys: successful creations
-		adds     atomic.Int64
-		stop     atomic.Bool
-		retry    = func(err error) bool { return err != nil && (strings.Contains(err.Error(), "ProvisionedThroughputExceeded") || strings.Contains(err.Error(), "TransactionConflict")) }
+		mu      sync.Mutex
+		acked   = map[string]bool{} // keys put, acknowledged
+		deleted = map[string]bool{}
+		created = map[string]int{} // contested keys: successful creations
+		adds    atomic.Int64
+		stop    atomic.Bool
+		retry   = func(err error) bool {
+			return err != nil && (strings.Contains(err.Error(), "ProvisionedThroughputExceeded") || strings.Contains(err.Error(), "TransactionConflict"))
+		}
 		wg       sync.WaitGroup
 		failures atomic.Int64
 	)
