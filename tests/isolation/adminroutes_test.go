@@ -82,6 +82,8 @@ var adminRouteBodies = map[string]string{
 	"POST /v1/server-key/rotate":                                       `{}`,
 	"POST /v1/tenants/{tenant}/moves":                                  `{"table":"iso_ns","to":"silo"}`,
 	"GET /v1/tenants/{tenant}/moves":                                   "",
+	"POST /v1/tenants/{tenant}/shards":                                 `{"shards":8}`,
+	"GET /v1/tenants/{tenant}/shards":                                  "",
 }
 
 // adminRoutes returns the routes of the admin API of a node assembled as
