@@ -40,6 +40,10 @@ type Remote struct {
 	// to give each gateway its own engine credential without touching the
 	// process's environment.
 	CredentialsFile, Profile string
+	// AutoShardMax bounds the shard count a hot tenant's table is raised to
+	// from the engine's throttling (remote.Options.AutoShardMax: 0 means
+	// 64, negative never).
+	AutoShardMax int
 }
 
 // FleetStaleness is how long a gateway over a remote engine uses what it
@@ -86,6 +90,7 @@ func (r Remote) open(ctx context.Context, o Options, log *slog.Logger) (*remote.
 		Logger:      log.With("component", "remote"),
 
 		DefinitionsMaxStale: FleetStaleness,
+		AutoShardMax: r.AutoShardMax,
 	})
 	if err != nil {
 		return nil, nil, err

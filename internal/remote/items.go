@@ -170,7 +170,7 @@ func (b *Backend) PutItem(ctx context.Context, s tenancy.Scope, in *wire.PutItem
 		ReturnValues:                        types.ReturnValue(in.ReturnValues),
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailure(in.ReturnValuesOnConditionCheckFailure),
 		ReturnConsumedCapacity:              types.ReturnConsumedCapacityTotal,
-	})
+	}, b.observe(p))
 	if err != nil {
 		return nil, b.oldOnFailure(ctx, engineErr(err, strip), physKeyOf(item), in.ReturnValuesOnConditionCheckFailure)
 	}
@@ -267,7 +267,7 @@ func (b *Backend) DeleteItem(ctx context.Context, s tenancy.Scope, in *wire.Dele
 		ReturnValues:                        types.ReturnValue(in.ReturnValues),
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailure(in.ReturnValuesOnConditionCheckFailure),
 		ReturnConsumedCapacity:              types.ReturnConsumedCapacityTotal,
-	})
+	}, b.observe(p))
 	if err != nil {
 		return nil, b.oldOnFailure(ctx, engineErr(err, strip), key, in.ReturnValuesOnConditionCheckFailure)
 	}
@@ -396,7 +396,7 @@ func (b *Backend) UpdateItem(ctx context.Context, s tenancy.Scope, in *wire.Upda
 		ReturnValues:                        types.ReturnValue(in.ReturnValues),
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailure(onFailure),
 		ReturnConsumedCapacity:              types.ReturnConsumedCapacityTotal,
-	})
+	}, b.observe(p))
 	if err != nil && deletesOnly {
 		if out, ok, merr := b.missingItemUpdate(ctx, err, key, in); ok {
 			return out, merr

@@ -271,12 +271,21 @@ func (b *Backend) resumeChanges(ctx context.Context) {
 
 // migrate runs the change of shard count of the collection whose registry
 // key is sk to its end (see above).
+//
+// An engine error (throttling by the partitions it moves items between,
+// most likely: the collection is hot) is retried with backoff from the
+// recorded progress, until the gateway closes.
 func (b *Backend) migrate(ctx context.Context, sk []byte, tg resolve.Target) {
+	backoff := 100 * time.Millisecond
 	for {
 		res, err := b.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &b.table, Key: regKey(sk), ConsistentRead: aws.Bool(true)})
 		if err != nil {
 			b.log.Warn("shard change: reading the layout", "table", tg.Table.ID, "err", err)
-			return
+			if sleep(ctx, backoff) != nil {
+				return
+			}
+			backoff = min(2*backoff, 5*time.Second)
+			continue
 		}
 		e, ok := entryFrom(res.Item)
 		if !ok || !e.lay.moving() {
@@ -300,8 +309,13 @@ func (b *Backend) migrate(ctx context.Context, sk []byte, tg resolve.Target) {
 		}
 		if err != nil {
 			b.log.Warn("shard change", "table", tg.Table.ID, "err", err)
-			return
+			if sleep(ctx, backoff) != nil {
+				return
+			}
+			backoff = min(2*backoff, 5*time.Second)
+			continue
 		}
+		backoff = 100 * time.Millisecond
 		b.lays.m.Delete(string(sk))
 	}
 }

@@ -53,6 +53,11 @@ type Options struct {
 	// layout before reading it again (0: 2 s); a change of shard count
 	// waits for it between its phases (shard.go).
 	ShardCacheTTL time.Duration
+	// AutoShardMax is the largest shard count a collection is raised to
+	// from observed engine throttling (0: 64; negative: never), and
+	// AutoShardThrottles the throttled writes within 10 s that raise it
+	// (0: 50); see autoshard.go.
+	AutoShardMax, AutoShardThrottles int
 	// Logger receives the backend's logs; nil discards them.
 	Logger *slog.Logger
 	// Now returns the time (tests); nil means time.Now.
@@ -76,6 +81,7 @@ type Backend struct {
 
 	reg  registry
 	lays layouts
+	auto autoShard
 
 	// bg is cancelled by Close: the migrators of shard changes run in it.
 	bg   context.Context

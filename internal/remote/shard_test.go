@@ -527,3 +527,72 @@ func TestReshardOnlineLosesNothing(t *testing.T) {
 	}
 	t.Logf("%d items, %d acknowledged puts, %d deletes, %d contested keys, %d adds, %d moved to 8 shards", len(seen), len(acked), len(deleted), len(created), adds.Load(), st.Moved)
 }
+
+// TestAutoShardFromThrottling: a hot tenant writing into an engine with a
+// per-partition-key write limit is throttled; the gateway doubles its
+// table's shard count online (autoshard.go), and every acknowledged
+// write is there after.
+func TestAutoShardFromThrottling(t *testing.T) {
+	srv := harness.Start(t, harness.Options{Remote: true, RemoteWriteLimit: 100, RemoteAutoShard: true})
+	cred := srv.NewTenant(t, "hot", "admin")
+	c := srv.Client(cred)
+	ctx := context.Background()
+	createTable(t, c, "auto")
+	var (
+		stop  atomic.Bool
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		acked []string
+	)
+	defer func() { stop.Store(true); wg.Wait() }()
+	for w := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; !stop.Load(); i++ {
+				pk := fmt.Sprintf("w%d-%d", w, i)
+				_, err := c.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("auto"), Item: map[string]types.AttributeValue{"pk": s(pk), "sk": n("1")}})
+				switch {
+				case err == nil:
+					mu.Lock()
+					acked = append(acked, pk)
+					mu.Unlock()
+				case strings.Contains(err.Error(), "ProvisionedThroughputExceeded"), strings.Contains(err.Error(), "TransactionConflict"):
+				default:
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	// The writers stop once the gateway has begun raising the count (the
+	// migrator's moves share the hot partition's limit with them).
+	deadline := time.Now().Add(60 * time.Second)
+	var st client.ShardsResult
+	for {
+		var err error
+		if st, err = srv.Admin().Shards(ctx, cred.TenantID); err != nil {
+			t.Fatal(err)
+		}
+		if len(st.Tables) == 1 && st.Tables[0].Shards >= 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the shard count was not raised: %+v", st)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	stop.Store(true)
+	wg.Wait()
+	final := waitShards(t, srv, cred.TenantID, "auto", st.Tables[0].Shards)
+	for _, pk := range acked {
+		o, err := c.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String("auto"), Key: map[string]types.AttributeValue{"pk": s(pk), "sk": n("1")}, ConsistentRead: aws.Bool(true)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o.Item == nil {
+			t.Errorf("acknowledged %s lost", pk)
+		}
+	}
+	t.Logf("raised to %d shards (%d items moved); %d acknowledged writes", final.Shards, final.Moved, len(acked))
+}

@@ -84,6 +84,15 @@ type Options struct {
 	// as dynalite) to use instead of a second tenantdb; the gateway signs
 	// for it with a dummy credential.
 	RemoteEngine string
+	// RemoteWriteLimit, with Remote, puts a per-partition-key write limit
+	// (units per second) in front of the engine, as AWS DynamoDB has (1,000
+	// WCU per partition key): for hot-tenant sharding tests and benchmarks
+	// only (partlimit.go). 0 means none.
+	RemoteWriteLimit float64
+	// RemoteAutoShard, with RemoteWriteLimit, lets the gateway raise a
+	// hot table's shard count from the throttling it sees (off otherwise,
+	// so that a benchmark's shard count stays the one it set).
+	RemoteAutoShard bool
 	// MaxOpenSilos bounds the silo stores open at once (serve
 	// --max-open-silos); 0 means the server's default.
 	MaxOpenSilos int
@@ -331,6 +340,19 @@ func remoteEngine(o Options) (r node.Remote, stop func() error, err error) {
 	r.Endpoint = engine.Endpoint
 	if err := auth.WriteCredentialsFile(creds, "engine", engine.defaultKey, Region, engine.Endpoint); err != nil {
 		return r, nil, errors.Join(err, stop())
+	}
+	if o.RemoteWriteLimit > 0 {
+		// NB: the engine table's partition key attribute (internal/remote).
+		limited, stopLimit, err := startPartLimit(engine.Endpoint, "tenantdb:pk", o.RemoteWriteLimit)
+		if err != nil {
+			return r, nil, errors.Join(err, stop())
+		}
+		r.Endpoint = limited
+		if !o.RemoteAutoShard {
+			r.AutoShardMax = -1
+		}
+		stop0 := stop
+		stop = func() error { stopLimit(); return stop0() }
 	}
 	return r, stop, nil
 }
