@@ -2,10 +2,13 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -121,5 +124,66 @@ func TestServeOverRemoteBackend(t *testing.T) {
 		FilterExpression: aws.String("v = :v"), ExpressionAttributeValues: map[string]types.AttributeValue{":v": item["v"]}})
 	if err != nil || scan.Count != 1 {
 		t.Fatalf("the item in the engine's table: %v items, %v", scan.Count, err)
+	}
+
+	// tenantdb tenant shard: the operator spreads the tenant's Orders over
+	// 4 engine partition keys, online.
+	t.Setenv("TENANTDB_ENDPOINT", gateway)
+	t.Setenv("TENANTDB_CREDENTIALS", filepath.Join(dir, "operator-credentials"))
+	lout, lerr, code := cli(t, "tenant", "list", "--json")
+	var tenants []struct{ ID string }
+	if code != 0 || json.Unmarshal([]byte(lout), &tenants) != nil || len(tenants) != 1 {
+		t.Fatalf("tenant list: %d %s %s", code, lout, lerr)
+	}
+	tid := tenants[0].ID
+	if sout, serr, code := cli(t, "tenant", "shard", tid, "--shards", "4", "--table", "Orders"); code != 0 || !strings.Contains(sout, "Orders") {
+		t.Fatalf("tenant shard --shards 4: %d %s %s", code, sout, serr)
+	}
+	if _, serr, code := cli(t, "tenant", "shard", tid, "--shards", "3", "--table", "Orders"); code == 0 || !strings.Contains(serr, "shard") {
+		t.Errorf("tenant shard --shards 3 during a change to 4: %d %s", code, serr)
+	}
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		sout, serr, code := cli(t, "tenant", "shard", tid, "--json")
+		var st struct {
+			Tables []struct {
+				Table        string
+				Shards, From int
+			}
+		}
+		if code != 0 || json.Unmarshal([]byte(sout), &st) != nil {
+			t.Fatalf("tenant shard: %d %s %s", code, sout, serr)
+		}
+		if len(st.Tables) == 1 && st.Tables[0].Shards == 4 && st.Tables[0].From == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the change to 4 shards did not end: %s", sout)
+		}
+	}
+	if _, serr, code := cli(t, "tenant", "shard", tid, "--shards", "3", "--table", "Orders"); code == 0 || !strings.Contains(serr, "multiple or a divisor") {
+		t.Errorf("tenant shard --shards 3 from 4: %d %s", code, serr)
+	}
+	for i := range 40 {
+		it := map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: fmt.Sprintf("s%d", i)}, "v": &types.AttributeValueMemberS{Value: "spread"}}
+		if _, err := gw.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("Orders"), Item: it}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err = gw.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String("Orders"), Key: map[string]types.AttributeValue{"pk": item["pk"]}, ConsistentRead: aws.Bool(true)})
+	if err != nil || len(got.Item) != 2 {
+		t.Fatalf("the item written before the change: %v, %v", got, err)
+	}
+	// In the engine, the items are under 4 partition keys.
+	scan, err = direct.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String("gw-tenantdb"),
+		FilterExpression: aws.String("v = :v"), ExpressionAttributeValues: map[string]types.AttributeValue{":v": &types.AttributeValueMemberS{Value: "spread"}}})
+	if err != nil || scan.Count != 40 {
+		t.Fatalf("the items in the engine's table: %v items, %v", scan.Count, err)
+	}
+	parts := map[string]bool{}
+	for _, it := range scan.Items {
+		parts[it["tenantdb:pk"].(*types.AttributeValueMemberS).Value] = true
+	}
+	if len(parts) != 4 {
+		t.Errorf("40 items under %d engine partition keys, want 4: %v", len(parts), parts)
 	}
 }

@@ -106,7 +106,7 @@ func item(i int) map[string]types.AttributeValue {
 
 // transcript runs the same reads and writes through c and returns what
 // they answered, in order, for comparing two layouts.
-func transcript(t *testing.T, c *dynamodb.Client, table string) []string {
+func transcript(t *testing.T, c *dynamodb.Client, table string, transactions bool) []string {
 	ctx := context.Background()
 	var out []string
 	rec := func(label string, v any, err error) {
@@ -227,23 +227,29 @@ func transcript(t *testing.T, c *dynamodb.Client, table string) []string {
 	o3, err := c.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: tbl, Key: key(7), UpdateExpression: aws.String("ADD c :one"),
 		ExpressionAttributeValues: vals(":one", n("1")), ReturnValues: types.ReturnValueUpdatedNew})
 	rec("update", o3, err)
-	o4, err := c.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
-		{Put: &types.Put{TableName: tbl, Item: item(500), ConditionExpression: aws.String("attribute_not_exists(pk)")}},
-		{Update: &types.Update{TableName: tbl, Key: key(8), UpdateExpression: aws.String("SET v = :v"), ExpressionAttributeValues: vals(":v", n("7"))}},
-		{ConditionCheck: &types.ConditionCheck{TableName: tbl, Key: key(9), ConditionExpression: aws.String("attribute_exists(pk)")}},
-		{Delete: &types.Delete{TableName: tbl, Key: key(10)}},
-	}})
-	rec("transaction", o4, err)
-	o5, err := c.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
-		{Put: &types.Put{TableName: tbl, Item: item(501)}},
-		{ConditionCheck: &types.ConditionCheck{TableName: tbl, Key: key(10), ConditionExpression: aws.String("attribute_exists(pk)")}},
-	}})
-	rec("cancelled transaction", o5, err)
-	o6, err := c.TransactGetItems(ctx, &dynamodb.TransactGetItemsInput{TransactItems: []types.TransactGetItem{
-		{Get: &types.Get{TableName: tbl, Key: key(500)}}, {Get: &types.Get{TableName: tbl, Key: key(8)}},
-		{Get: &types.Get{TableName: tbl, Key: key(10)}}, {Get: &types.Get{TableName: tbl, Key: key(501)}},
-	}})
-	rec("transact get", o6, err)
+	if !transactions {
+		goto after
+	}
+	{
+		o4, err := c.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+			{Put: &types.Put{TableName: tbl, Item: item(500), ConditionExpression: aws.String("attribute_not_exists(pk)")}},
+			{Update: &types.Update{TableName: tbl, Key: key(8), UpdateExpression: aws.String("SET v = :v"), ExpressionAttributeValues: vals(":v", n("7"))}},
+			{ConditionCheck: &types.ConditionCheck{TableName: tbl, Key: key(9), ConditionExpression: aws.String("attribute_exists(pk)")}},
+			{Delete: &types.Delete{TableName: tbl, Key: key(10)}},
+		}})
+		rec("transaction", o4, err)
+		o5, err := c.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+			{Put: &types.Put{TableName: tbl, Item: item(501)}},
+			{ConditionCheck: &types.ConditionCheck{TableName: tbl, Key: key(10), ConditionExpression: aws.String("attribute_exists(pk)")}},
+		}})
+		rec("cancelled transaction", o5, err)
+		o6, err := c.TransactGetItems(ctx, &dynamodb.TransactGetItemsInput{TransactItems: []types.TransactGetItem{
+			{Get: &types.Get{TableName: tbl, Key: key(500)}}, {Get: &types.Get{TableName: tbl, Key: key(8)}},
+			{Get: &types.Get{TableName: tbl, Key: key(10)}}, {Get: &types.Get{TableName: tbl, Key: key(501)}},
+		}})
+		rec("transact get", o6, err)
+	}
+after:
 	for _, i := range []int{6, 7, 8, 9, 10, 500, 501} {
 		o, err := c.GetItem(ctx, &dynamodb.GetItemInput{TableName: tbl, Key: key(i), ConsistentRead: aws.Bool(true)})
 		rec(fmt.Sprintf("get %d", i), o, err)
@@ -321,7 +327,14 @@ func sortedDump(items []map[string]types.AttributeValue) []string {
 // TestShardsGiveIdenticalResults runs the same reads and writes against a
 // table in 1 shard and in 8: every answer, page and token is the same.
 func TestShardsGiveIdenticalResults(t *testing.T) {
-	srv := harness.Start(t, harness.Options{Remote: true})
+	for name, start := range engines(t, false) {
+		t.Run(name, func(t *testing.T) { shardsGiveIdenticalResults(t, start(t), name != "dynalite") })
+	}
+}
+
+// shardsGiveIdenticalResults compares the transcripts of a table in 1
+// shard and in 8 (transactions: whether the engine has them).
+func shardsGiveIdenticalResults(t *testing.T, srv *harness.Server, transactions bool) {
 	one := srv.Client(srv.Default)
 	cred := srv.NewTenant(t, "sharded", "admin")
 	eight := srv.Client(cred)
@@ -331,7 +344,7 @@ func TestShardsGiveIdenticalResults(t *testing.T) {
 	if _, err := srv.Admin().SetShards(context.Background(), cred.TenantID, client.ShardRequest{Shards: 8, Table: "tbl"}); err != nil {
 		t.Fatal(err)
 	}
-	a, b := transcript(t, one, "tbl"), transcript(t, eight, "tbl")
+	a, b := transcript(t, one, "tbl", transactions), transcript(t, eight, "tbl", transactions)
 	if len(a) != len(b) {
 		t.Fatalf("%d answers with 1 shard, %d with 8", len(a), len(b))
 	}
@@ -340,12 +353,7 @@ func TestShardsGiveIdenticalResults(t *testing.T) {
 			t.Errorf("1 shard:  %s\n8 shards: %s", a[i], b[i])
 		}
 	}
-	if t.Failed() {
-		return
-	}
-	// The items are spread: the engine holds them under 8 partition keys.
-	st := waitShards(t, srv, cred.TenantID, "tbl", 8)
-	if st.Shards != 8 {
+	if st := waitShards(t, srv, cred.TenantID, "tbl", 8); st.Shards != 8 {
 		t.Fatalf("status %+v", st)
 	}
 }
