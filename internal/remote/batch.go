@@ -9,6 +9,7 @@ import (
 	"github.com/tenantdb/tenantdb/internal/attr"
 	"github.com/tenantdb/tenantdb/internal/expr"
 	"slices"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -350,9 +351,31 @@ func (b *Backend) TransactWriteItems(ctx context.Context, s tenancy.Scope, in *w
 	counts := map[string]int{}
 	var ns []byte
 	var tableIDs []uint64
+	var moving []*movingTx // by item; their extra actions follow the items
+	var extras []types.TransactWriteItem
+	var owners []int
 	for i, ti := range in.TransactItems {
 		var err error
 		var table string
+		mv, err := b.txMoving(ctx, s, ti)
+		if err != nil {
+			return nil, err
+		}
+		if mv != nil {
+			if moving == nil {
+				moving = make([]*movingTx, len(in.TransactItems))
+			}
+			moving[i] = mv
+			items[i] = mv.plan.acts[0]
+			for _, a := range mv.plan.acts[1:] {
+				extras = append(extras, a)
+				owners = append(owners, i)
+			}
+			table, ns = mv.table, mv.p.tg.Namespace
+			counts[table]++
+			tableIDs = append(tableIDs, mv.p.tg.Table.ID)
+			continue
+		}
 		switch {
 		case ti.Put != nil:
 			table = ti.Put.TableName
@@ -386,13 +409,16 @@ func (b *Backend) TransactWriteItems(ctx context.Context, s tenancy.Scope, in *w
 			return nil, err
 		}
 	}
+	if len(items)+len(extras) > 100 {
+		return nil, apierr.New(apierr.ProvisionedThroughputExceeded, "The table's shard count is changing: this transaction's items that move need %d engine actions, more than 100; retry when the change ends", len(items)+len(extras))
+	}
 	res, err := b.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{
-		TransactItems:          items,
+		TransactItems:          append(items, extras...),
 		ClientRequestToken:     requestToken(ns, life, tableIDs, in.ClientRequestToken),
 		ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
 	})
 	if err != nil {
-		return nil, engineErr(txErr(err, in, comp), strip)
+		return nil, engineErr(movingTxErr(txErr(err, in, comp), in, moving, owners), strip)
 	}
 	var total float64
 	for _, cc := range res.ConsumedCapacity {
@@ -592,12 +618,150 @@ func (b *Backend) txCheck(ctx context.Context, s tenancy.Scope, in *wire.Conditi
 	}}, p.tg.Namespace, err
 }
 
+// movingTx is a transaction's item whose shard is changing (move.go).
+type movingTx struct {
+	p       place
+	table   string
+	plan    *movingPlan
+	wantOld bool // ReturnValuesOnConditionCheckFailure ALL_OLD
+}
+
+// txMoving plans transaction item ti if its shard is changing (nil if
+// not), after the validation the item gets otherwise.
+func (b *Backend) txMoving(ctx context.Context, s tenancy.Scope, ti wire.TransactWriteItem) (*movingTx, error) {
+	var (
+		p     place
+		err   error
+		key   attr.Item
+		m     mutation
+		check bool
+		table string
+		old   string
+	)
+	switch {
+	case ti.Put != nil:
+		in := ti.Put
+		if p, err = b.openW(ctx, s, in.TableName); err != nil {
+			return nil, err
+		}
+		if _, err = p.item(in.Item); err != nil {
+			return nil, err
+		}
+		key, table, old = in.Item, in.TableName, in.ReturnValuesOnConditionCheckFailure
+		m = mutation{key: in.Item, compute: func(attr.Item) (attr.Item, error) { return in.Item, nil },
+			cond: str(in.ConditionExpression), names: in.ExpressionAttributeNames, values: in.ExpressionAttributeValues}
+	case ti.Delete != nil:
+		in := ti.Delete
+		if p, err = b.open(ctx, s, in.TableName); err != nil {
+			return nil, err
+		}
+		if _, err = p.key(in.Key); err != nil {
+			return nil, err
+		}
+		key, table, old = in.Key, in.TableName, in.ReturnValuesOnConditionCheckFailure
+		m = mutation{key: in.Key, compute: func(attr.Item) (attr.Item, error) { return nil, nil },
+			cond: str(in.ConditionExpression), names: in.ExpressionAttributeNames, values: in.ExpressionAttributeValues}
+	case ti.Update != nil:
+		in := ti.Update
+		if p, err = b.openW(ctx, s, in.TableName); err != nil {
+			return nil, err
+		}
+		if _, err = p.key(in.Key); err != nil {
+			return nil, err
+		}
+		if _, _, _, err := p.update(in.Key, in.UpdateExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues); err != nil && err != errIndexKey {
+			return nil, err
+		}
+		key, table, old = in.Key, in.TableName, in.ReturnValuesOnConditionCheckFailure
+		var paths []expr.Path
+		if m, err = updateMutation(&wire.UpdateItemInput{Key: in.Key, UpdateExpression: &in.UpdateExpression, ConditionExpression: in.ConditionExpression,
+			ExpressionAttributeNames: in.ExpressionAttributeNames, ExpressionAttributeValues: in.ExpressionAttributeValues}, &paths); err != nil {
+			return nil, err
+		}
+	case ti.ConditionCheck != nil:
+		in := ti.ConditionCheck
+		if p, err = b.open(ctx, s, in.TableName); err != nil {
+			return nil, err
+		}
+		if _, err = p.key(in.Key); err != nil {
+			return nil, err
+		}
+		key, table, old, check = in.Key, in.TableName, in.ReturnValuesOnConditionCheckFailure, true
+		m = mutation{key: in.Key, cond: aws.String(in.ConditionExpression), names: in.ExpressionAttributeNames, values: in.ExpressionAttributeValues}
+	default:
+		return nil, nil // refused by the caller
+	}
+	if err := checkPlaceholders(m.names, m.values); err != nil {
+		return nil, err
+	}
+	pks := p.keyPKs(key[p.tg.Table.Hash.Name])
+	if len(pks) < 2 {
+		return nil, nil
+	}
+	plan, err := b.planMoving(ctx, p, pks, m, check)
+	if err != nil {
+		return nil, err
+	}
+	return &movingTx{p: p, table: table, plan: plan, wantOld: old == "ALL_OLD"}, nil
+}
+
+// movingTxErr maps the cancellation reasons of a transaction with items
+// whose shard is changing back onto the client's items: a guard that
+// failed (the item was written or moved since it was read) or an extra
+// action that failed is a TransactionConflict, which clients retry; the
+// client's own condition failing keeps its reason, with the old item
+// only if the client asked for it.
+func movingTxErr(err error, in *wire.TransactWriteItemsInput, moving []*movingTx, owners []int) error {
+	var tce *types.TransactionCanceledException
+	if moving == nil || !errors.As(err, &tce) {
+		return err
+	}
+	n := len(in.TransactItems)
+	conflict := types.CancellationReason{Code: aws.String("TransactionConflict"), Message: aws.String("Transaction is ongoing for the item")}
+	rs := tce.CancellationReasons
+	for i, mv := range moving {
+		if mv == nil || i >= len(rs) || aws.ToString(rs[i].Code) != "ConditionalCheckFailed" {
+			continue
+		}
+		if changed(mv.plan.raw, rs[i].Item) {
+			rs[i] = conflict
+			continue
+		}
+		rs[i].Item = nil
+		if mv.wantOld && mv.plan.raw != nil {
+			rs[i].Item = cloneRaw(mv.plan.raw)
+		}
+	}
+	for j, owner := range owners {
+		if n+j < len(rs) && owner < len(rs) {
+			if c := aws.ToString(rs[n+j].Code); c != "" && c != "None" && (rs[owner].Code == nil || aws.ToString(rs[owner].Code) == "None") {
+				rs[owner] = conflict
+			}
+		}
+	}
+	if len(rs) > n {
+		rs = rs[:n]
+		tce.CancellationReasons = rs
+	}
+	// The engine's message lists its own reasons: say the client's.
+	codes := make([]string, len(rs))
+	for i, r := range rs {
+		if codes[i] = aws.ToString(r.Code); codes[i] == "" {
+			codes[i] = "None"
+		}
+	}
+	tce.Message = aws.String("Transaction cancelled, please refer cancellation reasons for specific reasons [" + strings.Join(codes, ", ") + "]")
+	return err
+}
+
 // TransactGetItems is the engine's TransactGetItems.
 func (b *Backend) TransactGetItems(ctx context.Context, s tenancy.Scope, in *wire.TransactGetItemsInput) (*wire.TransactGetItemsOutput, error) {
 	if len(in.TransactItems) == 0 || len(in.TransactItems) > 100 {
 		return nil, apierr.Validationf("1 validation error detected: Value at 'transactItems' failed to satisfy constraint: Member must have length less than or equal to 100, Member must have length greater than or equal to 1")
 	}
 	items := make([]types.TransactGetItem, len(in.TransactItems))
+	var extras []types.TransactGetItem // the new partitions of items that move
+	var owners []int
 	counts := map[string]int{}
 	for i, ti := range in.TransactItems {
 		if ti.Get == nil {
@@ -614,20 +778,33 @@ func (b *Backend) TransactGetItems(ctx context.Context, s tenancy.Scope, in *wir
 		if err := checkPlaceholders(ti.Get.ExpressionAttributeNames, nil); err != nil {
 			return nil, err
 		}
-		if err := p.notMoving(ti.Get.Key); err != nil {
-			return nil, err
-		}
 		counts[ti.Get.TableName]++
 		items[i] = types.TransactGetItem{Get: &types.Get{TableName: &b.table, Key: k,
 			ProjectionExpression: str(ti.Get.ProjectionExpression), ExpressionAttributeNames: ti.Get.ExpressionAttributeNames}}
+		if pks := p.keyPKs(ti.Get.Key[p.tg.Table.Hash.Name]); len(pks) > 1 {
+			// The item's shard is changing: it is in one of its two
+			// partitions, and the transaction reads both atomically.
+			k[attrPK] = &types.AttributeValueMemberS{Value: pks[0]}
+			k2 := map[string]types.AttributeValue{attrPK: &types.AttributeValueMemberS{Value: pks[1]}, attrSK: k[attrSK]}
+			extras = append(extras, types.TransactGetItem{Get: &types.Get{TableName: &b.table, Key: k2,
+				ProjectionExpression: str(ti.Get.ProjectionExpression), ExpressionAttributeNames: ti.Get.ExpressionAttributeNames}})
+			owners = append(owners, i)
+		}
 	}
-	res, err := b.db.TransactGetItems(ctx, &dynamodb.TransactGetItemsInput{TransactItems: items, ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal})
+	if len(items)+len(extras) > 100 {
+		return nil, apierr.New(apierr.ProvisionedThroughputExceeded, "The table's shard count is changing: this transaction's items that move need %d engine reads, more than 100; retry when the change ends", len(items)+len(extras))
+	}
+	res, err := b.db.TransactGetItems(ctx, &dynamodb.TransactGetItemsInput{TransactItems: append(items, extras...), ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal})
 	if err != nil {
 		return nil, engineErr(err, strip)
 	}
-	out := &wire.TransactGetItemsOutput{Responses: make([]wire.ItemResponse, len(res.Responses))}
+	out := &wire.TransactGetItemsOutput{Responses: make([]wire.ItemResponse, len(items))}
 	for i, r := range res.Responses {
-		out.Responses[i] = wire.ItemResponse{Item: strip(r.Item)}
+		if i < len(items) {
+			out.Responses[i] = wire.ItemResponse{Item: strip(r.Item)}
+		} else if o := owners[i-len(items)]; r.Item != nil {
+			out.Responses[o] = wire.ItemResponse{Item: strip(r.Item)}
+		}
 	}
 	var total float64
 	for _, cc := range res.ConsumedCapacity {

@@ -74,8 +74,20 @@ func (b *Backend) locate(ctx context.Context, p place, key attr.Item, pks []stri
 	return "", nil, u, nil
 }
 
-// movingWrite applies m to an item in two partitions (pks: old, new).
-func (b *Backend) movingWrite(ctx context.Context, p place, pks []string, m mutation) (*movedWrite, error) {
+// movingPlan is a write during a move, ready for the engine: acts[0]
+// carries the client's condition (and the guard), the rest check or
+// complete the item's place.
+type movingPlan struct {
+	acts     []types.TransactWriteItem
+	raw      map[string]types.AttributeValue // the engine item read (nil: missing)
+	old, neu attr.Item
+	units    float64 // of the reads
+}
+
+// planMoving reads the item of m (in pks: old, new) and plans m's write
+// (see above); check makes it a condition check only (m.compute is then
+// not used).
+func (b *Backend) planMoving(ctx context.Context, p place, pks []string, m mutation, check bool) (*movingPlan, error) {
 	sk, err := p.sortKey(m.key)
 	if err != nil {
 		return nil, err
@@ -83,93 +95,101 @@ func (b *Backend) movingWrite(ctx context.Context, p place, pks []string, m muta
 	keyIn := func(pk string) map[string]types.AttributeValue {
 		return map[string]types.AttributeValue{attrPK: &types.AttributeValueMemberS{Value: pk}, attrSK: &types.AttributeValueMemberB{Value: sk}}
 	}
-	for range maxRetries {
-		at, raw, ru, err := b.locate(ctx, p, m.key, pks, true)
-		if err != nil {
+	at, raw, ru, err := b.locate(ctx, p, m.key, pks, true)
+	if err != nil {
+		return nil, err
+	}
+	old := strip(cloneRaw(raw))
+	neu := old
+	if !check {
+		if neu, err = m.compute(old); err != nil {
 			return nil, err
 		}
-		old := strip(cloneRaw(raw))
-		neu, err := m.compute(old)
-		if err != nil {
+	}
+	target := at
+	if at == "" {
+		target = pks[1]
+		if p.lay.phase == phasePrep {
+			target = pks[0]
+		}
+	}
+	// The client's condition and the guard, on the item where it is.
+	names, values := keep(m.names, m.values, m.cond)
+	names["#tenantdb_p"] = attrPK
+	guard := "attribute_not_exists(#tenantdb_p)"
+	if raw != nil {
+		names["#tenantdb_v"] = attrVersion
+		guard = "attribute_exists(#tenantdb_p) AND attribute_not_exists(#tenantdb_v)"
+		if v, ok := raw[attrVersion].(*types.AttributeValueMemberB); ok {
+			guard = "attribute_exists(#tenantdb_p) AND #tenantdb_v = :tenantdb_v"
+			values[":tenantdb_v"] = &types.AttributeValueMemberB{Value: v.Value}
+		}
+	}
+	cond := guard
+	if m.cond != nil && *m.cond != "" {
+		cond = "(" + *m.cond + ") AND " + guard
+	}
+	if len(values) == 0 {
+		values = nil
+	}
+	absent := func(pk string) types.TransactWriteItem {
+		return types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{TableName: &b.table, Key: keyIn(pk),
+			ConditionExpression: aws.String("attribute_not_exists(#tenantdb_p)"), ExpressionAttributeNames: map[string]string{"#tenantdb_p": attrPK}}}
+	}
+	other := pks[0]
+	if other == target {
+		other = pks[1]
+	}
+	var put map[string]types.AttributeValue
+	if neu != nil && !check {
+		if attr.ItemSize(neu) > 400*1024 {
+			return nil, apierr.Validationf("Item size has exceeded the maximum allowed size")
+		}
+		if put, err = p.item(neu); err != nil {
 			return nil, err
 		}
-		target := at
-		if at == "" {
-			target = pks[1]
-			if p.lay.phase == phasePrep {
-				target = pks[0]
-			}
-		}
-		// The client's condition and the guard, on the item where it is.
-		names, values := keep(m.names, m.values, m.cond)
-		names["#tenantdb_p"] = attrPK
-		guard := "attribute_not_exists(#tenantdb_p)"
-		if raw != nil {
-			names["#tenantdb_v"] = attrVersion
-			guard = "attribute_exists(#tenantdb_p) AND attribute_not_exists(#tenantdb_v)"
-			if v, ok := raw[attrVersion].(*types.AttributeValueMemberB); ok {
-				guard = "attribute_exists(#tenantdb_p) AND #tenantdb_v = :tenantdb_v"
-				values[":tenantdb_v"] = &types.AttributeValueMemberB{Value: v.Value}
-			}
-		}
-		cond := guard
-		if m.cond != nil && *m.cond != "" {
-			cond = "(" + *m.cond + ") AND " + guard
-		}
-		if len(values) == 0 {
-			values = nil
-		}
-		absent := func(pk string) types.TransactWriteItem {
-			return types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{TableName: &b.table, Key: keyIn(pk),
-				ConditionExpression: aws.String("attribute_not_exists(#tenantdb_p)"), ExpressionAttributeNames: map[string]string{"#tenantdb_p": attrPK}}}
-		}
-		other := pks[0]
-		if other == target {
-			other = pks[1]
-		}
-		var acts []types.TransactWriteItem
-		var put map[string]types.AttributeValue
-		if neu != nil {
-			if attr.ItemSize(neu) > 400*1024 {
-				return nil, apierr.Validationf("Item size has exceeded the maximum allowed size")
-			}
-			if put, err = p.item(neu); err != nil {
-				return nil, err
-			}
-			put[attrVersion] = newVersion()
-		}
-		first := types.TransactWriteItem{} // the action that carries the client's condition
-		switch {
-		case neu == nil && raw == nil:
-			first.ConditionCheck = &types.ConditionCheck{TableName: &b.table, Key: keyIn(target), ConditionExpression: &cond,
-				ExpressionAttributeNames: names, ExpressionAttributeValues: values, ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}
-			acts = []types.TransactWriteItem{first, absent(other)}
-		case neu == nil:
-			first.Delete = &types.Delete{TableName: &b.table, Key: keyIn(target), ConditionExpression: &cond,
-				ExpressionAttributeNames: names, ExpressionAttributeValues: values, ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}
-			acts = []types.TransactWriteItem{first, absent(other)}
-		case raw != nil && target == pks[0] && p.lay.phase == phaseMove:
-			// Found in the old partition: moved by this write.
-			first.Delete = &types.Delete{TableName: &b.table, Key: keyIn(target), ConditionExpression: &cond,
-				ExpressionAttributeNames: names, ExpressionAttributeValues: values, ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}
-			acts = []types.TransactWriteItem{first, {Put: &types.Put{TableName: &b.table, Item: relocate(p, put, pks[1]),
+		put[attrVersion] = newVersion()
+	}
+	allOld := types.ReturnValuesOnConditionCheckFailureAllOld
+	plan := &movingPlan{raw: raw, old: old, neu: neu, units: ru}
+	switch {
+	case check || (neu == nil && raw == nil):
+		plan.acts = []types.TransactWriteItem{{ConditionCheck: &types.ConditionCheck{TableName: &b.table, Key: keyIn(target), ConditionExpression: &cond,
+			ExpressionAttributeNames: names, ExpressionAttributeValues: values, ReturnValuesOnConditionCheckFailure: allOld}}, absent(other)}
+	case neu == nil:
+		plan.acts = []types.TransactWriteItem{{Delete: &types.Delete{TableName: &b.table, Key: keyIn(target), ConditionExpression: &cond,
+			ExpressionAttributeNames: names, ExpressionAttributeValues: values, ReturnValuesOnConditionCheckFailure: allOld}}, absent(other)}
+	case raw != nil && target == pks[0] && p.lay.phase == phaseMove:
+		// Found in the old partition: moved by this write.
+		plan.acts = []types.TransactWriteItem{{Delete: &types.Delete{TableName: &b.table, Key: keyIn(target), ConditionExpression: &cond,
+			ExpressionAttributeNames: names, ExpressionAttributeValues: values, ReturnValuesOnConditionCheckFailure: allOld}},
+			{Put: &types.Put{TableName: &b.table, Item: relocate(p, put, pks[1]),
 				ConditionExpression: aws.String("attribute_not_exists(#tenantdb_p)"), ExpressionAttributeNames: map[string]string{"#tenantdb_p": attrPK}}}}
-		default:
-			first.Put = &types.Put{TableName: &b.table, Item: relocate(p, put, target), ConditionExpression: &cond,
-				ExpressionAttributeNames: names, ExpressionAttributeValues: values, ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}
-			acts = []types.TransactWriteItem{first, absent(other)}
+	default:
+		plan.acts = []types.TransactWriteItem{{Put: &types.Put{TableName: &b.table, Item: relocate(p, put, target), ConditionExpression: &cond,
+			ExpressionAttributeNames: names, ExpressionAttributeValues: values, ReturnValuesOnConditionCheckFailure: allOld}}, absent(other)}
+	}
+	return plan, nil
+}
+
+// movingWrite applies m to an item in two partitions (pks: old, new).
+func (b *Backend) movingWrite(ctx context.Context, p place, pks []string, m mutation) (*movedWrite, error) {
+	for range maxRetries {
+		plan, err := b.planMoving(ctx, p, pks, m, false)
+		if err != nil {
+			return nil, err
 		}
-		res, err := b.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: acts, ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal})
+		res, err := b.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: plan.acts, ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal})
 		var tce *types.TransactionCanceledException
 		if errors.As(err, &tce) {
 			if len(tce.CancellationReasons) > 0 && aws.ToString(tce.CancellationReasons[0].Code) == "ConditionalCheckFailed" {
 				r := tce.CancellationReasons[0]
-				if changed(raw, r.Item) {
+				if changed(plan.raw, r.Item) {
 					continue // written or moved concurrently: read again
 				}
 				e := apierr.New(apierr.ConditionalCheckFailed, "The conditional request failed")
-				if old != nil {
-					e.Detail = &wire.ConditionalCheckFailedDetail{Item: old}
+				if plan.old != nil {
+					e.Detail = &wire.ConditionalCheckFailedDetail{Item: plan.old}
 				}
 				return nil, e
 			}
@@ -182,7 +202,7 @@ func (b *Backend) movingWrite(ctx context.Context, p place, pks []string, m muta
 		for _, cc := range res.ConsumedCapacity {
 			wu += aws.ToFloat64(cc.CapacityUnits)
 		}
-		return &movedWrite{old: old, neu: neu, units: ru + wu}, nil
+		return &movedWrite{old: plan.old, neu: plan.neu, units: plan.units + wu}, nil
 	}
 	return nil, apierr.New(apierr.ProvisionedThroughputExceeded, "The item was written concurrently %d times while its shard changed; retry", maxRetries)
 }

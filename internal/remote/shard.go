@@ -179,9 +179,9 @@ func checkShards(cur, n int) error {
 	return nil
 }
 
-// notMoving refuses a transaction's item whose shard is changing: a
-// transaction is not yet served on such an item (see DESIGN.md); the
-// error is DynamoDB's retryable throttling error, and the move ends.
+// notMoving refuses a transaction's item whose shard is changing that
+// txMoving did not plan (the layout changed between the two reads of it):
+// the error is DynamoDB's retryable throttling error.
 func (p place) notMoving(key attr.Item) error {
 	if len(p.keyPKs(key[p.tg.Table.Hash.Name])) > 1 {
 		return apierr.New(apierr.ProvisionedThroughputExceeded, "The table's shard count is changing: a transaction on an item being moved is refused until the move ends; retry")

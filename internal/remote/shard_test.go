@@ -381,6 +381,7 @@ func TestReshardOnlineLosesNothing(t *testing.T) {
 		deleted = map[string]bool{}
 		created = map[string]int{} // contested keys: successful creations
 		adds    atomic.Int64
+		txAdds  atomic.Int64
 		stop    atomic.Bool
 		retry   = func(err error) bool {
 			return err != nil && (strings.Contains(err.Error(), "ProvisionedThroughputExceeded") || strings.Contains(err.Error(), "TransactionConflict"))
@@ -419,6 +420,33 @@ func TestReshardOnlineLosesNothing(t *testing.T) {
 				case strings.Contains(err.Error(), "ConditionalCheckFailed"), retry(err):
 				default:
 					t.Error(err)
+				}
+				// A transaction: a counter and a new item, or neither.
+				tk := map[string]types.AttributeValue{"pk": s(fmt.Sprintf("tx%d-%d", w, i)), "sk": n("0")}
+				_, err = c.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+					{Update: &types.Update{TableName: tbl, Key: counter(100 + i%5), UpdateExpression: aws.String("ADD n :one"),
+						ExpressionAttributeValues: map[string]types.AttributeValue{":one": n("1")}}},
+					{Put: &types.Put{TableName: tbl, Item: tk, ConditionExpression: aws.String("attribute_not_exists(pk)")}},
+				}})
+				switch {
+				case err == nil:
+					txAdds.Add(1)
+					mu.Lock()
+					acked[dumpItem(tk)] = true
+					mu.Unlock()
+				case retry(err):
+				default:
+					t.Error(err)
+				}
+				// A transactional read of an item that exists.
+				if i%5 == 0 {
+					o, err := c.TransactGetItems(ctx, &dynamodb.TransactGetItemsInput{TransactItems: []types.TransactGetItem{
+						{Get: &types.Get{TableName: tbl, Key: map[string]types.AttributeValue{"pk": item(299)["pk"], "sk": item(299)["sk"]}}}}})
+					if err == nil && o.Responses[0].Item == nil {
+						t.Error("TransactGetItems missed an item that exists")
+					} else if err != nil && !retry(err) {
+						t.Error(err)
+					}
 				}
 				// A counter.
 				if _, err := c.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: tbl, Key: counter(i % 13), UpdateExpression: aws.String("ADD n :one"),
@@ -510,6 +538,31 @@ func TestReshardOnlineLosesNothing(t *testing.T) {
 	if total != adds.Load() {
 		t.Errorf("counters total %d, %d acknowledged adds", total, adds.Load())
 	}
+	var txTotal int64
+	for k := range 5 {
+		o, err := c.GetItem(ctx, &dynamodb.GetItemInput{TableName: tbl, Key: counter(100 + k), ConsistentRead: aws.Bool(true)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v, ok := o.Item["n"].(*types.AttributeValueMemberN); ok {
+			var x int64
+			fmt.Sscan(v.Value, &x)
+			txTotal += x
+		}
+	}
+	if txTotal != txAdds.Load() {
+		t.Errorf("transactional counters total %d, %d acknowledged transactions", txTotal, txAdds.Load())
+	}
+	// A transaction's item is there exactly when its counter was added.
+	txItems := 0
+	for k := range seen {
+		if strings.Contains(k, `"S:tx`) {
+			txItems++
+		}
+	}
+	if int64(txItems) != txAdds.Load() {
+		t.Errorf("%d transactions' items, %d acknowledged transactions", txItems, txAdds.Load())
+	}
 	// The index agrees with the items.
 	var gsi int
 	gq := &dynamodb.ScanInput{TableName: tbl, IndexName: aws.String("byg")}
@@ -533,7 +586,7 @@ func TestReshardOnlineLosesNothing(t *testing.T) {
 	if gsi != want {
 		t.Errorf("index holds %d entries, items with index keys: %d", gsi, want)
 	}
-	t.Logf("%d items, %d acknowledged puts, %d deletes, %d contested keys, %d adds, %d moved to 8 shards", len(seen), len(acked), len(deleted), len(created), adds.Load(), st.Moved)
+	t.Logf("%d items, %d acknowledged puts, %d deletes, %d contested keys, %d adds, %d transactions, %d moved to 8 shards", len(seen), len(acked), len(deleted), len(created), adds.Load(), txAdds.Load(), st.Moved)
 }
 
 // TestAutoShardFromThrottling: a hot tenant writing into an engine with a
