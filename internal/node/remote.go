@@ -90,7 +90,7 @@ func (r Remote) open(ctx context.Context, o Options, log *slog.Logger) (*remote.
 		Logger:      log.With("component", "remote"),
 
 		DefinitionsMaxStale: FleetStaleness,
-		AutoShardMax: r.AutoShardMax,
+		AutoShardMax:        r.AutoShardMax,
 	})
 	if err != nil {
 		return nil, nil, err
