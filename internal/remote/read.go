@@ -98,14 +98,19 @@ func (c coll) parts() []string {
 	return out
 }
 
-// partsOf returns the partition keys a Query of the table's items with
-// partition key hv must consult: its one shard (or, during a move, its
-// shard in each layout). An index query consults every shard.
+// partsOf returns the partition keys a Query with partition key hv must
+// consult: of the table or of a local index (whose partition key is the
+// table's), its one shard (or, during a move, its shard in each layout);
+// of a global index, every shard.
 func (c coll) partsOf(hv attr.Value) []string {
-	if c.ix != nil {
+	if c.ix != nil && !c.ix.Local {
 		return c.parts()
 	}
-	return c.p.keyPKs(hv)
+	var out []string
+	for _, pk := range c.p.keyPKs(hv) {
+		out = append(out, c.partOf(pk))
+	}
+	return out
 }
 
 // suffix is the length of what follows the encoded key in c's sort
