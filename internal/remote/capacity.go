@@ -100,12 +100,12 @@ func (c *Capacity) Lease(ctx context.Context, key string, units, rate, size floa
 			triedFull = true
 			in.UpdateExpression = aws.String("SET #t = :t")
 			in.ConditionExpression = aws.String("attribute_not_exists(#t) OR #t < :now")
-			in.ExpressionAttributeValues = map[string]types.AttributeValue{":t": num(t + d), ":now": num(t)}
+			in.ExpressionAttributeValues = map[string]types.AttributeValue{":t": num64(t + d), ":now": num64(t)}
 		} else {
 			triedAdd = true
 			in.UpdateExpression = aws.String("ADD #t :d")
 			in.ConditionExpression = aws.String("#t BETWEEN :now AND :hi")
-			in.ExpressionAttributeValues = map[string]types.AttributeValue{":d": num(d), ":now": num(t), ":hi": num(hi)}
+			in.ExpressionAttributeValues = map[string]types.AttributeValue{":d": num64(d), ":now": num64(t), ":hi": num64(hi)}
 		}
 		out, err := c.db.UpdateItem(ctx, in)
 		if err == nil {
@@ -145,7 +145,7 @@ func (c *Capacity) remember(key string, tat int64) {
 	c.mu.Unlock()
 }
 
-func num(v int64) types.AttributeValue {
+func num64(v int64) types.AttributeValue {
 	return &types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)}
 }
 
