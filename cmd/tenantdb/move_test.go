@@ -24,8 +24,8 @@ import (
 // goroutines (each its own keys), keeping the acknowledged state and
 // every request's latency.
 type moveWriter struct {
-	mu    sync.Mutex
-	want  map[string]string // key -> v of the last acknowledged put ("" deleted)
+	mu   sync.Mutex
+	want map[string]string // key -> v of the last acknowledged put ("" deleted)
 	// maybe holds the writes cut off by the test's end: applied or not,
 	// the client cannot know (key -> v, "" a delete).
 	maybe map[string]string
