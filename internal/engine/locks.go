@@ -54,3 +54,16 @@ func (l *lockTable) barrier() {
 		l.stripes[i].Unlock() //nolint:staticcheck // an empty critical section is the point
 	}
 }
+
+// lockAll locks every stripe, holding off every write until the returned
+// function unlocks them (a consistent copy of the stores: Checkpoint).
+func (l *lockTable) lockAll() (unlock func()) {
+	for i := range l.stripes {
+		l.stripes[i].Lock()
+	}
+	return func() {
+		for i := len(l.stripes) - 1; i >= 0; i-- {
+			l.stripes[i].Unlock()
+		}
+	}
+}

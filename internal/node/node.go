@@ -28,6 +28,7 @@ import (
 	"github.com/tenantdb/tenantdb/internal/aggregate"
 	"github.com/tenantdb/tenantdb/internal/audit"
 	"github.com/tenantdb/tenantdb/internal/auth"
+	"github.com/tenantdb/tenantdb/internal/backup"
 	"github.com/tenantdb/tenantdb/internal/catalog"
 	"github.com/tenantdb/tenantdb/internal/console"
 	"github.com/tenantdb/tenantdb/internal/dynamo"
@@ -192,7 +193,8 @@ type Node struct {
 	rekey     *rekey.Service
 	rewind    *rewind.Service
 	opts      Options
-	skMu      sync.Mutex // one server key rotation at a time
+	skMu      sync.Mutex       // one server key rotation (or backup) at a time
+	backups   *backup.Registry // nil in memory
 	audit     *audit.Log
 	auth      *auth.Authenticator
 	engine    *engine.Engine
@@ -406,6 +408,8 @@ func Open(ctx context.Context, o Options) (_ *Node, err error) {
 	}
 	n.rekey = rekey.New(rekey.Options{Keys: n.keys, Data: data, Audit: n.audit, Logger: log.With("component", "rekey")})
 	adm.ServeEncryption(n.rekey, admin.ServerKeyOps{Status: n.serverKeyStatus, Rotate: n.rotateServerKey})
+	n.openBackups()
+	adm.ServeBackups(nodeBackups{n})
 	if err := n.rekey.Resume(rekey.SystemScope); err != nil {
 		return nil, err
 	}

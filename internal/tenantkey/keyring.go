@@ -89,7 +89,8 @@ type Keyring struct {
 	keys      sync.Map   // tenancy.TenantID -> *Key
 	destroyed sync.Map   // tenancy.TenantID -> struct{}: not re-created in this process
 	mem       map[tenancy.TenantID][]byte
-	plain     bool // benchmark-only: see plain_bench.go
+	plain     bool                           // benchmark-only: see plain_bench.go
+	onDestroy []func(tenancy.TenantID) error // see OnDestroy
 }
 
 type kek struct {
@@ -244,13 +245,21 @@ func (kr *Keyring) Destroy(t tenancy.TenantID) error {
 	}
 	if kr.dir == "" {
 		delete(kr.mem, t)
-		return nil
+	} else {
+		err := os.Remove(kr.path(t))
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("tenantkey: destroying key: %w", err)
+		}
+		if err := syncDir(kr.dir); err != nil {
+			return err
+		}
 	}
-	err := os.Remove(kr.path(t))
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("tenantkey: destroying key: %w", err)
+	for _, fn := range kr.onDestroy {
+		if err := fn(t); err != nil {
+			return fmt.Errorf("tenantkey: destroying a copy of the key: %w", err)
+		}
 	}
-	return syncDir(kr.dir)
+	return nil
 }
 
 // Tenants returns the tenants that have a stored key.
