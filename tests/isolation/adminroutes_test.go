@@ -84,6 +84,7 @@ var adminRouteBodies = map[string]string{
 	"GET /v1/tenants/{tenant}/moves":                                   "",
 	"POST /v1/tenants/{tenant}/shards":                                 `{"shards":8}`,
 	"GET /v1/tenants/{tenant}/shards":                                  "",
+	"POST /v1/backups":                                                 `{"to":"/tmp/tenantdb-isolation-evil-backup"}`,
 }
 
 // adminRoutes returns the routes of the admin API of a node assembled as
