@@ -30,6 +30,7 @@ func runBackup(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		{"restore", "restore --from DIR --data-dir NEW [--backup ID] [--server-key-file FILE]   (offline; verifies every file first)", func(a []string, o, e io.Writer) error { return backupRestore(a, o, e) }},
 		{"list", "list --from DIR", func(a []string, o, e io.Writer) error { return backupList(a, o, e) }},
 		{"verify", "verify --from DIR [--backup ID]   (reads every file and checks its SHA-256)", func(a []string, o, e io.Writer) error { return backupVerify(a, o, e) }},
+		{"prune", "prune --from DIR --keep N   (deletes all but the newest N backups and the files only they used)", func(a []string, o, e io.Writer) error { return backupPrune(a, o, e) }},
 	}, args, stdout, stderr)
 }
 
@@ -267,6 +268,33 @@ func backupVerify(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("%d problem(s) found", bad)
 	}
 	return nil
+}
+
+func backupPrune(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("backup prune", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	from := fs.String("from", "", "the backup repository")
+	keep := fs.Int("keep", 0, "how many of the newest backups to keep (at least 1)")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *from == "" || *keep < 1 {
+		return errors.New("--from and --keep (at least 1) are required")
+	}
+	r, err := backup.OpenRepo(*from)
+	if err != nil {
+		return err
+	}
+	res, err := r.Prune(*keep)
+	if err != nil {
+		return err
+	}
+	cf := clientFlags{json: *asJSON}
+	return cf.output(stdout, res, func(w *tabwriter.Writer) {
+		fmt.Fprintln(w, "DELETED BACKUPS\tKEPT\tFILES REMOVED\tBYTES REMOVED")
+		fmt.Fprintf(w, "%d\t%d\t%d\t%d\n", len(res.Deleted), res.Kept, res.Files, res.Bytes)
+	})
 }
 
 // human prints a byte count for people.
