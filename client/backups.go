@@ -61,6 +61,9 @@ type BackupDone struct {
 	CopiedBytes int64   `json:"copied_bytes"`
 	Tenants     int     `json:"tenants"`
 	Seconds     float64 `json:"seconds"`
+	// HeldSeconds is how long item writes were held off while the
+	// stores were copied at one moment.
+	HeldSeconds float64 `json:"writes_held_seconds"`
 }
 
 // Backup has the server write a backup of everything it stores into the

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"time"
 
 	"github.com/tenantdb/tenantdb/internal/storage"
 	"github.com/tenantdb/tenantdb/internal/tenancy"
@@ -26,6 +27,8 @@ type CheckpointStats struct {
 	// checkpoint) and closed (their files); Dropped the stores of tenants
 	// being deleted, left out.
 	Open, Closed, Dropped int
+	// Held is how long item writes were held off.
+	Held time.Duration
 }
 
 // Checkpoint copies the main store and every silo store into dir (which
@@ -74,6 +77,7 @@ func (e *Engine) Checkpoint(dir string, hold func(do func() error) error) (Check
 		return st, err
 	}
 	unlock := e.locks.lockAll()
+	heldSince := time.Now()
 	locked := true
 	defer func() {
 		if locked {
@@ -117,6 +121,7 @@ func (e *Engine) Checkpoint(dir string, hold func(do func() error) error) (Check
 	})
 	unlock()
 	locked = false
+	st.Held = time.Since(heldSince)
 	if err != nil {
 		return st, err
 	}

@@ -42,15 +42,18 @@ func (b nodeBackups) Backup(ctx context.Context, dir string, progress func(clien
 	n.skMu.Lock()
 	defer n.skMu.Unlock()
 	began := time.Now()
+	var held time.Duration
 	m, err := backup.Create(ctx, backup.CreateOptions{
 		Repo:           dir,
 		DataDir:        n.opts.DataDir,
 		ServerKeyCheck: ServerKeyCheck(n.auth.ServerKey().Check()),
 		Checkpoint: func(to string) (keys map[tenancy.TenantID][]byte, err error) {
-			_, err = n.engine.Checkpoint(to, func(do func() error) error {
+			st, err := n.engine.Checkpoint(to, func(do func() error) error {
+				var err error
 				keys, err = n.keys.Freeze(do)
 				return err
 			})
+			held = st.Held
 			return keys, err
 		},
 		Progress: func(p backup.Progress) { progress(client.BackupProgress(p)) },
@@ -65,5 +68,5 @@ func (b nodeBackups) Backup(ctx context.Context, dir string, progress func(clien
 		return client.BackupDone{}, err
 	}
 	return client.BackupDone{ID: m.ID, Repo: dir, Base: m.Base, ServerKeyCheck: m.ServerKeyCheck, Files: len(m.Files), Bytes: m.Bytes,
-		Copied: m.Copied, CopiedBytes: m.CopiedBytes, Tenants: len(m.Keys), Seconds: time.Since(began).Seconds()}, nil
+		Copied: m.Copied, CopiedBytes: m.CopiedBytes, Tenants: len(m.Keys), Seconds: time.Since(began).Seconds(), HeldSeconds: held.Seconds()}, nil
 }
