@@ -199,6 +199,25 @@ func TestShredAndSweep(t *testing.T) {
 	}
 }
 
+// TestDeletedDuringCreate: a tenant deleted while a backup is written
+// (its Shred may come before the backup writes its keys) has no keys in
+// the finished backup.
+func TestDeletedDuringCreate(t *testing.T) {
+	f := newFake(t)
+	repo := filepath.Join(t.TempDir(), "repo")
+	m, err := Create(context.Background(), CreateOptions{Repo: repo, DataDir: f.dataDir, Checkpoint: f.checkpoint, ServerKeyCheck: "k1",
+		Live: func(tn tenancy.TenantID) bool { return tn != mustTenant(1) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Keys) != 1 || m.Keys[0].Tenant != tid(2) {
+		t.Errorf("keys of the backup = %+v; want tenant 2's only", m.Keys)
+	}
+	if _, err := os.Stat(filepath.Join(repo, keysDir, tid(1))); !os.IsNotExist(err) {
+		t.Errorf("the deleted tenant's keys are in the repository: %v", err)
+	}
+}
+
 func TestRepositoryOwner(t *testing.T) {
 	f, g := newFake(t), newFake(t)
 	repo := filepath.Join(t.TempDir(), "repo")

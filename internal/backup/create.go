@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -152,6 +153,10 @@ type CreateOptions struct {
 	Checkpoint Checkpoint
 	// ServerKeyCheck identifies the server key wrapping the keys.
 	ServerKeyCheck string
+	// Live, if set, reports whether tenant t's key still exists; keys of
+	// tenants destroyed while the backup was written are removed from it
+	// (their Shred may have run before this backup wrote them).
+	Live func(t tenancy.TenantID) bool
 	// Progress, if set, is called as the backup advances.
 	Progress func(Progress)
 	// Now; nil means time.Now.
@@ -303,6 +308,24 @@ func Create(ctx context.Context, o CreateOptions) (*Manifest, error) {
 			return nil, fmt.Errorf("backup: %w", err)
 		}
 		m.Keys = append(m.Keys, Key{Tenant: t.String(), Size: n, SHA256: sum})
+	}
+	// NB: a tenant deleted since the moment may have had its keys shredded
+	// here before they were written above: look again, after writing.
+	// (Deleted after this look, its Shred comes after the write.)
+	if o.Live != nil {
+		for t := range keys {
+			if !o.Live(t) {
+				if err := shredKey(r.dir, t.String()); err != nil {
+					return nil, err
+				}
+				delete(keys, t)
+			}
+		}
+		m.Keys = slices.DeleteFunc(m.Keys, func(k Key) bool {
+			t, _ := tenancy.ParseTenantID(k.Tenant)
+			_, ok := keys[t]
+			return !ok
+		})
 	}
 	// NB: a tenant with keys here and none live was deleted while this
 	// repository was out of reach of Shred.

@@ -56,6 +56,7 @@ func (b nodeBackups) Backup(ctx context.Context, dir string, progress func(clien
 			held = st.Held
 			return keys, err
 		},
+		Live:     n.keys.Stored,
 		Progress: func(p backup.Progress) { progress(client.BackupProgress(p)) },
 	})
 	if err != nil {

@@ -54,3 +54,19 @@ func (kr *Keyring) OnDestroy(fn func(tenancy.TenantID) error) {
 	defer kr.mu.Unlock()
 	kr.onDestroy = append(kr.onDestroy, fn)
 }
+
+// Stored reports whether tenant t has a stored key (false once Destroy
+// has removed it).
+func (kr *Keyring) Stored(t tenancy.TenantID) bool {
+	if _, gone := kr.destroyed.Load(t); gone {
+		return false
+	}
+	if kr.dir == "" {
+		kr.mu.Lock()
+		defer kr.mu.Unlock()
+		_, ok := kr.mem[t]
+		return ok
+	}
+	_, err := os.Stat(kr.path(t))
+	return err == nil
+}
