@@ -39,19 +39,24 @@ type CheckpointStats struct {
 // the stores, and may copy around it what must agree with them (the
 // tenants' keys: see package backup).
 //
-// How the moment is held: every stripe is locked (a write holds its
-// stripes from its reads to the end of its last store's batch, so none is
-// half committed), open silo stores are referenced so that they stay
-// open, and closed ones are marked opening so that nobody opens them
+// How the moment is held: open silo stores are referenced so that they
+// stay open, closed ones are marked opening so that nobody opens them
 // until their files are copied — which happens after hold returns and
 // writes resume (other tenants write on; that tenant's first request
-// waits for its copy). Writes the engine does not commit under stripes
+// waits for its copy) — and no other store opens until hold returns.
+// If a silo store is open, every stripe is locked too (a write holds its
+// stripes from its reads to the end of its last store's batch, so none
+// is half committed in one store and not in another); if none is, no
+// write can touch two stores, the main store's checkpoint is one moment
+// by itself and writes go on. Writes the engine does not commit under stripes
 // (usage counters, audit records, tenants' records) are in each store's
 // copy as of that store's copy. A silo store closed by a tenant's
 // deletion meanwhile is left out (its key is destroyed: nothing of it
 // could be read).
 func (e *Engine) Checkpoint(dir string, hold func(do func() error) error) (CheckpointStats, error) {
 	var st CheckpointStats
+	e.checkpointMu.Lock()
+	defer e.checkpointMu.Unlock()
 	if e.opts.InMemory {
 		return st, errors.New("engine: a store in memory has no files to checkpoint")
 	}
@@ -76,14 +81,6 @@ func (e *Engine) Checkpoint(dir string, hold func(do func() error) error) (Check
 	if err := e.db.Flush(); err != nil {
 		return st, err
 	}
-	unlock := e.locks.lockAll()
-	heldSince := time.Now()
-	locked := true
-	defer func() {
-		if locked {
-			unlock()
-		}
-	}()
 	open, closed, err := e.pinSilos(tenants)
 	if err != nil {
 		return st, err
@@ -95,6 +92,21 @@ func (e *Engine) Checkpoint(dir string, hold func(do func() error) error) (Check
 		for _, s := range closed { // NB: only those not copied yet (on error)
 			e.unpinClosed(s)
 		}
+	}()
+	// NB: with no silo store open (and none opening until the main store
+	// is copied) no write touches two stores, and the main store's
+	// checkpoint is itself one moment: writes need not be held.
+	heldSince := time.Now()
+	unlock, locked := func() {}, false
+	if len(open) > 0 {
+		unlock, locked = e.locks.lockAll(), true
+		heldSince = time.Now()
+	}
+	defer func() {
+		if locked {
+			unlock()
+		}
+		e.resumeOpens()
 	}()
 
 	err = hold(func() error {
@@ -119,9 +131,12 @@ func (e *Engine) Checkpoint(dir string, hold func(do func() error) error) (Check
 		}
 		return nil
 	})
-	unlock()
-	locked = false
-	st.Held = time.Since(heldSince)
+	e.resumeOpens()
+	if locked {
+		unlock()
+		locked = false
+		st.Held = time.Since(heldSince)
+	}
 	if err != nil {
 		return st, err
 	}
@@ -141,9 +156,10 @@ func (e *Engine) Checkpoint(dir string, hold func(do func() error) error) (Check
 	return st, nil
 }
 
-// pinSilos takes a reference to every open silo store and marks every
-// closed one of tenants opening (placeholders without a store), waiting
-// for opens and closes in flight. REQUIRES: not e.mu.
+// pinSilos takes a reference to every open silo store, marks every
+// closed one of tenants opening (placeholders without a store) and holds
+// off the opening of any other until resumeOpens, waiting for opens and
+// closes in flight. REQUIRES: not e.mu.
 func (e *Engine) pinSilos(tenants []tenancy.TenantID) (open, closed []*silo, err error) {
 	for {
 		e.mu.Lock()
@@ -178,6 +194,7 @@ func (e *Engine) pinSilos(tenants []tenancy.TenantID) (open, closed []*silo, err
 			e.nclosing++ // NB: a placeholder does not count against the bound
 			closed = append(closed, s)
 		}
+		e.holdOpens = make(chan struct{})
 		e.mu.Unlock()
 		return open, closed, nil
 	}
@@ -190,5 +207,15 @@ func (e *Engine) unpinClosed(s *silo) {
 	delete(e.silos, s.tenant)
 	e.nclosing--
 	close(s.done)
+	e.mu.Unlock()
+}
+
+// resumeOpens ends pinSilos' hold on opening stores. Idempotent.
+func (e *Engine) resumeOpens() {
+	e.mu.Lock()
+	if e.holdOpens != nil {
+		close(e.holdOpens)
+		e.holdOpens = nil
+	}
 	e.mu.Unlock()
 }

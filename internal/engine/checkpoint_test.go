@@ -118,3 +118,47 @@ func TestCheckpoint(t *testing.T) {
 	// The source keeps serving B, whose store the checkpoint held closed.
 	putItems(t, e, tenantScope(t, b, "PutItem"), "silo_t", attr.Item{"pk": sval("b1")})
 }
+
+// TestCheckpointNoOpenSilo: with every silo store closed, a checkpoint
+// holds no write (the main store's copy is one moment by itself) and
+// still copies the closed stores.
+func TestCheckpointNoOpenSilo(t *testing.T) {
+	dir := t.TempDir()
+	keys, err := tenantkey.Open(tenantkey.Options{KEK: make([]byte, 32)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var now atomic.Int64
+	now.Store(time.Now().UnixNano())
+	e := diskEngine(t, dir, Options{Keys: keys, Now: func() time.Time { return time.Unix(0, now.Load()) }})
+	createShared(t, e, "silo_t", "pk:S", "", nil, wire.Tag{Key: tenancy.TagIsolation, Value: "silo"})
+	createShared(t, e, "pool_t", "pk:S", "", nil)
+	a := tenancy.NewTenantID()
+	putItems(t, e, tenantScope(t, a, "PutItem"), "silo_t", attr.Item{"pk": sval("a0")})
+	putItems(t, e, tenantScope(t, a, "PutItem"), "pool_t", attr.Item{"pk": sval("p0")})
+	now.Add(int64(time.Hour))
+	e.evictIdle()
+	e.mu.RLock()
+	n := len(e.silos)
+	e.mu.RUnlock()
+	if n != 0 {
+		t.Fatalf("%d silo stores open after eviction", n)
+	}
+	cp := filepath.Join(t.TempDir(), "cp")
+	st, err := e.Checkpoint(cp, func(do func() error) error { return do() })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Held != 0 || st.Closed != 1 || st.Open != 0 {
+		t.Errorf("checkpoint = %+v; want A's store copied closed and no write held", st)
+	}
+	c := diskEngine(t, cp, Options{Keys: keys})
+	for tbl, k := range map[string]string{"silo_t": "a0", "pool_t": "p0"} {
+		out, err := c.GetItem(context.Background(), tenantScope(t, a, "GetItem"), &wire.GetItemInput{TableName: tbl, Key: attr.Item{"pk": sval(k)}})
+		if err != nil || out.Item == nil {
+			t.Errorf("the copy's %s item %s: %v, %v", tbl, k, out, err)
+		}
+	}
+	// The store opens again after the checkpoint.
+	putItems(t, e, tenantScope(t, a, "PutItem"), "silo_t", attr.Item{"pk": sval("a1")})
+}

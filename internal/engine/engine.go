@@ -153,6 +153,11 @@ type Engine struct {
 	idle  list.List                  // open stores nobody holds, most recently used first
 	// nclosing counts the stores in silos being closed.
 	nclosing int
+	// holdOpens, while a checkpoint copies the stores, makes opens of
+	// stores not in silos wait until it is closed (checkpoint.go).
+	holdOpens chan struct{}
+	// checkpointMu makes checkpoints one at a time.
+	checkpointMu sync.Mutex
 	// shared are the caches all silo stores share; openStore is
 	// storage.Open (tests slow it down).
 	shared    *storage.Shared

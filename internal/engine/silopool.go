@@ -67,6 +67,13 @@ func (e *Engine) acquireSilo(tenant tenancy.TenantID, allowed func() error) (*si
 	e.mu.Lock()
 	for {
 		s := e.silos[tenant]
+		if s == nil && e.holdOpens != nil { // a checkpoint's moment (checkpoint.go)
+			wait := e.holdOpens
+			e.mu.Unlock()
+			<-wait
+			e.mu.Lock()
+			continue
+		}
 		if s == nil {
 			break
 		}

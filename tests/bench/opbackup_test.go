@@ -29,7 +29,12 @@ import (
 // what PutItem writers (4 connections) see during a backup against the
 // same writers without one, measured before and after. It runs on demand:
 //
-//	TENANTDB_BACKUP_BENCH=1000000 go test -run TestOperatorBackupBench -v -timeout 60m ./tests/bench/
+//	TENANTDB_BACKUP_BENCH=1000000 [TENANTDB_BACKUP_BENCH_SILOS=20] \
+//	  go test -run TestOperatorBackupBench -v -timeout 60m ./tests/bench/
+//
+// TENANTDB_BACKUP_BENCH_SILOS=k adds k tenants with an item each in a
+// silo table, whose stores are open during the backups: writes are then
+// held while the stores are copied at one moment (engine.Checkpoint).
 func TestOperatorBackupBench(t *testing.T) {
 	spec := os.Getenv("TENANTDB_BACKUP_BENCH")
 	if spec == "" {
@@ -67,6 +72,31 @@ func TestOperatorBackupBench(t *testing.T) {
 		`"KeySchema":[{"AttributeName":"pk","KeyType":"HASH"},{"AttributeName":"sk","KeyType":"RANGE"}]}`))
 	c.close()
 
+	if k, _ := strconv.Atoi(os.Getenv("TENANTDB_BACKUP_BENCH_SILOS")); k > 0 {
+		opk := n.Bootstrap().Operator
+		op := &target{addr: tg.addr, akid: opk.AccessKeyID(), secret: opk.Secret}
+		c := op.dial(t)
+		c.must(t, op.sign(t, "CreateTable", `{"TableName":"silo_t","BillingMode":"PAY_PER_REQUEST",`+
+			`"AttributeDefinitions":[{"AttributeName":"pk","AttributeType":"S"}],"KeySchema":[{"AttributeName":"pk","KeyType":"HASH"}],`+
+			`"Tags":[{"Key":"tenantdb:isolation","Value":"silo"}]}`))
+		c.close()
+		adm := client.New("http://"+tg.addr, opk.String())
+		for i := range k {
+			tn, err := adm.CreateTenant(ctx, client.CreateTenantRequest{Name: fmt.Sprintf("silo-%d", i)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			key, err := adm.CreateKey(ctx, tn.ID, client.CreateKeyRequest{Role: "app"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			st := &target{addr: tg.addr, akid: key.AccessKeyID, secret: key.SecretAccessKey}
+			c := st.dial(t)
+			c.must(t, st.sign(t, "PutItem", `{"TableName":"silo_t","Item":{"pk":{"S":"x"}}}`))
+			c.close()
+		}
+		t.Logf("%d silo tenants, their stores open", k)
+	}
 	small := func(prefix string, i int) string {
 		return fmt.Sprintf(`{"pk":{"S":"%s%08d"},"sk":{"S":"s%02d"},"data":{"S":"%s"}}`, prefix, i/20, i%20, strings.Repeat("d", 160))
 	}
