@@ -1,9 +1,4 @@
-// Package backup_test proves operator backups end to end: the tenantdb
-// binary serving under a concurrent writer, `tenantdb backup create`
-// (full, then incremental) through the admin API, `backup restore` into a
-// new data directory, a server started on it answering aws-sdk-go-v2,
-// a corrupted byte refused, and kill -9 during a backup.
-package backup_test
+package backup
 
 import (
 	"bytes"
