@@ -176,6 +176,17 @@ func BenchmarkPITRLogDisk(b *testing.B) {
 		if kept < window-1 || kept > window+130 || len(pg.Entries) != min(kept, 10_000) {
 			b.Fatalf("after %d changes over %d days the log keeps %d (FollowLog %d); the window holds %d", n, days, kept, len(pg.Entries), window)
 		}
+		// NB: what the log takes on disk once the trimmed history is
+		// compacted away, against its peak: bounded, not growing.
+		if err := env.db.Compact(lo, hi); err != nil {
+			b.Fatal(err)
+		}
+		final, err := env.db.EstimateDiskUsage(lo, hi)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(final)/float64(kept), "final-disk-B/kept")
+		b.ReportMetric(float64(final)/float64(peak), "final/peak-disk")
 		b.ReportMetric(float64(n), "changes")
 		b.ReportMetric(float64(kept), "kept")
 		b.ReportMetric(float64(logical)/float64(kept), "logical-B/change")
