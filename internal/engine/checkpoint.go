@@ -1,11 +1,13 @@
 package engine
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/tenantdb/tenantdb/internal/storage"
@@ -20,6 +22,9 @@ const (
 	// tenant as in Options.SiloDir.
 	CheckpointSilos = "silos"
 )
+
+// checkpointParallel bounds the stores Checkpoint copies at once.
+const checkpointParallel = 8
 
 // CheckpointStats says what Checkpoint copied.
 type CheckpointStats struct {
@@ -110,26 +115,48 @@ func (e *Engine) Checkpoint(dir string, hold func(do func() error) error) (Check
 	}()
 
 	err = hold(func() error {
-		if err := e.db.Checkpoint(filepath.Join(dir, CheckpointMain)); err != nil {
-			return err
+		// NB: the stores are copied in parallel: each checkpoint is a few
+		// fsyncs, and writes may be held for all of them.
+		var mu sync.Mutex
+		var first error
+		sem := make(chan struct{}, checkpointParallel)
+		var wg sync.WaitGroup
+		run := func(f func() error) {
+			wg.Add(1)
+			sem <- struct{}{}
+			go func() {
+				defer func() { <-sem; wg.Done() }()
+				if err := f(); err != nil {
+					mu.Lock()
+					first = cmp.Or(first, err)
+					mu.Unlock()
+				}
+			}()
 		}
+		run(func() error { return e.db.Checkpoint(filepath.Join(dir, CheckpointMain)) })
 		for _, s := range open {
-			to := filepath.Join(dir, CheckpointSilos, s.tenant.String())
-			if err := os.MkdirAll(to, 0o700); err != nil {
-				return err
-			}
-			err := s.db.Checkpoint(filepath.Join(to, siloStoreName))
-			if errors.Is(err, storage.ErrClosed) { // the tenant's deletion closed it
-				st.Dropped++
-				os.RemoveAll(to)
-				continue
-			}
-			if err != nil {
-				return fmt.Errorf("silo store of tenant %s: %w", s.tenant, err)
-			}
-			st.Open++
+			run(func() error {
+				to := filepath.Join(dir, CheckpointSilos, s.tenant.String())
+				if err := os.MkdirAll(to, 0o700); err != nil {
+					return err
+				}
+				err := s.db.Checkpoint(filepath.Join(to, siloStoreName))
+				mu.Lock()
+				defer mu.Unlock()
+				if errors.Is(err, storage.ErrClosed) { // the tenant's deletion closed it
+					st.Dropped++
+					os.RemoveAll(to)
+					return nil
+				}
+				if err != nil {
+					return fmt.Errorf("silo store of tenant %s: %w", s.tenant, err)
+				}
+				st.Open++
+				return nil
+			})
 		}
-		return nil
+		wg.Wait()
+		return first
 	})
 	e.resumeOpens()
 	if locked {

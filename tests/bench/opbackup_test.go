@@ -174,7 +174,7 @@ func TestOperatorBackupBench(t *testing.T) {
 	idle := func() error { time.Sleep(15 * time.Second); return nil }
 	adm := client.New("http://"+tg.addr, n.Bootstrap().Operator.String())
 	repo := filepath.Join(scratch, "repo")
-	var full, incr client.BackupDone
+	var full, incr, incr2 client.BackupDone
 	time.Sleep(2 * time.Second) // writers warm up
 	phase("no backup (1)", idle)
 	phase("full backup", func() (err error) {
@@ -187,6 +187,11 @@ func TestOperatorBackupBench(t *testing.T) {
 		return err
 	})
 	phase("no backup (3)", idle)
+	phase("incremental backup (2)", func() (err error) {
+		incr2, err = adm.Backup(ctx, client.BackupRequest{To: repo}, nil)
+		return err
+	})
+	phase("no backup (4)", idle)
 	close(stop)
 	ww.Wait()
 
@@ -195,7 +200,7 @@ func TestOperatorBackupBench(t *testing.T) {
 		t.Fatal(err)
 	}
 	t0 := time.Now()
-	vr, err := r.Verify(incr.ID, nil)
+	vr, err := r.Verify(incr2.ID, nil)
 	if err != nil || len(vr.Problems) > 0 {
 		t.Fatalf("verify: %v %v", err, vr.Problems)
 	}
@@ -205,20 +210,26 @@ func TestOperatorBackupBench(t *testing.T) {
 		t.Fatal(err)
 	}
 	t0 = time.Now()
-	if _, err := r.Restore(backup.RestoreOptions{DataDir: filepath.Join(scratch, "restored"), ServerKeyCheck: incr.ServerKeyCheck, ServerKey: key}); err != nil {
+	if _, err := r.Restore(backup.RestoreOptions{DataDir: filepath.Join(scratch, "restored"), ServerKeyCheck: incr2.ServerKeyCheck, ServerKey: key}); err != nil {
 		t.Fatal(err)
 	}
 	restoreSec := time.Since(t0).Seconds()
+	repoBefore := duBytes(t, repo)
+	pr, err := r.Prune(1)
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	t.Logf("| backup | seconds | writes held | files | bytes | new files | new bytes |")
 	t.Logf("|---|---|---|---|---|---|---|")
 	for _, b := range []struct {
 		label string
 		d     client.BackupDone
-	}{{"full", full}, {"incremental", incr}} {
+	}{{"full", full}, {"incremental", incr}, {"incremental (2)", incr2}} {
 		t.Logf("| %s | %.2f | %.0f ms | %d | %s | %d | %s |", b.label, b.d.Seconds, b.d.HeldSeconds*1000, b.d.Files, human(b.d.Bytes), b.d.Copied, human(b.d.CopiedBytes))
 	}
-	t.Logf("verify (read and hash every file) %.2f s; restore (verify, copy, sync) %.2f s; repository %s", verifySec, restoreSec, human(duBytes(t, repo)))
+	t.Logf("verify (read and hash every file) %.2f s; restore (verify, copy, sync) %.2f s; repository %s, after prune --keep 1 %s (%d files, %s removed)",
+		verifySec, restoreSec, human(repoBefore), human(duBytes(t, repo)), pr.Files, human(pr.Bytes))
 	t.Logf("| writers (4 conns, PutItem) | seconds | puts/s | p50 ms | p99 ms | max ms |")
 	t.Logf("|---|---|---|---|---|---|")
 	for _, w := range windows {
