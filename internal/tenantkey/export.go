@@ -1,6 +1,7 @@
 package tenantkey
 
 import (
+	"errors"
 	"fmt"
 	"os"
 
@@ -15,6 +16,9 @@ import (
 // server key. fn must not use the keyring's changing methods (it would
 // deadlock); reading values with keys already loaded is fine.
 func (kr *Keyring) Freeze(fn func() error) (map[tenancy.TenantID][]byte, error) {
+	if kr.store != nil {
+		return nil, errors.New("tenantkey: the keys are in the engine's control plane, not in files to copy")
+	}
 	kr.mu.Lock()
 	defer kr.mu.Unlock()
 	if err := fn(); err != nil {
