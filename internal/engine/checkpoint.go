@@ -1,13 +1,11 @@
 package engine
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/tenantdb/tenantdb/internal/storage"
@@ -23,15 +21,14 @@ const (
 	CheckpointSilos = "silos"
 )
 
-// checkpointParallel bounds the stores Checkpoint copies at once.
-const checkpointParallel = 8
-
 // CheckpointStats says what Checkpoint copied.
 type CheckpointStats struct {
-	// Open and Closed count the silo stores copied open (a Pebble
-	// checkpoint) and closed (their files); Dropped the stores of tenants
-	// being deleted, left out.
+	// Open and Closed count the silo stores copied open (written out of
+	// a snapshot taken at the moment) and closed (their files); Dropped
+	// the stores of tenants being deleted, left out.
 	Open, Closed, Dropped int
+	// Keys counts the keys written out of open silo stores.
+	Keys int
 	// Held is how long item writes were held off.
 	Held time.Duration
 }
@@ -53,7 +50,12 @@ type CheckpointStats struct {
 // stripes from its reads to the end of its last store's batch, so none
 // is half committed in one store and not in another); if none is, no
 // write can touch two stores, the main store's checkpoint is one moment
-// by itself and writes go on. Writes the engine does not commit under stripes
+// by itself and writes go on. Held or not, only the main store's Pebble
+// checkpoint (hard links, a few fsyncs) and a snapshot of each open silo
+// store are taken at the moment; the snapshots are written out into new
+// stores after it (so an open silo store's copy is new files every time,
+// while the main store's and closed stores' unchanged sstables are the
+// same files). Writes the engine does not commit under stripes
 // (usage counters, audit records, tenants' records) are in each store's
 // copy as of that store's copy. A silo store closed by a tenant's
 // deletion meanwhile is left out (its key is destroyed: nothing of it
@@ -114,49 +116,23 @@ func (e *Engine) Checkpoint(dir string, hold func(do func() error) error) (Check
 		e.resumeOpens()
 	}()
 
+	// NB: under the hold only what must be at the moment: the main
+	// store's checkpoint (a few fsyncs) and a snapshot of each open silo
+	// store (memory only); the silo stores are written out from their
+	// snapshots once writes resume.
+	snaps := make([]*storage.Snapshot, len(open))
+	defer func() {
+		for _, sn := range snaps {
+			if sn != nil {
+				sn.Close()
+			}
+		}
+	}()
 	err = hold(func() error {
-		// NB: the stores are copied in parallel: each checkpoint is a few
-		// fsyncs, and writes may be held for all of them.
-		var mu sync.Mutex
-		var first error
-		sem := make(chan struct{}, checkpointParallel)
-		var wg sync.WaitGroup
-		run := func(f func() error) {
-			wg.Add(1)
-			sem <- struct{}{}
-			go func() {
-				defer func() { <-sem; wg.Done() }()
-				if err := f(); err != nil {
-					mu.Lock()
-					first = cmp.Or(first, err)
-					mu.Unlock()
-				}
-			}()
+		for i, s := range open {
+			snaps[i] = s.db.NewSnapshot()
 		}
-		run(func() error { return e.db.Checkpoint(filepath.Join(dir, CheckpointMain)) })
-		for _, s := range open {
-			run(func() error {
-				to := filepath.Join(dir, CheckpointSilos, s.tenant.String())
-				if err := os.MkdirAll(to, 0o700); err != nil {
-					return err
-				}
-				err := s.db.Checkpoint(filepath.Join(to, siloStoreName))
-				mu.Lock()
-				defer mu.Unlock()
-				if errors.Is(err, storage.ErrClosed) { // the tenant's deletion closed it
-					st.Dropped++
-					os.RemoveAll(to)
-					return nil
-				}
-				if err != nil {
-					return fmt.Errorf("silo store of tenant %s: %w", s.tenant, err)
-				}
-				st.Open++
-				return nil
-			})
-		}
-		wg.Wait()
-		return first
+		return e.db.Checkpoint(filepath.Join(dir, CheckpointMain))
 	})
 	e.resumeOpens()
 	if locked {
@@ -179,6 +155,22 @@ func (e *Engine) Checkpoint(dir string, hold func(do func() error) error) (Check
 		}
 		closed = closed[1:]
 		e.unpinClosed(s)
+	}
+	for i, s := range open {
+		to := filepath.Join(dir, CheckpointSilos, s.tenant.String())
+		n, err := e.exportSnapshot(snaps[i], filepath.Join(to, siloStoreName))
+		if errors.Is(err, storage.ErrClosed) { // the tenant's deletion closed it
+			st.Dropped++
+			os.RemoveAll(to)
+			continue
+		}
+		if err != nil {
+			return st, fmt.Errorf("silo store of tenant %s: %w", s.tenant, err)
+		}
+		st.Open++
+		st.Keys += n
+		snaps[i].Close()
+		snaps[i] = nil
 	}
 	return st, nil
 }
@@ -245,4 +237,42 @@ func (e *Engine) resumeOpens() {
 		e.holdOpens = nil
 	}
 	e.mu.Unlock()
+}
+
+// exportSnapshot writes the contents of sn into a new store in dir, key
+// by key (a counter's merged value as its value, which a counter may
+// have), and closes it flushed: a store opened on dir reads what sn did.
+func (e *Engine) exportSnapshot(sn *storage.Snapshot, dir string) (int, error) {
+	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
+		return 0, err
+	}
+	db, err := storage.Open(dir, storage.Options{Small: true, Shared: e.shared, NoSync: true, Logger: e.log})
+	if err != nil {
+		return 0, err
+	}
+	it := sn.NewIter(nil, nil)
+	b := db.NewBatch()
+	n := 0
+	for ok := it.First(); ok && err == nil; ok = it.Next() {
+		b.Set(it.Key(), it.Value())
+		n++
+		if b.Size() >= 1<<20 {
+			err = db.Apply(b)
+			b.Close()
+			b = db.NewBatch()
+		}
+	}
+	if ierr := it.Error(); err == nil {
+		err = ierr
+	}
+	it.Close()
+	if err == nil {
+		err = db.Apply(b)
+	}
+	b.Close()
+	if err != nil {
+		db.Close()
+		return n, err
+	}
+	return n, db.CloseIdle()
 }
