@@ -83,10 +83,16 @@ func (e *Engine) Checkpoint(dir string, hold func(do func() error) error) (Check
 		}
 	}
 
-	// NB: no flush first: it would make the copy's WAL small, but its new
-	// level-0 sstable is compacted into every sstable of the level below
-	// (items are spread by a hash of their key), so the next backup would
-	// find them all new. The WAL (at most a memtable) holds only writes.
+	// NB: the main store's WAL (up to a memtable) is copied at the moment,
+	// so when writes will be held (a silo store is open) the memtable is
+	// flushed first, outside it. Not otherwise: the new level-0 sstable is
+	// compacted into every sstable of the level below (items are spread by
+	// a hash of their key), which the next incremental backup then copies.
+	if e.anySiloOpen() {
+		if err := e.db.Flush(); err != nil {
+			return st, err
+		}
+	}
 	open, closed, err := e.pinSilos(tenants)
 	if err != nil {
 		return st, err
@@ -274,4 +280,11 @@ func (e *Engine) exportSnapshot(sn *storage.Snapshot, dir string) (int, error) {
 		return n, err
 	}
 	return n, db.CloseIdle()
+}
+
+// anySiloOpen reports whether a silo store is open (or opening).
+func (e *Engine) anySiloOpen() bool {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	return len(e.silos) > e.nclosing
 }
