@@ -2,6 +2,7 @@ package remote
 
 import (
 	"errors"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
@@ -138,13 +139,26 @@ var kindByName = func() map[string]apierr.Kind {
 // failed is the client's condition that failed); a transport failure is
 // ServiceUnavailable. strip removes the physical attributes from items
 // the error carries.
+// reasonMessages are DynamoDB's messages of the cancellation reasons a
+// gateway passes on; a code not listed gets none.
+var reasonMessages = map[string]string{
+	"ConditionalCheckFailed":          "The conditional request failed",
+	"TransactionConflict":             "Transaction is ongoing for the item",
+	"ItemCollectionSizeLimitExceeded": "Collection size exceeded.",
+	"ProvisionedThroughputExceeded":   "The level of configured provisioned throughput for the table was exceeded. Consider increasing your provisioning level with the UpdateTable API.",
+	"ThrottlingError":                 "Throughput exceeds the current capacity for one or more global secondary indexes. DynamoDB is automatically scaling your index so please be patient.",
+	"ValidationError":                 "One or more parameter values were invalid",
+}
+
 func engineErr(err error, strip func(map[string]types.AttributeValue) attr.Item) error {
 	if err == nil {
 		return nil
 	}
 	var ccf *types.ConditionalCheckFailedException
 	if errors.As(err, &ccf) {
-		e := apierr.New(apierr.ConditionalCheckFailed, "%s", ccf.ErrorMessage())
+		// NB: DynamoDB's words, not the engine's: the engine's message
+		// may name the gateway's physical attributes or table.
+		e := apierr.New(apierr.ConditionalCheckFailed, "The conditional request failed")
 		if ccf.Item != nil {
 			e.Detail = &wire.ConditionalCheckFailedDetail{Item: strip(ccf.Item)}
 		}
@@ -152,21 +166,23 @@ func engineErr(err error, strip func(map[string]types.AttributeValue) attr.Item)
 	}
 	var tce *types.TransactionCanceledException
 	if errors.As(err, &tce) {
-		e := apierr.New(apierr.TransactionCanceled, "%s", tce.ErrorMessage())
 		d := &wire.TransactionCanceledDetail{}
+		codes := make([]string, 0, len(tce.CancellationReasons))
 		for _, r := range tce.CancellationReasons {
 			cr := wire.CancellationReason{}
 			if r.Code != nil {
 				cr.Code = *r.Code
 			}
-			if r.Message != nil {
-				cr.Message = *r.Message
-			}
+			// NB: a reason's message is DynamoDB's for its code, never the
+			// engine's text (which may name physical attributes).
+			cr.Message = reasonMessages[cr.Code]
 			if r.Item != nil {
 				cr.Item = strip(r.Item)
 			}
 			d.CancellationReasons = append(d.CancellationReasons, cr)
+			codes = append(codes, cr.Code)
 		}
+		e := apierr.New(apierr.TransactionCanceled, "Transaction cancelled, please refer cancellation reasons for specific reasons [%s]", strings.Join(codes, ", "))
 		e.Detail = d
 		return e
 	}
