@@ -17,7 +17,11 @@ type MoveRequest struct {
 
 // TenantMove is the state of a move of a tenant's data of one table.
 type TenantMove struct {
+	// Table is empty for a tier move: the end of a move of all the
+	// tenant's shared tables, which sets its tier to Tier once they
+	// have moved.
 	Table string `json:"table"`
+	Tier  string `json:"tier,omitempty"`
 	From  string `json:"from"`
 	To    string `json:"to"`
 	// Phase is "copying", "catching-up", "cutover", "cleaning", "done",

@@ -19,7 +19,7 @@ import (
 func tenantMove(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs, cf := newClientFlagSet("tenant move", stderr, os.Getenv)
 	var req client.MoveRequest
-	fs.StringVar(&req.Table, "table", "", "the shared table whose data of the tenant moves (default: every shared table that is not a silo table)")
+	fs.StringVar(&req.Table, "table", "", "the shared table whose data of the tenant moves (default: every shared table that is not a silo table, and then the tenant's tier changes to --to, for the shared tables created later)")
 	fs.StringVar(&req.To, "to", "", "silo (the tenant's own store) or pool (the server's shared store)")
 	noWait := fs.Bool("no-wait", false, "start the move and return; `tenantdb tenant moves ID` shows its progress")
 	usageFunc(fs, stderr, "usage: tenantdb tenant move ID|SLUG [--table NAME] --to silo|pool [flags]",
@@ -53,6 +53,9 @@ func tenantMove(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	for _, m := range ms {
+		if m.Phase == "failed" && m.Tier != "" {
+			return errors.New("setting the tier to " + m.Tier + " failed: " + m.Error)
+		}
 		if m.Phase == "failed" {
 			return errors.New("move of table " + m.Table + " failed: " + m.Error)
 		}
@@ -87,6 +90,10 @@ func waitMoves(ctx context.Context, c *client.Client, tenant string, started []c
 		}
 		var parts []string
 		for _, m := range cur {
+			if m.Tier != "" {
+				parts = append(parts, fmt.Sprintf("tier %s: %s", m.Tier, m.Phase))
+				continue
+			}
 			parts = append(parts, fmt.Sprintf("%s %s: %d/%d items, %d changes", m.Table, m.Phase, m.Items, m.ItemsTotal, m.Changes))
 		}
 		p.printf(done, "move: %s", strings.Join(parts, "; "))
@@ -126,6 +133,11 @@ func tenantMoves(ctx context.Context, args []string, stdout, stderr io.Writer) e
 func printMoves(w *tabwriter.Writer, ms []client.TenantMove) {
 	fmt.Fprintln(w, "TABLE\tFROM\tTO\tPHASE\tITEMS\tCHANGES\tCUTOVERS\tBLOCKED\tERROR")
 	for _, m := range ms {
+		if m.Tier != "" {
+			// The tenant's tier, set once all its shared tables have moved.
+			fmt.Fprintf(w, "(tier)\t%s\t%s\t%s\t\t\t\t\t%s\n", m.From, m.To, m.Phase, m.Error)
+			continue
+		}
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d/%d\t%d\t%d\t%.1fms\t%s\n", m.Table, m.From, m.To, m.Phase, m.Items, m.ItemsTotal, m.Changes, m.Attempts, m.BlockedMS, m.Error)
 	}
 }

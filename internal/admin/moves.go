@@ -7,6 +7,8 @@ import (
 
 	"github.com/tenantdb/tenantdb/client"
 	"github.com/tenantdb/tenantdb/internal/audit"
+	"github.com/tenantdb/tenantdb/internal/catalog"
+	"github.com/tenantdb/tenantdb/internal/keyspace"
 	"github.com/tenantdb/tenantdb/internal/schema"
 	"github.com/tenantdb/tenantdb/internal/tenancy"
 )
@@ -17,6 +19,7 @@ type Moves interface {
 	StartMove(ctx context.Context, s tenancy.Scope, table, to string) ([]schema.MoveStatus, error)
 	Moves(ctx context.Context, s tenancy.Scope) ([]schema.MoveStatus, error)
 	SetMoveHook(fn func(tenant tenancy.TenantID, st schema.MoveStatus))
+	SetTierHook(fn func(ctx context.Context, tenant tenancy.TenantID, tier string) error)
 }
 
 // ServeMoves adds POST /v1/tenants/{tenant}/moves (start a move) and GET
@@ -24,7 +27,9 @@ type Moves interface {
 // a tenant's data lives is the platform's decision (and its cost), so a
 // tenant's own admin key is refused like any other tenant's. Starting a
 // move is audited in the tenant's log and the platform's; its end (done
-// or failed, also after a restart resumed it) in the tenant's log.
+// or failed, also after a restart resumed it) in the tenant's log. A
+// move of all the tenant's shared tables ends by setting its tier in the
+// catalog (tenant.tier in its log and the platform's).
 func (h *Handler) ServeMoves(m Moves) {
 	h.handle("POST /v1/tenants/{tenant}/moves", operatorOnly, func(c *call) error {
 		var req client.MoveRequest
@@ -53,16 +58,40 @@ func (h *Handler) ServeMoves(m Moves) {
 		ev := audit.Event{Actor: "system:move", Role: "operator", Action: "tenant.move." + st.Phase,
 			Target: fmt.Sprintf("table=%s from=%s to=%s items=%d changes=%d blocked_ms=%.3f", st.Table, st.From, st.To, st.Items, st.Changes, st.BlockedMS),
 			Reason: st.Error}
+		if st.Tier != "" {
+			ev.Action, ev.Target = "tenant.tier-move."+st.Phase, fmt.Sprintf("tier from=%s to=%s", st.From, st.To)
+		}
 		if _, err := h.o.Audit.Append(context.Background(), s, ev); err != nil {
 			h.log.Error("audit append failed", "action", ev.Action, "tenant", tenant.String(), "err", err)
 		}
+	})
+	m.SetTierHook(func(ctx context.Context, tenant tenancy.TenantID, tier string) error {
+		s := tenancy.SystemScope(tenant, "move")
+		old, err := h.o.Catalog.Tenant(ctx, s.Tenant())
+		if err != nil {
+			return err
+		}
+		if old.Tier == catalog.Tier(tier) {
+			return nil // set before a restart
+		}
+		if _, err := h.o.Catalog.SetTier(ctx, s, catalog.Tier(tier)); err != nil {
+			return err
+		}
+		ev := audit.Event{Actor: "system:move", Role: "operator", Action: "tenant.tier",
+			Target: fmt.Sprintf("%s tier from=%s to=%s", s.Tenant(), old.Tier, tier)}
+		for _, sc := range []tenancy.Scope{s, tenancy.SystemScope(keyspace.Platform, "move")} {
+			if _, err := h.o.Audit.Append(ctx, sc, ev); err != nil {
+				h.log.Error("audit append failed", "action", ev.Action, "tenant", sc.Tenant().String(), "err", err)
+			}
+		}
+		return nil
 	})
 }
 
 func movesOut(sts []schema.MoveStatus) []client.TenantMove {
 	out := make([]client.TenantMove, 0, len(sts))
 	for _, s := range sts {
-		out = append(out, client.TenantMove{Table: s.Table, From: s.From, To: s.To, Phase: s.Phase, Started: s.Started, Finished: s.Finished,
+		out = append(out, client.TenantMove{Table: s.Table, Tier: s.Tier, From: s.From, To: s.To, Phase: s.Phase, Started: s.Started, Finished: s.Finished,
 			Items: s.Items, ItemsTotal: s.ItemsTotal, Changes: s.Changes, Attempts: s.Attempts, BlockedMS: s.BlockedMS, Error: s.Error})
 	}
 	return out

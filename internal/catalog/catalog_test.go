@@ -211,3 +211,44 @@ func TestInvites(t *testing.T) {
 		}
 	}
 }
+
+func TestSetTier(t *testing.T) {
+	ctx := context.Background()
+	db := openDB(t)
+	c := Open(kv.NewLocal(db), Options{})
+	a, err := c.CreateTenant(ctx, NewTenant{Name: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := c.CreateTenant(ctx, NewTenant{Name: "b"})
+	var changes []Change
+	c.OnChange(func(ch Change) { changes = append(changes, ch) })
+	sa := tenancy.SystemScope(a.ID, "test")
+	if _, err := c.SetTier(ctx, sa, "gold"); !apierr.Is(err, apierr.Validation) {
+		t.Fatalf("bad tier: %v", err)
+	}
+	got, err := c.SetTier(ctx, sa, Silo)
+	if err != nil || got.Tier != Silo {
+		t.Fatalf("SetTier = %+v, %v", got, err)
+	}
+	if len(changes) != 1 || changes[0] != (Change{Tenant: a.ID}) {
+		t.Fatalf("changes = %v", changes)
+	}
+	// Durable: a catalog opened again on the store reads it; b unchanged.
+	c2 := Open(kv.NewLocal(db), Options{})
+	if tn, _ := c2.Tenant(ctx, a.ID); tn.Tier != Silo {
+		t.Fatalf("after reopen: tier %q, want silo", tn.Tier)
+	}
+	if tn, _ := c2.Tenant(ctx, b.ID); tn.Tier != Pool {
+		t.Fatalf("other tenant: tier %q, want pool", tn.Tier)
+	}
+	if _, err := c.SetStatus(ctx, sa, Deleting); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.SetTier(ctx, sa, Pool); !apierr.Is(err, apierr.Validation) {
+		t.Fatalf("deleting tenant: %v", err)
+	}
+	if _, err := c.SetTier(ctx, tenancy.SystemScope(tenancy.NewTenantID(), "test"), Pool); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("unknown tenant: %v", err)
+	}
+}

@@ -337,6 +337,47 @@ func (c *Catalog) setStatus(ctx context.Context, id tenancy.TenantID, s Status) 
 	return Tenant{}, contended()
 }
 
+// SetTier changes the scope's tenant's tier and returns the new record.
+// It says only where tables that have no placement of the tenant's data
+// yet put it: the engine changes it once it has moved the tenant's data
+// and fixed where every existing table's data stays (engine.Tiers). A
+// deleting tenant's tier does not change. Errors: NotFound, Validation.
+func (c *Catalog) SetTier(ctx context.Context, sc tenancy.Scope, tier Tier) (Tenant, error) {
+	id, err := scoped(sc)
+	if err != nil {
+		return Tenant{}, err
+	}
+	if tier != Pool && tier != Silo {
+		return Tenant{}, apierr.Validationf("tier must be %q or %q", Pool, Silo)
+	}
+	for range maxRetries {
+		t, old, err := c.readTenant(ctx, id)
+		if errors.Is(err, ErrNotFound) {
+			return Tenant{}, notFound("tenant")
+		}
+		if err != nil {
+			return Tenant{}, err
+		}
+		if t.Status == Deleting {
+			return Tenant{}, apierr.Validationf("tenant is being deleted")
+		}
+		if t.Tier != tier {
+			t.Tier = tier
+			err := c.apply(ctx, func(b *kv.Batch) { b.SetIfEquals(keyspace.TenantRecord(id), old, encodeTenant(t)) })
+			if errors.Is(err, kv.ErrConflict) {
+				continue
+			}
+			if err != nil {
+				return Tenant{}, err
+			}
+		}
+		c.cache(t)
+		c.notify(Change{Tenant: id})
+		return *t, nil
+	}
+	return Tenant{}, contended()
+}
+
 // DeleteTenant removes tenant id and everything it owns: it marks the
 // tenant Deleting (so auth refuses its credentials from the next request),
 // calls drop (if not nil) for stores outside the main key space such as

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"github.com/tenantdb/tenantdb/internal/resolve"
 	"github.com/tenantdb/tenantdb/internal/schema"
 	"github.com/tenantdb/tenantdb/internal/storage"
+	"github.com/tenantdb/tenantdb/internal/tenancy"
 )
 
 // The persisted table definitions (schema.Encode) live in the main store
@@ -132,4 +134,33 @@ func (d defStore) saved(owner []byte, name string) (*schema.Table, error) {
 		return nil, apierr.Wrap(apierr.Internal, err, "decoding table definition")
 	}
 	return t, nil
+}
+
+// ownedTablesOf returns the definitions of every table tenant t owns, in
+// every environment (one seek per environment, not a scan of its data).
+func (e *Engine) ownedTablesOf(t tenancy.TenantID) ([]*schema.Table, error) {
+	lo, hi := keyspace.Namespaces(t)
+	it := e.db.NewIter(lo, hi)
+	defer it.Close()
+	var out []*schema.Table
+	for ok := it.First(); ok; {
+		env, valid := keyspace.NamespaceOf(t, it.Key())
+		if !valid {
+			break
+		}
+		ns := keyspace.Namespace(t, env)
+		tlo, thi := keyspace.TenantTables(ns)
+		for ok = it.SeekGE(tlo); ok && bytes.Compare(it.Key(), thi) < 0; ok = it.Next() {
+			tb, err := schema.Decode(it.Value())
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, tb)
+		}
+		ok = it.SeekGE(keyspace.PrefixEnd(ns))
+	}
+	if err := it.Error(); err != nil {
+		return nil, apierr.Wrap(apierr.Internal, err, "loading a tenant's tables")
+	}
+	return out, nil
 }

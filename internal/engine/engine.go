@@ -196,9 +196,11 @@ type Engine struct {
 	// generations of tenant moves (movegate.go, move.go).
 	moves moveGates
 	// mover runs the moves in progress (move.go); moveHook, guarded by
-	// mover.mu, hears of moves ending.
+	// mover.mu, hears of moves ending; tierHook sets a tenant's tier at
+	// the end of a tier move (movetier.go).
 	mover    mover
 	moveHook func(tenancy.TenantID, schema.MoveStatus)
+	tierHook func(context.Context, tenancy.TenantID, string) error
 }
 
 // isDropped reports whether DropTenant was called for tenant t.
@@ -307,6 +309,7 @@ func Open(db *storage.DB, opts Options) (_ *Engine, err error) {
 	}
 	e.startBackground()
 	e.resumeMoves()
+	e.resumeTierMoves()
 	return e, nil
 }
 

@@ -103,11 +103,13 @@ func (r *moveRecord) namespaces() [][]byte {
 	return out
 }
 
-// mover holds the moves running in this process and the recent results.
+// mover holds the moves running in this process.
 type mover struct {
-	mu     sync.Mutex
-	runs   map[tenantTable]*moveRun
-	recent map[tenancy.TenantID][]schema.MoveStatus
+	mu    sync.Mutex
+	runs  map[tenantTable]*moveRun
+	tiers map[tenancy.TenantID]*moveRun // tier moves (movetier.go)
+	// logMu serializes writes of the finished moves (movelog.go).
+	logMu sync.Mutex
 }
 
 type moveRun struct {
@@ -157,6 +159,7 @@ func (e *Engine) StartMove(ctx context.Context, s tenancy.Scope, table, to strin
 	if e.isDropped(tenant) {
 		return nil, apierr.New(apierr.NotFound, "tenant not found")
 	}
+	var err error
 	var tables []*schema.Table
 	for _, t := range e.res.Shared() {
 		if table == "" && t.Isolation != tenancy.Silo || t.Name == table {
@@ -167,6 +170,18 @@ func (e *Engine) StartMove(ctx context.Context, s tenancy.Scope, table, to strin
 		return nil, resolve.NotFound(table)
 	}
 	sort.Slice(tables, func(i, j int) bool { return tables[i].Name < tables[j].Name })
+	var tier *tierRecord
+	var tierRun *moveRun
+	if table == "" {
+		// NB: recorded before the table moves start: a crash after them
+		// still sets the tier (movetier.go).
+		e.mover.mu.Lock()
+		tier, tierRun, err = e.startTierMove(ctx, tenant, tables, to)
+		e.mover.mu.Unlock()
+		if err != nil {
+			return nil, err
+		}
+	}
 	var out []schema.MoveStatus
 	for _, t := range tables {
 		if t.Isolation == tenancy.Silo {
@@ -174,9 +189,22 @@ func (e *Engine) StartMove(ctx context.Context, s tenancy.Scope, table, to strin
 		}
 		st, err := e.startMove(ctx, tenant, t, to)
 		if err != nil {
+			if tier != nil {
+				e.mover.mu.Lock()
+				e.launchTierMove(*tier) // it ends as failed, with the reason
+				e.mover.mu.Unlock()
+			}
 			return nil, err
 		}
 		out = append(out, st)
+	}
+	switch {
+	case tier != nil:
+		e.mover.mu.Lock()
+		out = append(out, e.launchTierMove(*tier))
+		e.mover.mu.Unlock()
+	case tierRun != nil:
+		out = append(out, tierRun.status())
 	}
 	return out, nil
 }
@@ -271,8 +299,9 @@ func (e *Engine) resumeMoves() {
 	}
 }
 
-// Moves returns scope s's tenant's moves: those running, then the recent
-// finished ones, newest first. Only the operator may see them.
+// Moves returns scope s's tenant's moves: those running (its tier move
+// last), then the last moveRecent finished ones (kept durably), newest
+// first. Only the operator may see them.
 func (e *Engine) Moves(ctx context.Context, s tenancy.Scope) ([]schema.MoveStatus, error) {
 	if err := check(ctx, s); err != nil {
 		return nil, err
@@ -290,11 +319,14 @@ func (e *Engine) Moves(ctx context.Context, s tenancy.Scope) ([]schema.MoveStatu
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Table < out[j].Table })
-	rec := e.mover.recent[tenant]
-	for i := len(rec) - 1; i >= 0; i-- {
-		out = append(out, rec[i])
+	if r := e.mover.tiers[tenant]; r != nil {
+		out = append(out, r.status())
 	}
-	return out, nil
+	done, err := e.moveLog(tenant)
+	if err != nil {
+		return nil, err
+	}
+	return append(out, done...), nil
 }
 
 // moveStatus returns the status of a running move of tenant's data of
@@ -335,27 +367,18 @@ func (e *Engine) runMove(r *moveRun, rec moveRecord) {
 	}
 	if err != nil {
 		e.log.Warn("engine: tenant move failed; rolling back", "tenant", rec.Tenant, "table", rec.Name, "to", rec.To, "err", err)
-		if rerr := e.rollbackMove(&rec); rerr != nil {
+		r.update(func(st *schema.MoveStatus) {
+			st.Phase, st.Error, st.Finished = "failed", err.Error(), e.opts.Now().UTC()
+		})
+		if rerr := e.rollbackMove(&rec, r.status()); rerr != nil {
 			e.log.Error("engine: rolling back a tenant move", "tenant", rec.Tenant, "table", rec.Name, "err", rerr)
 		}
-		r.update(func(st *schema.MoveStatus) { st.Phase, st.Error = "failed", err.Error() })
-	} else {
-		r.update(func(st *schema.MoveStatus) { st.Phase = "done" })
 	}
-	r.update(func(st *schema.MoveStatus) { st.Finished = e.opts.Now().UTC() })
 	st := r.status()
 	e.log.Info("engine: tenant move ended", "tenant", rec.Tenant, "table", rec.Name, "to", rec.To, "phase", st.Phase,
 		"items", st.Items, "changes", st.Changes, "blocked_ms", st.BlockedMS, "attempts", st.Attempts)
 	e.mover.mu.Lock()
 	delete(e.mover.runs, tt)
-	if e.mover.recent == nil {
-		e.mover.recent = map[tenancy.TenantID][]schema.MoveStatus{}
-	}
-	list := append(e.mover.recent[tenant], st)
-	if len(list) > moveRecent {
-		list = list[len(list)-moveRecent:]
-	}
-	e.mover.recent[tenant] = list
 	hook := e.moveHook
 	e.mover.mu.Unlock()
 	if hook != nil {
@@ -792,24 +815,20 @@ func (e *Engine) cleanupMove(ctx context.Context, r *moveRun, rec *moveRecord, s
 	if err := e.holdMoveLog(rec.Table, rec.tenant(), false); err != nil && !errors.Is(err, errMoveGone) {
 		return err
 	}
-	return e.endMove(rec)
+	r.update(func(st *schema.MoveStatus) { st.Phase, st.Finished = "done", e.opts.Now().UTC() })
+	return e.endMove(rec, r.status())
 }
 
-// endMove removes rec's record.
-func (e *Engine) endMove(rec *moveRecord) error {
-	b := e.db.NewBatch()
-	defer b.Close()
-	b.Delete(keyspace.TableMove(rec.tenant(), rec.Table))
-	if err := e.db.Apply(b); err != nil {
-		return apierr.Wrap(apierr.Internal, err, "ending a move")
-	}
-	return nil
+// endMove removes rec's record and records st, its end, in the tenant's
+// history (movelog.go).
+func (e *Engine) endMove(rec *moveRecord, st schema.MoveStatus) error {
+	return e.finishMove(rec.tenant(), rec.Table, keyspace.TableMove(rec.tenant(), rec.Table), st)
 }
 
 // rollbackMove undoes a move that did not switch: the destination's copy
 // is deleted, the log released, the record removed. A move that switched
 // is finished instead (its data is in the destination).
-func (e *Engine) rollbackMove(rec *moveRecord) error {
+func (e *Engine) rollbackMove(rec *moveRecord, st schema.MoveStatus) error {
 	tenant := rec.tenant()
 	if rec.Phase == phaseCleanup {
 		return nil // the record stays; the cleanup resumes at the next Open
@@ -829,7 +848,7 @@ func (e *Engine) rollbackMove(rec *moveRecord) error {
 	if err := e.holdMoveLog(rec.Table, tenant, false); err != nil && !errors.Is(err, errMoveGone) {
 		return err
 	}
-	return e.endMove(rec)
+	return e.endMove(rec, st)
 }
 
 // holdMoveLog adds (hold) or removes the move's consumer of table's log
@@ -876,14 +895,17 @@ func (e *Engine) holdMoveLog(table uint64, tenant tenancy.TenantID, hold bool) e
 	return e.persist(d)
 }
 
-// forgetPlacements deletes tenant t's placement overrides and move
-// records (DropTenant): a tenant created again with the same id starts
+// forgetPlacements deletes tenant t's placement overrides, move records
+// and finished moves (DropTenant): a tenant created again with the same id starts
 // where its tier says.
 func (e *Engine) forgetPlacements(t tenancy.TenantID) error {
+	// NB: with logMu: a move ending now records its end before (deleted
+	// here) or not at all (the tenant is marked dropped).
+	e.mover.logMu.Lock()
+	defer e.mover.logMu.Unlock()
 	b := e.db.NewBatch()
 	defer b.Close()
-	for _, k := range [][]byte{keyspace.TablePlacement(t, 0), keyspace.TableMove(t, 0)} {
-		p := k[:len(k)-8] // NB: <sys><tenant>, without the table
+	for _, p := range keyspace.TenantMoveKeys(t) {
 		b.DeleteRange(p, keyspace.PrefixEnd(p))
 	}
 	if err := e.db.Apply(b); err != nil {

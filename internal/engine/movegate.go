@@ -83,6 +83,22 @@ func (e *Engine) setPlaced(tt tenantTable, silo, del bool) {
 	e.moves.placed.Store(&m)
 }
 
+// setPlacedAll sets the overrides in m in memory.
+func (e *Engine) setPlacedAll(m map[tenantTable]bool) {
+	e.moves.mu.Lock()
+	defer e.moves.mu.Unlock()
+	n := map[tenantTable]bool{}
+	if old := e.moves.placed.Load(); old != nil {
+		for k, v := range *old {
+			n[k] = v
+		}
+	}
+	for k, v := range m {
+		n[k] = v
+	}
+	e.moves.placed.Store(&n)
+}
+
 // loadPlacements reads the persisted placement overrides (Open).
 func (e *Engine) loadPlacements() error {
 	lo, hi := keyspace.TablePlacements()

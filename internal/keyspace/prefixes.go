@@ -117,4 +117,6 @@ const (
 	SysTenantKeys = "tkey/"
 	SysPlacements = "plc/" // <tenant:16><table:8>: where a tenant's data of a table lives, when moved
 	SysMoves      = "mov/" // <tenant:16><table:8>: a move of a tenant's data of a table in progress
+	SysTierMoves  = "mvt/" // <tenant:16>: a move of all of a tenant's shared tables that then sets its tier
+	SysMoveLog    = "mvh/" // <tenant:16><finished:8><table:8>: a tenant's finished moves (bounded)
 )

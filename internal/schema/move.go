@@ -6,7 +6,12 @@ import "time"
 // between the pool (the main store) and the tenant's silo store, as the
 // engine reports it (engine.StartMove, engine.Moves).
 type MoveStatus struct {
+	// Table is the table whose data moves; empty for a tier move (Tier).
 	Table string `json:"table"`
+	// Tier, set on a tier move, is the tier the tenant gets once its
+	// shared tables have moved (a move of all of them, "waiting" for
+	// them, then "checking", "setting" and "done" or "failed").
+	Tier string `json:"tier,omitempty"`
 	// From and To are "pool" or "silo".
 	From string `json:"from"`
 	To   string `json:"to"`
