@@ -15,6 +15,7 @@ import (
 	"github.com/tenantdb/tenantdb/internal/apierr"
 	"github.com/tenantdb/tenantdb/internal/attr"
 	"github.com/tenantdb/tenantdb/internal/changelog"
+	"github.com/tenantdb/tenantdb/internal/crashpoint"
 	"github.com/tenantdb/tenantdb/internal/keyspace"
 	"github.com/tenantdb/tenantdb/internal/resolve"
 	"github.com/tenantdb/tenantdb/internal/schema"
@@ -549,8 +550,9 @@ func (e *Engine) tenantNamespaces(tenant tenancy.TenantID, table uint64) ([][]by
 	return out, nil
 }
 
-// clearNamespace deletes table's data and log of ns in db.
-func (e *Engine) clearNamespace(db *storage.DB, ns []byte, table uint64) error {
+// clearNamespace deletes table's data and log of ns in db. point names
+// the crash point (crashpoint) between the two, if any.
+func (e *Engine) clearNamespace(db *storage.DB, ns []byte, table uint64, point string) error {
 	b := db.NewBatch()
 	for _, rg := range keyspace.TableRanges(ns, table) {
 		b.DeleteRange(rg[0], rg[1])
@@ -559,6 +561,9 @@ func (e *Engine) clearNamespace(db *storage.DB, ns []byte, table uint64) error {
 	b.Close()
 	if err != nil {
 		return apierr.Wrap(apierr.Internal, err, "clearing a moved table's data")
+	}
+	if point != "" {
+		crashpoint.Hit(point)
 	}
 	if err := e.clog.Forget(db, ns, table); err != nil {
 		return apierr.Wrap(apierr.Internal, err, "clearing a moved table's log")
@@ -578,7 +583,7 @@ func (e *Engine) copyNamespace(ctx context.Context, r *moveRun, rec *moveRecord,
 			return nil, err
 		}
 	}
-	if err := e.clearNamespace(dst, ns, t.ID); err != nil {
+	if err := e.clearNamespace(dst, ns, t.ID, ""); err != nil {
 		return nil, err
 	}
 	snap, at, _, err := e.clog.SnapshotAt(src, ns, t.ID)
@@ -788,6 +793,7 @@ func (e *Engine) cutover(ctx context.Context, r *moveRun, rec *moveRecord, tt te
 		rec.Phase = phaseCopy
 		return false, false, apierr.Wrap(apierr.Internal, err, "switching a moved table's placement")
 	}
+	crashpoint.Hit(crashpoint.MoveCutover)
 	e.setPlaced(tt, rec.To == storeSilo, false)
 	e.bumpGen()
 	for _, c := range *copies {
@@ -808,7 +814,7 @@ func (e *Engine) cleanupMove(ctx context.Context, r *moveRun, rec *moveRecord, s
 		return moveCtxErr(err)
 	}
 	for _, ns := range rec.namespaces() {
-		if err := e.clearNamespace(src, ns, rec.Table); err != nil {
+		if err := e.clearNamespace(src, ns, rec.Table, crashpoint.MoveCleanup); err != nil {
 			return err
 		}
 	}
@@ -840,7 +846,7 @@ func (e *Engine) rollbackMove(rec *moveRecord, st schema.MoveStatus) error {
 		}
 		defer rel()
 		for _, ns := range rec.namespaces() {
-			if err := e.clearNamespace(dst, ns, rec.Table); err != nil {
+			if err := e.clearNamespace(dst, ns, rec.Table, ""); err != nil {
 				return err
 			}
 		}

@@ -287,6 +287,10 @@ func TestMoveWaitsForEarlierReaders(t *testing.T) {
 	if p := phase(); p != "cleaning" {
 		t.Fatalf("the move went on to %s with an earlier request open", p)
 	}
+	// Both stores hold the item now; the tenant's storage counts it once.
+	if ts, err := env.e.TenantStorage(testCtx, a.p.Tenant); err != nil || len(ts) != 1 || ts[0].Items != 1 {
+		t.Fatalf("TenantStorage while the source's copy waits: %+v, %v (want 1 item)", ts, err)
+	}
 	it, err := h.getItem(itemOf(t, `{"pk":{"S":"k1"}}`))
 	noErr(t, err)
 	if it == nil {

@@ -24,8 +24,19 @@ import (
 // themselves, never the items. Silo data keeps its counters in the
 // tenant's silo store, which is read the same way (opened if it exists,
 // never created); table names always come from the main store's catalog.
+// A table whose data of the tenant is being moved (or was, and the
+// source's copy is not deleted yet) counts once, in the store that holds
+// it for requests.
 func (e *Engine) TenantStorage(ctx context.Context, t tenancy.TenantID) ([]schema.TableStorage, error) {
-	return tenantStorage(ctx, e.db, t, e.siloStoreOf)
+	return tenantStorage(ctx, e.db, t, e.siloStoreOf, func(id uint64) (silo, ok bool) {
+		if silo, ok := e.placedIn(t, id); ok {
+			return silo, true
+		}
+		if st, ok := e.moveStatus(t, id); ok {
+			return st.To != storeSilo, true // NB: not switched yet: the source holds it
+		}
+		return false, false
+	})
 }
 
 type envTable struct {
@@ -34,9 +45,12 @@ type envTable struct {
 }
 
 // tenantStorage is TenantStorage over the main store db and the silo
-// store silo returns (nil if none).
+// store silo returns (nil if none). placed says which store holds the
+// tenant's data of a table that moved or is moving (ok false: whichever
+// has it); the other's counters of it are not counted.
 func tenantStorage(ctx context.Context, db *storage.DB, t tenancy.TenantID,
-	silo func(ctx context.Context, t tenancy.TenantID) (*storage.DB, releaser, error)) ([]schema.TableStorage, error) {
+	silo func(ctx context.Context, t tenancy.TenantID) (*storage.DB, releaser, error),
+	placed func(id uint64) (silo, ok bool)) ([]schema.TableStorage, error) {
 	defs := defStore{db}
 	shared, err := defs.tableNames(nil)
 	if err != nil {
@@ -62,6 +76,11 @@ func tenantStorage(ctx context.Context, db *storage.DB, t tenancy.TenantID,
 	if _, err := scanCounters(ctx, db, t, nameOf, acc); err != nil {
 		return nil, err
 	}
+	for k := range acc {
+		if in, ok := placed(k.id); ok && in {
+			delete(acc, k) // the silo store holds it
+		}
+	}
 	if silo != nil {
 		sdb, release, err := silo(ctx, t)
 		if err != nil {
@@ -80,6 +99,9 @@ func tenantStorage(ctx context.Context, db *storage.DB, t tenancy.TenantID,
 				return nil, err
 			}
 			for k, ts := range part {
+				if in, ok := placed(k.id); ok && !in {
+					continue // the main store holds it
+				}
 				if cur := acc[k]; cur != nil {
 					cur.Items += ts.Items
 					cur.Bytes += ts.Bytes

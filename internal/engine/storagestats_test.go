@@ -28,7 +28,7 @@ func TestTenantStorageSkipsClosedSilo(t *testing.T) {
 	silos := func(context.Context, tenancy.TenantID) (*storage.DB, releaser, error) {
 		return silo, noRelease, nil
 	}
-	if _, err := tenantStorage(context.Background(), db, tenancy.NewTenantID(), silos); err != nil {
+	if _, err := tenantStorage(context.Background(), db, tenancy.NewTenantID(), silos, func(uint64) (bool, bool) { return false, false }); err != nil {
 		t.Fatalf("TenantStorage with a closed silo store: %v", err)
 	}
 }

@@ -21,14 +21,32 @@ import (
 	"github.com/tenantdb/tenantdb/tests/harness"
 )
 
-// binary returns TENANTDB_BIN or a freshly built ./cmd/tenantdb.
+// binary returns TENANTDB_BIN or a freshly built ./cmd/tenantdb, built
+// with the crash points (internal/crashpoint): inert unless a test sets
+// TENANTDB_CRASHPOINT for a server.
 func binary(t *testing.T) string {
 	t.Helper()
 	if bin := os.Getenv(harness.BinEnv); bin != "" {
 		return bin
 	}
 	bin := filepath.Join(t.TempDir(), "tenantdb")
-	cmd := exec.Command("go", "build", "-o", bin, "github.com/tenantdb/tenantdb/cmd/tenantdb")
+	cmd := exec.Command("go", "build", "-tags", "crashpoints", "-o", bin, "github.com/tenantdb/tenantdb/cmd/tenantdb")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// crashBinary returns a tenantdb built with the crash points: binary's,
+// or, when TENANTDB_BIN names a binary built without them, a fresh build.
+func crashBinary(t *testing.T) string {
+	t.Helper()
+	if os.Getenv(harness.BinEnv) == "" {
+		return binary(t)
+	}
+	bin := filepath.Join(t.TempDir(), "tenantdb")
+	cmd := exec.Command("go", "build", "-tags", "crashpoints", "-o", bin, "github.com/tenantdb/tenantdb/cmd/tenantdb")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -15,20 +16,27 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/tenantdb/tenantdb/client"
+	"github.com/tenantdb/tenantdb/internal/crashpoint"
 	"github.com/tenantdb/tenantdb/tests/harness"
 )
 
 // TestMoveCrash: `tenant move` is killed with kill -9 at different points
-// (the copy, the catch-up, the cutover, the cleanup) while the tenant
-// writes; after each restart the move resumes on its own and ends with
-// the data where it was asked to go; every write acknowledged before the
-// kill is there, no write is there that was never sent, the item count
-// and the index agree, and another tenant's data is untouched.
+// while the tenant writes: after delays that land in the copy, the
+// catch-up or after the end, and then exactly at the two crash points
+// (internal/crashpoint) a delay rarely hits: the instant after the
+// cutover's switch batch is synced (before the held writers go on), and
+// in the middle of the cleanup of the source copy. After each restart the
+// move resumes on its own and ends with the data where it was asked to
+// go (at once, for the crash points: the switch was durable); every write
+// acknowledged before the kill is there, no write is there that was
+// never sent, the item count and the index agree, and another tenant's
+// data is untouched. The finished moves are listed after the restarts
+// (durably), for A only.
 func TestMoveCrash(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and kills the binary")
 	}
-	bin := binary(t)
+	bin := crashBinary(t)
 	dir := t.TempDir()
 	args := []string{"--fairness=false"}
 	srv := harness.StartBinary(t, bin, dir, args...)
@@ -184,15 +192,45 @@ func TestMoveCrash(t *testing.T) {
 	}
 
 	to := "silo"
-	for round, delay := range []time.Duration{0, 5 * time.Millisecond, 30 * time.Millisecond, 100 * time.Millisecond, 250 * time.Millisecond, 600 * time.Millisecond} {
-		stop := make(chan struct{})
-		wg := writer(srv, round, stop)
-		time.Sleep(20 * time.Millisecond)
-		cli(srv, "tenant", "move", a.TenantID, "--table", "Orders", "--to", to, "--no-wait")
-		time.Sleep(delay)
-		srv.Kill(t)
-		close(stop)
-		wg.Wait()
+	type round struct {
+		delay time.Duration
+		point string // a crash point instead of a delay
+	}
+	rounds := []round{{delay: 0}, {delay: 5 * time.Millisecond}, {delay: 30 * time.Millisecond}, {delay: 100 * time.Millisecond},
+		{delay: 250 * time.Millisecond}, {delay: 600 * time.Millisecond},
+		{point: crashpoint.MoveCutover}, {point: crashpoint.MoveCutover}, {point: crashpoint.MoveCleanup}, {point: crashpoint.MoveCleanup}}
+	for round, rd := range rounds {
+		delay := rd.delay
+		if rd.point != "" {
+			// The server dies by itself at the point; the mark says it got there.
+			srv.Stop(t)
+			mark := filepath.Join(t.TempDir(), "hit")
+			srv = harness.StartBinaryEnv(t, bin, dir, []string{crashpoint.Env + "=" + rd.point, crashpoint.MarkEnv + "=" + mark}, args...)
+			stop := make(chan struct{})
+			wg := writer(srv, round, stop)
+			time.Sleep(20 * time.Millisecond)
+			cli(srv, "tenant", "move", a.TenantID, "--table", "Orders", "--to", to, "--no-wait")
+			for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(5 * time.Millisecond) {
+				if _, err := os.Stat(mark); err == nil {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("round %d: the server did not reach crash point %s", round, rd.point)
+				}
+			}
+			srv.Kill(t) // reaps the process that killed itself
+			close(stop)
+			wg.Wait()
+		} else {
+			stop := make(chan struct{})
+			wg := writer(srv, round, stop)
+			time.Sleep(20 * time.Millisecond)
+			cli(srv, "tenant", "move", a.TenantID, "--table", "Orders", "--to", to, "--no-wait")
+			time.Sleep(delay)
+			srv.Kill(t)
+			close(stop)
+			wg.Wait()
+		}
 		srv = harness.StartBinary(t, bin, dir, args...)
 		// The move resumes by itself; it ends with the data moved.
 		deadline := time.Now().Add(2 * time.Minute)
@@ -201,6 +239,10 @@ func TestMoveCrash(t *testing.T) {
 			p := placement(srv)
 			if first {
 				resumed = p.Moving
+				if rd.point != "" && p.Store != to {
+					// NB: the switch batch was synced before either point.
+					t.Fatalf("round %d: killed at %s; after the restart the data is in the %s, want %s", round, rd.point, p.Store, to)
+				}
 			}
 			if p.Moving == "" && p.Store == to {
 				break
@@ -215,12 +257,38 @@ func TestMoveCrash(t *testing.T) {
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
-		check(srv, fmt.Sprintf("round %d (kill after %v, moving to %s)", round, delay, to))
-		t.Logf("round %d: killed %v into the move to %s; after the restart: %q; done", round, delay, to, resumed)
+		when := fmt.Sprintf("after %v", delay)
+		if rd.point != "" {
+			when = "at " + rd.point
+		}
+		check(srv, fmt.Sprintf("round %d (killed %s, moving to %s)", round, when, to))
+		t.Logf("round %d: killed %s of the move to %s; after the restart: %q; done", round, when, to, resumed)
 		if to == "silo" {
 			to = "pool"
 		} else {
 			to = "silo"
 		}
+	}
+
+	// The finished moves survived the restarts: one done per round (a
+	// round may also have a failed one), newest first; B has none.
+	var ms []client.TenantMove
+	if err := json.Unmarshal(cli(srv, "tenant", "moves", a.TenantID, "--json"), &ms); err != nil {
+		t.Fatal(err)
+	}
+	done := 0
+	for _, m := range ms {
+		if m.Table != "Orders" || m.Finished.IsZero() {
+			t.Fatalf("tenant moves: %+v", m)
+		}
+		if m.Phase == "done" {
+			done++
+		}
+	}
+	if done < len(rounds) || ms[0].To != map[bool]string{true: "silo", false: "pool"}[len(rounds)%2 == 1] {
+		t.Fatalf("tenant moves after %d rounds: %d done, newest %+v", len(rounds), done, ms[0])
+	}
+	if err := json.Unmarshal(cli(srv, "tenant", "moves", b.TenantID, "--json"), &ms); err != nil || len(ms) != 0 {
+		t.Fatalf("the other tenant's moves: %+v, %v", ms, err)
 	}
 }

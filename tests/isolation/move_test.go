@@ -148,6 +148,67 @@ func TestMoveIsolation(t *testing.T) {
 	move("pool")
 	check("after the move back to the pool")
 
+	// The finished moves are kept (durably) and listed for the operator
+	// only: B's admin key cannot list A's (nor its own), and the refusal
+	// names nothing of A's; the operator's view of B has none of A's.
+	hist, err := srv.Admin().Moves(ctx, aAdmin.TenantID)
+	if err != nil || len(hist) < 2 || hist[0].Table != "iso_move" || !hist[0].Done() {
+		t.Fatalf("A's finished moves: %+v, %v", hist, err)
+	}
+	for _, k := range []struct{ who, key, tenant string }{{"B's admin on A", bAdmin.Key, aAdmin.TenantID},
+		{"B's admin on B", bAdmin.Key, bAdmin.TenantID}, {"B's app key on A", bApp.Key, aAdmin.TenantID}} {
+		_, err := client.New(srv.Endpoint, k.key).Moves(ctx, k.tenant)
+		if !client.IsForbidden(err) {
+			t.Errorf("%s: Moves after A's moves: %v, want 403", k.who, err)
+		} else if strings.Contains(err.Error(), "iso_move") || strings.Contains(err.Error(), "silo") {
+			t.Errorf("%s: the refusal tells of A's moves: %v", k.who, err)
+		}
+	}
+	if ms, err := srv.Admin().Moves(ctx, bAdmin.TenantID); err != nil || len(ms) != 0 {
+		t.Fatalf("the operator's view of B's moves: %+v, %v (want none)", ms, err)
+	}
+
+	// Moving all of B's tables sets B's tier, not A's, and lists nothing
+	// of A's; A's data stays where it is.
+	if _, err := srv.Admin().MoveTenant(ctx, bAdmin.TenantID, client.MoveRequest{To: "silo"}); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		ms, err := srv.Admin().Moves(ctx, bAdmin.TenantID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := len(ms); n > 0 && ms[0].Tier == "silo" && ms[0].Done() {
+			if ms[0].Phase != "done" {
+				t.Fatalf("B's tier move: %+v", ms[0])
+			}
+			for _, m := range ms {
+				if m.Table != "" && m.Table != "iso_move" {
+					t.Fatalf("B's moves list %+v", m)
+				}
+			}
+			if n != 2 {
+				t.Fatalf("B's moves: %+v (want its table move and its tier move)", ms)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("B's tier move did not end: %+v", ms)
+		}
+	}
+	tb, err := srv.Admin().Tenant(ctx, bAdmin.TenantID)
+	if err != nil || tb.Tier != "silo" {
+		t.Fatalf("B after its tier move: %+v, %v", tb, err)
+	}
+	ta, err := srv.Admin().Tenant(ctx, aAdmin.TenantID)
+	if err != nil || ta.Tier != "pool" || strings.Contains(fmt.Sprint(ta.Placement), "silo") {
+		t.Fatalf("A after B's tier move: %+v, %v", ta, err)
+	}
+	if ms, _ := srv.Admin().Moves(ctx, aAdmin.TenantID); len(ms) != len(hist) {
+		t.Fatalf("A's moves changed with B's: %d, were %d", len(ms), len(hist))
+	}
+	check("after B's tier move")
+
 	audited := func(id string) bool {
 		page, err := srv.Admin().Audit(ctx, id, client.AuditQuery{Limit: 1000})
 		if err != nil {
