@@ -117,8 +117,10 @@ type Meter interface {
 // Tiers tells the engine the tier of a tenant (the catalog knows it).
 type Tiers interface {
 	// SiloTier reports whether tenant t is of the silo tier. A tenant
-	// that does not exist is not. NB: a tenant's tier must not change
-	// while it has data: its items would be looked for in the wrong store.
+	// that does not exist is not. NB: a tenant's tier changes only
+	// through a tier move (movetier.go), which first pins every existing
+	// table's placement: otherwise its items would be looked for in the
+	// wrong store.
 	SiloTier(ctx context.Context, t tenancy.TenantID) (bool, error)
 }
 

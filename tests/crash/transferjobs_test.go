@@ -3,6 +3,7 @@ package crash
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -20,7 +21,11 @@ import (
 // ImportTable running when the server is killed with kill -9 are resumed
 // when it starts again: DescribeExport and DescribeImport show them
 // IN_PROGRESS and then COMPLETED, the export's files hold every item once,
-// and the imported table holds exactly the source's items.
+// and the imported table holds exactly the source's items. Attacks on the
+// resumed jobs: another tenant B, with a table of the same name as the
+// import's, cannot describe or list A's jobs after the restart, and the
+// resumed import (and export) act for A only: B's table keeps exactly its
+// own items, and nothing is written under B's export directory.
 func TestAPITransferJobsResume(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and kills the binary")
@@ -101,6 +106,20 @@ func TestAPITransferJobsResume(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// B: a tenant with a table named like the import's destination.
+	b := srv.NewTenant(t, "jobs-other", "admin")
+	dbB := srv.Client(b)
+	if _, err := dbB.CreateTable(ctx, &dynamodb.CreateTableInput{TableName: aws.String("Dst"), BillingMode: types.BillingModePayPerRequest,
+		AttributeDefinitions: defs, KeySchema: keys}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if _, err := dbB.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("Dst"), Item: map[string]types.AttributeValue{
+			"pk": &types.AttributeValueMemberS{Value: fmt.Sprintf("p%03d", i)}, "sk": &types.AttributeValueMemberS{Value: fmt.Sprintf("s%06d", i)},
+			"v": &types.AttributeValueMemberS{Value: "B"}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	srv.Kill(t)
 	if ex2d.ExportDescription.ExportStatus != types.ExportStatusInProgress || before >= n {
 		t.Fatalf("killed too late: export %s, import at %d of %d", ex2d.ExportDescription.ExportStatus, before, n)
@@ -153,5 +172,35 @@ func TestAPITransferJobsResume(t *testing.T) {
 	}
 	if count != n {
 		t.Fatalf("the imported table holds %d items, want %d", count, n)
+	}
+
+	// B after the restart: none of A's jobs, its own table untouched.
+	dbB = srv.Client(b)
+	if _, err := dbB.DescribeExport(ctx, &dynamodb.DescribeExportInput{ExportArn: ex2.ExportDescription.ExportArn}); err == nil {
+		t.Error("B describes A's resumed export")
+	}
+	if _, err := dbB.DescribeImport(ctx, &dynamodb.DescribeImportInput{ImportArn: imp.ImportTableDescription.ImportArn}); err == nil {
+		t.Error("B describes A's resumed import")
+	}
+	if le, err := dbB.ListExports(ctx, &dynamodb.ListExportsInput{}); err != nil || len(le.ExportSummaries) != 0 {
+		t.Errorf("B lists exports %+v, %v", le, err)
+	}
+	if li, err := dbB.ListImports(ctx, &dynamodb.ListImportsInput{}); err != nil || len(li.ImportSummaryList) != 0 {
+		t.Errorf("B lists imports %+v, %v", li, err)
+	}
+	sb, err := dbB.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String("Dst"), ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, it := range sb.Items {
+		if v, ok := it["v"].(*types.AttributeValueMemberS); !ok || v.Value != "B" {
+			t.Fatalf("B's table holds an item it never wrote: %v", it)
+		}
+	}
+	if sb.Count != 3 {
+		t.Fatalf("B's table holds %d items, want its 3", sb.Count)
+	}
+	if _, err := os.Stat(filepath.Join(root, b.TenantID)); !os.IsNotExist(err) {
+		t.Errorf("something was written under B's export directory: %v", err)
 	}
 }
