@@ -184,3 +184,68 @@ func TestMoveLogBounded(t *testing.T) {
 		t.Fatalf("history: %d entries, first %q, last %q", len(got), got[0].Table, got[len(got)-1].Table)
 	}
 }
+
+// TestTierMoveResumes: a tier move stopped between the end of its table
+// moves and the tier change (here: the engine closes while the tier hook
+// is not set yet) resumes when the engine opens again and sets the tier;
+// the table keeps its moved placement meanwhile.
+func TestTierMoveResumes(t *testing.T) {
+	env := openEnv(t)
+	env.e.Close()
+	tiers := &syncTiers{silo: map[tenancy.TenantID]bool{}}
+	env.opts.Tiers = tiers
+	env.e = env.open()
+	a := env.tenant(tenancy.RoleApp)
+	createShared(t, env.e, "Sh1", "pk:S", "", nil)
+	a.put("Sh1", itemOf(t, `{"pk":{"S":"k1"}}`))
+	s := moveScope(t, a.p.Tenant)
+	_, err := env.e.StartMove(testCtx, s, "", storeSilo)
+	noErr(t, err)
+	phase := func() (table, tier string) {
+		ms, err := env.e.Moves(testCtx, s)
+		noErr(t, err)
+		for _, m := range ms {
+			if m.Tier != "" && tier == "" {
+				tier = m.Phase
+			} else if m.Table == "Sh1" && table == "" {
+				table = m.Phase
+			}
+		}
+		return table, tier
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(2 * time.Millisecond) {
+		if tb, tr := phase(); tb == "done" && tr == "checking" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal(phase())
+		}
+	}
+	env.reopen()
+	if tb, tr := phase(); tb != "done" || tr == "" || tr == "done" {
+		t.Fatalf("after the restart: table move %q, tier move %q; want done and resumed", tb, tr)
+	}
+	if silo, _ := tiers.SiloTier(testCtx, a.p.Tenant); silo {
+		t.Fatal("tier set before the hook was")
+	}
+	env.e.SetTierHook(tiers.set)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(2 * time.Millisecond) {
+		if _, tr := phase(); tr == "done" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal(phase())
+		}
+	}
+	if silo, _ := tiers.SiloTier(testCtx, a.p.Tenant); !silo {
+		t.Fatal("tier not set after the resume")
+	}
+	if _, err := env.db.Get(keyspace.TierMove(a.p.Tenant)); err == nil {
+		t.Fatal("tier move record kept")
+	}
+	ps, err := env.e.Placement(testCtx, a.scope("GetItem"))
+	noErr(t, err)
+	if len(ps) != 1 || ps[0].Store != storeSilo {
+		t.Fatalf("placement: %+v", ps)
+	}
+}
