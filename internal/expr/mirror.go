@@ -15,8 +15,8 @@ import (
 //   - SET name = v adds SET target = v (v reads the item before the
 //     update, as every operand does);
 //   - REMOVE name adds REMOVE target;
-//   - ADD name :n of a number adds SET target = if_not_exists(name, zero)
-//   - :n, zero being a value placeholder of the number 0;
+//   - ADD name :n of a number adds SET target = if_not_exists(name,
+//     zero) + :n, zero being a value placeholder of the number 0;
 //   - ADD name of a set adds REMOVE target (a set is not a number);
 //   - DELETE name (sets only) and actions on paths inside name (a map or
 //     a list, not a number) add nothing.
