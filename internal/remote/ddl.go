@@ -260,9 +260,12 @@ func (b *Backend) UpdateTable(ctx context.Context, s tenancy.Scope, in *wire.Upd
 	return nil, notServed("UpdateTable")
 }
 
-// UpdateTimeToLive records the TTL setting in the definition. The remote
-// backend does not expire items yet (DynamoDB itself only promises to
-// within days; reads still return expired items meanwhile).
+// UpdateTimeToLive changes the TTL setting in the definition and syncs the
+// engine's TTL copies of the table's existing items in the background
+// (ttl.go): DescribeTimeToLive says ENABLING or DISABLING until that is
+// done. The job is recorded before the definition changes, so that a
+// gateway ending in between leaves a job that syncs to whatever the
+// definition says.
 func (b *Backend) UpdateTimeToLive(ctx context.Context, s tenancy.Scope, in *wire.UpdateTimeToLiveInput) (*wire.UpdateTimeToLiveOutput, error) {
 	if err := check(ctx, s); err != nil {
 		return nil, err
@@ -292,18 +295,36 @@ func (b *Backend) UpdateTimeToLive(ctx context.Context, s tenancy.Scope, in *wir
 	case !spec.Enabled && spec.AttributeName != t.TTLAttribute:
 		return nil, apierr.Validationf("TimeToLive is active on a different AttributeName: current AttributeName is %s", t.TTLAttribute)
 	}
+	if spec.Enabled {
+		if err := b.ttlAvailable(); err != nil {
+			return nil, err
+		}
+	}
 	c := t.Clone()
 	c.TTLEnabled, c.TTLAttribute = spec.Enabled, spec.AttributeName
 	if !spec.Enabled {
 		c.TTLAttribute = ""
 	}
-	if err := b.changeDef(ctx, tg, c); err != nil {
+	job, err := b.startTTLJob(ctx, t, tg.Namespace, spec.AttributeName, spec.Enabled)
+	if err != nil {
 		return nil, err
 	}
+	if err := b.changeDef(ctx, tg, c); err != nil {
+		if derr := b.dropTTLJob(ctx, job); derr != nil {
+			b.log.Warn("dropping the TTL job of a failed change", "table", t.ID, "err", derr)
+		}
+		return nil, err
+	}
+	go b.runTTLJob(b.bg, job)
 	return &wire.UpdateTimeToLiveOutput{TimeToLiveSpecification: spec}, nil
 }
 
-// DescribeTimeToLive reports the TTL setting of the definition.
+// DescribeTimeToLive reports the TTL setting of the definition, and
+// DISABLING while the copies of a table whose TTL was turned off are
+// being removed (the engine may still expire its items until then; one
+// engine read of the table's TTL job). A table whose TTL was turned on is
+// ENABLED at once, as DynamoDB reports it, while its existing items get
+// their copies ("up to one hour" in DynamoDB; ttl.go).
 func (b *Backend) DescribeTimeToLive(ctx context.Context, s tenancy.Scope, in *wire.DescribeTimeToLiveInput) (*wire.DescribeTimeToLiveOutput, error) {
 	tg, err := b.lookup(ctx, s, in.TableName)
 	if err != nil {
@@ -312,6 +333,15 @@ func (b *Backend) DescribeTimeToLive(ctx context.Context, s tenancy.Scope, in *w
 	d := wire.TimeToLiveDescription{TimeToLiveStatus: "DISABLED"}
 	if tg.Table.TTLEnabled {
 		d = wire.TimeToLiveDescription{TimeToLiveStatus: "ENABLED", AttributeName: tg.Table.TTLAttribute}
+	}
+	if !tg.Table.TTLEnabled {
+		job, err := b.ttlJobOf(ctx, tg.Table.ID)
+		if err != nil {
+			return nil, err
+		}
+		if job != nil && !job.enabled {
+			d = wire.TimeToLiveDescription{TimeToLiveStatus: "DISABLING", AttributeName: job.attr}
+		}
 	}
 	return &wire.DescribeTimeToLiveOutput{TimeToLiveDescription: d}, nil
 }

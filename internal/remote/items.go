@@ -5,6 +5,7 @@ import (
 	"errors"
 	"regexp"
 	"strconv"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -296,6 +297,9 @@ func (p place) update(key attr.Item, upd string, names map[string]string, values
 			return "", nil, nil, err
 		}
 		for _, path := range u.Paths() {
+			if strings.HasPrefix(path.Top(), reservedPrefix) {
+				return "", nil, nil, reservedName(path.Top())
+			}
 			for _, k := range p.tg.Table.KeyNames() {
 				if path.Top() == k {
 					return "", nil, nil, apierr.Validationf("One or more parameter values were invalid: Cannot update attribute %s. This attribute is part of the key", k)
@@ -317,6 +321,10 @@ func (p place) update(key attr.Item, upd string, names map[string]string, values
 	v2 := toValues(values)
 	if v2 == nil {
 		v2 = make(map[string]types.AttributeValue, 2)
+	}
+	upd, err := p.mirrorUpdate(upd, expr.NewParams(names, values), n2, v2)
+	if err != nil {
+		return "", nil, nil, err
 	}
 	set := ""
 	for i, k := range p.tg.Table.KeyNames() {

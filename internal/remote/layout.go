@@ -145,6 +145,7 @@ func (p place) physItem(item attr.Item) (map[string]types.AttributeValue, error)
 	if len(p.tg.Table.Indexes) > 0 {
 		m[attrVersion] = newVersion()
 	}
+	p.mirrorTTL(item, m)
 	return m, nil
 }
 

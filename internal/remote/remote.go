@@ -83,6 +83,10 @@ type Backend struct {
 	lays layouts
 	auto autoShard
 
+	// ttlOff says why the engine's TTL is not available ("" when it is;
+	// ttl.go).
+	ttlOff string
+
 	// bg is cancelled by Close: the migrators of shard changes run in it.
 	bg   context.Context
 	stop context.CancelFunc
@@ -125,6 +129,8 @@ func Open(ctx context.Context, o Options) (*Backend, error) {
 		return nil, err
 	}
 	go b.resumeChanges(b.bg) // shard changes a gateway left (migrate.go)
+	b.ensureTTL(ctx)
+	go b.resumeTTLJobs(b.bg) // TTL syncs a gateway left (ttl.go)
 	return b, nil
 }
 
