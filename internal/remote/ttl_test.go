@@ -33,7 +33,9 @@ func TestTTLExpiry(t *testing.T) {
 	createTable(t, b, "ttltab")
 	past := n(strconv.FormatInt(time.Now().Add(-time.Hour).Unix(), 10))
 	future := n(strconv.FormatInt(time.Now().Add(time.Hour).Unix(), 10))
-	key := func(k string) map[string]types.AttributeValue { return map[string]types.AttributeValue{"pk": s(k), "sk": n("1")} }
+	key := func(k string) map[string]types.AttributeValue {
+		return map[string]types.AttributeValue{"pk": s(k), "sk": n("1")}
+	}
 	put := func(c *dynamodb.Client, k string, exp types.AttributeValue) {
 		t.Helper()
 		it := key(k)
