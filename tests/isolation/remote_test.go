@@ -9,7 +9,7 @@ import (
 // TestRemote runs every attack once more against a gateway over the
 // remote backend, whose engine is a second in-process tenantdb reached
 // only through the DynamoDB API. What that backend does not serve yet
-// (UpdateTable, TTL expiry) skips there, saying so.
+// (UpdateTable) skips there, saying so.
 func TestRemote(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: the remote backend's run of the suite")
@@ -17,4 +17,6 @@ func TestRemote(t *testing.T) {
 	harness.RemoteFor(t, "")
 	t.Run("Isolation", TestIsolation)
 	t.Run("TTLIsolation", TestTTLIsolation)
+	t.Run("TTLChangeIsolation", TestTTLChangeIsolation)
+	t.Run("PhysicalNames", TestPhysicalNames)
 }

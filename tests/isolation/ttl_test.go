@@ -107,9 +107,6 @@ func TestTTLIsolation(t *testing.T) {
 	})
 
 	t.Run("expiry", func(t *testing.T) {
-		if srv.Remote {
-			t.Skip("the remote backend does not expire items yet (README, remote backend)")
-		}
 		// Wait until the sweeper has deleted both items it must delete.
 		deadline := time.Now().Add(90 * time.Second)
 		for exists(A, "ttl_shared", "k1") || exists(B, "ttl_shared", "k2") || exists(B, "ttl_own", "k1") {
