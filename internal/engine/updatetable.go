@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/tenantdb/tenantdb/internal/apierr"
 	"github.com/tenantdb/tenantdb/internal/attr"
@@ -29,20 +30,7 @@ func (e *Engine) UpdateTable(ctx context.Context, s tenancy.Scope, in *wire.Upda
 	if err := schema.ValidateTableName(in.TableName); err != nil {
 		return nil, err
 	}
-	if in.ProvisionedThroughput == nil && in.BillingMode == "" && len(in.GlobalSecondaryIndexUpdates) == 0 &&
-		in.StreamSpecification == nil && in.SSESpecification == nil && in.ReplicaUpdates == nil &&
-		in.DeletionProtectionEnabled == nil && in.TableClass == "" && in.OnDemandThroughput == nil && in.WarmThroughput == nil {
-		return nil, apierr.Validationf("At least one of ProvisionedThroughput, BillingMode, UpdateStreamEnabled, GlobalSecondaryIndexUpdates or SSESpecification or ReplicaUpdates is required")
-	}
-	billing, err := checkBillingMode(in.BillingMode)
-	if err != nil {
-		return nil, err
-	}
-	newDefs, err := checkAttrDefs(in.AttributeDefinitions)
-	if in.AttributeDefinitions == nil {
-		newDefs, err = map[string]attr.Type{}, nil
-	}
-	if err != nil {
+	if err := CheckTableUpdate(in); err != nil {
 		return nil, err
 	}
 
@@ -56,152 +44,11 @@ func (e *Engine) UpdateTable(ctx context.Context, s tenancy.Scope, in *wire.Upda
 	if err := e.res.CheckManage(s, t); err != nil {
 		return nil, err
 	}
-	c := t.Clone()
-
-	// Billing and throughput.
-	if billing != "" && billing != c.BillingMode {
-		c.BillingMode = billing
-		if billing == "PAY_PER_REQUEST" {
-			c.OnDemandSince = e.opts.Now()
-			c.ReadCapacity, c.WriteCapacity = 0, 0
-			for _, ix := range c.Indexes {
-				ix.ReadCapacity, ix.WriteCapacity = 0, 0
-			}
-		} else if in.ProvisionedThroughput == nil {
-			return nil, apierr.Validationf("One or more parameter values were invalid: ProvisionedThroughput must be specified when BillingMode is PROVISIONED")
-		}
-	}
-	if in.ProvisionedThroughput != nil {
-		if c.BillingMode == "PAY_PER_REQUEST" {
-			return nil, apierr.Validationf("One or more parameter values were invalid: Neither ReadCapacityUnits nor WriteCapacityUnits can be specified when BillingMode is PAY_PER_REQUEST")
-		}
-		if c.ReadCapacity, c.WriteCapacity, err = checkUnits(in.ProvisionedThroughput, "provisionedThroughput"); err != nil {
-			return nil, err
-		}
-	}
-
-	// Attribute definitions: the table's, plus the request's new ones.
-	defs := map[string]attr.Type{}
-	for _, d := range c.AttrDefs {
-		ty, _ := attr.ParseType(d.AttributeType)
-		defs[d.AttributeName] = ty
-	}
-	for n, ty := range newDefs {
-		if old, ok := defs[n]; ok && old != ty {
-			return nil, apierr.Validationf("One or more parameter values were invalid: Attribute %s is already defined with type %s", n, old)
-		}
-		defs[n] = ty
-	}
-
-	// Index changes.
-	var created []*schema.Index
-	var dropped []*schema.Index
-	seen := map[string]bool{}
-	for i, u := range in.GlobalSecondaryIndexUpdates {
-		field := fmt.Sprintf("globalSecondaryIndexUpdates.%d.member", i+1)
-		n := 0
-		name := ""
-		if u.Create != nil {
-			n++
-			name = u.Create.IndexName
-		}
-		if u.Update != nil {
-			n++
-			name = u.Update.IndexName
-		}
-		if u.Delete != nil {
-			n++
-			name = u.Delete.IndexName
-		}
-		if n != 1 {
-			return nil, apierr.Validationf("One or more parameter values were invalid: One of GlobalSecondaryIndexUpdate.Update, GlobalSecondaryIndexUpdate.Create, GlobalSecondaryIndexUpdate.Delete must not be null")
-		}
-		if seen[name] {
-			return nil, apierr.Validationf("One or more parameter values were invalid: Only one global secondary index update per index is allowed simultaneously. Index: %s", name)
-		}
-		seen[name] = true
-		switch {
-		case u.Create != nil:
-			g := u.Create
-			ix, err := checkIndex(g.IndexName, g.KeySchema, g.Projection, defs, field+".create")
-			if err != nil {
-				return nil, err
-			}
-			if ix.ReadCapacity, ix.WriteCapacity, err = checkIndexThroughput(c.BillingMode, g.ProvisionedThroughput, g.IndexName, field+".create"); err != nil {
-				return nil, err
-			}
-			if c.Index(ix.Name) != nil {
-				return nil, apierr.Validationf("One or more parameter values were invalid: Table already has an index with name %s", ix.Name)
-			}
-			ix.No = c.NextIndexNo
-			c.NextIndexNo++
-			ix.Status = "CREATING"
-			ix.Backfilling = true
-			ix.Created = e.opts.Now()
-			c.Indexes = append(c.Indexes, ix)
-			created = append(created, ix)
-		case u.Update != nil:
-			if err := schema.ValidateIndexName(u.Update.IndexName, field+".update.indexName"); err != nil {
-				return nil, err
-			}
-			ix := c.Index(u.Update.IndexName)
-			if ix == nil || ix.Local {
-				return nil, apierr.New(apierr.ResourceNotFound, "Requested resource not found: Index: %s not found", u.Update.IndexName)
-			}
-			if u.Update.ProvisionedThroughput != nil {
-				if c.BillingMode == "PAY_PER_REQUEST" {
-					return nil, apierr.Validationf("One or more parameter values were invalid: ProvisionedThroughput should not be specified for index: %s when BillingMode is PAY_PER_REQUEST", ix.Name)
-				}
-				if ix.ReadCapacity, ix.WriteCapacity, err = checkUnits(u.Update.ProvisionedThroughput, field+".update.provisionedThroughput"); err != nil {
-					return nil, err
-				}
-			}
-		case u.Delete != nil:
-			if err := schema.ValidateIndexName(u.Delete.IndexName, field+".delete.indexName"); err != nil {
-				return nil, err
-			}
-			ix := c.Index(u.Delete.IndexName)
-			if ix == nil || ix.Local {
-				return nil, apierr.New(apierr.ResourceNotFound, "Requested resource not found: Index: %s not found", u.Delete.IndexName)
-			}
-			dropped = append(dropped, ix)
-			kept := c.Indexes[:0:0]
-			for _, x := range c.Indexes {
-				if x != ix {
-					kept = append(kept, x)
-				}
-			}
-			c.Indexes = kept
-		}
-	}
-	if len(created)+len(dropped) > 1 {
-		return nil, apierr.New(apierr.LimitExceeded, "Subscriber limit exceeded: Only 1 online index can be created or deleted simultaneously per table")
-	}
-	gsis := 0
-	projected := 0
-	for _, ix := range c.Indexes {
-		if !ix.Local {
-			gsis++
-		}
-		projected += len(ix.NonKey)
-	}
-	if gsis > maxGSIs {
-		return nil, apierr.New(apierr.LimitExceeded, "Subscriber limit exceeded: GlobalSecondaryIndex count exceeds the per-table limit of %d", maxGSIs)
-	}
-	if projected > maxProjectedAttrs {
-		return nil, apierr.Validationf("One or more parameter values were invalid: The number of attributes projected into all secondary indexes exceeds the per-table limit of %d", maxProjectedAttrs)
-	}
-	if err := resolve.CheckLeadingKeyTypes(c); err != nil {
+	plan, err := PlanTableUpdate(t, in, e.opts.Now())
+	if err != nil {
 		return nil, err
 	}
-	// Keep exactly the definitions of key attributes still in use; the
-	// request's own definitions must all be used.
-	if len(newDefs) > 0 {
-		if err := checkDefsUsed(c, in.AttributeDefinitions); err != nil {
-			return nil, err
-		}
-	}
-	c.AttrDefs = usedDefs(c, defs)
+	c, created, dropped := plan.Table, plan.Created, plan.Dropped
 
 	// Other settings.
 	var endedStream uint64 // a stream to disable once writers see c
@@ -231,14 +78,8 @@ func (e *Engine) UpdateTable(ctx context.Context, s tenancy.Scope, in *wire.Upda
 	if err := e.checkSSE(in.SSESpecification); err != nil {
 		return nil, err
 	}
-	if in.DeletionProtectionEnabled != nil {
-		c.DeletionProtection = *in.DeletionProtectionEnabled
-	}
-	if in.TableClass != "" {
-		if in.TableClass != "STANDARD" && in.TableClass != "STANDARD_INFREQUENT_ACCESS" {
-			return nil, enumErr(in.TableClass, "tableClass", "STANDARD, STANDARD_INFREQUENT_ACCESS")
-		}
-		c.TableClass = in.TableClass
+	if err := ApplyTableSettings(c, in); err != nil {
+		return nil, err
 	}
 
 	if e.opts.Streams && in.StreamSpecification != nil && specEnabled(c.Stream) {
@@ -336,4 +177,219 @@ func usedDefs(t *schema.Table, defs map[string]attr.Type) []wire.AttributeDefini
 		out = append(out, wire.AttributeDefinition{AttributeName: n, AttributeType: defs[n].String()})
 	}
 	return out
+}
+
+// CheckTableUpdate validates what an UpdateTable request says on its own
+// (before its table is looked up): that it changes something, its billing
+// mode and its attribute definitions.
+func CheckTableUpdate(in *wire.UpdateTableInput) error {
+	if in.ProvisionedThroughput == nil && in.BillingMode == "" && len(in.GlobalSecondaryIndexUpdates) == 0 &&
+		in.StreamSpecification == nil && in.SSESpecification == nil && in.ReplicaUpdates == nil &&
+		in.DeletionProtectionEnabled == nil && in.TableClass == "" && in.OnDemandThroughput == nil && in.WarmThroughput == nil {
+		return apierr.Validationf("At least one of ProvisionedThroughput, BillingMode, UpdateStreamEnabled, GlobalSecondaryIndexUpdates or SSESpecification or ReplicaUpdates is required")
+	}
+	_, err := checkBillingMode(in.BillingMode)
+	if err != nil {
+		return err
+	}
+	if in.AttributeDefinitions != nil {
+		if _, err := checkAttrDefs(in.AttributeDefinitions); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// TableUpdate is a definition changed by an UpdateTable request's
+// billing, throughput, attribute definitions and index updates, with the
+// indexes it creates (CREATING, Backfilling) and deletes.
+type TableUpdate struct {
+	Table            *schema.Table
+	Created, Dropped []*schema.Index
+}
+
+// PlanTableUpdate applies those parts of in (checked by CheckTableUpdate)
+// to a copy of t at time now, as UpdateTable does: the embedded engine
+// and the remote backend share it. Errors: ValidationException,
+// ResourceNotFoundException (an unknown index), LimitExceededException.
+func PlanTableUpdate(t *schema.Table, in *wire.UpdateTableInput, now time.Time) (*TableUpdate, error) {
+	billing, err := checkBillingMode(in.BillingMode)
+	if err != nil {
+		return nil, err
+	}
+	newDefs := map[string]attr.Type{}
+	if in.AttributeDefinitions != nil {
+		if newDefs, err = checkAttrDefs(in.AttributeDefinitions); err != nil {
+			return nil, err
+		}
+	}
+	c := t.Clone()
+
+	// Billing and throughput.
+	if billing != "" && billing != c.BillingMode {
+		c.BillingMode = billing
+		if billing == "PAY_PER_REQUEST" {
+			c.OnDemandSince = now
+			c.ReadCapacity, c.WriteCapacity = 0, 0
+			for _, ix := range c.Indexes {
+				ix.ReadCapacity, ix.WriteCapacity = 0, 0
+			}
+		} else if in.ProvisionedThroughput == nil {
+			return nil, apierr.Validationf("One or more parameter values were invalid: ProvisionedThroughput must be specified when BillingMode is PROVISIONED")
+		}
+	}
+	if in.ProvisionedThroughput != nil {
+		if c.BillingMode == "PAY_PER_REQUEST" {
+			return nil, apierr.Validationf("One or more parameter values were invalid: Neither ReadCapacityUnits nor WriteCapacityUnits can be specified when BillingMode is PAY_PER_REQUEST")
+		}
+		if c.ReadCapacity, c.WriteCapacity, err = checkUnits(in.ProvisionedThroughput, "provisionedThroughput"); err != nil {
+			return nil, err
+		}
+	}
+
+	// Attribute definitions: the table's, plus the request's new ones.
+	defs := map[string]attr.Type{}
+	for _, d := range c.AttrDefs {
+		ty, _ := attr.ParseType(d.AttributeType)
+		defs[d.AttributeName] = ty
+	}
+	for n, ty := range newDefs {
+		if old, ok := defs[n]; ok && old != ty {
+			return nil, apierr.Validationf("One or more parameter values were invalid: Attribute %s is already defined with type %s", n, old)
+		}
+		defs[n] = ty
+	}
+
+	// Index changes.
+	var created []*schema.Index
+	var dropped []*schema.Index
+	seen := map[string]bool{}
+	for i, u := range in.GlobalSecondaryIndexUpdates {
+		field := fmt.Sprintf("globalSecondaryIndexUpdates.%d.member", i+1)
+		n := 0
+		name := ""
+		if u.Create != nil {
+			n++
+			name = u.Create.IndexName
+		}
+		if u.Update != nil {
+			n++
+			name = u.Update.IndexName
+		}
+		if u.Delete != nil {
+			n++
+			name = u.Delete.IndexName
+		}
+		if n != 1 {
+			return nil, apierr.Validationf("One or more parameter values were invalid: One of GlobalSecondaryIndexUpdate.Update, GlobalSecondaryIndexUpdate.Create, GlobalSecondaryIndexUpdate.Delete must not be null")
+		}
+		if seen[name] {
+			return nil, apierr.Validationf("One or more parameter values were invalid: Only one global secondary index update per index is allowed simultaneously. Index: %s", name)
+		}
+		seen[name] = true
+		switch {
+		case u.Create != nil:
+			g := u.Create
+			ix, err := checkIndex(g.IndexName, g.KeySchema, g.Projection, defs, field+".create")
+			if err != nil {
+				return nil, err
+			}
+			if ix.ReadCapacity, ix.WriteCapacity, err = checkIndexThroughput(c.BillingMode, g.ProvisionedThroughput, g.IndexName, field+".create"); err != nil {
+				return nil, err
+			}
+			if c.Index(ix.Name) != nil {
+				return nil, apierr.Validationf("One or more parameter values were invalid: Table already has an index with name %s", ix.Name)
+			}
+			ix.No = c.NextIndexNo
+			c.NextIndexNo++
+			ix.Status = "CREATING"
+			ix.Backfilling = true
+			ix.Created = now
+			c.Indexes = append(c.Indexes, ix)
+			created = append(created, ix)
+		case u.Update != nil:
+			if err := schema.ValidateIndexName(u.Update.IndexName, field+".update.indexName"); err != nil {
+				return nil, err
+			}
+			ix := c.Index(u.Update.IndexName)
+			if ix == nil || ix.Local {
+				return nil, apierr.New(apierr.ResourceNotFound, "Requested resource not found: Index: %s not found", u.Update.IndexName)
+			}
+			if u.Update.ProvisionedThroughput != nil {
+				if c.BillingMode == "PAY_PER_REQUEST" {
+					return nil, apierr.Validationf("One or more parameter values were invalid: ProvisionedThroughput should not be specified for index: %s when BillingMode is PAY_PER_REQUEST", ix.Name)
+				}
+				if ix.ReadCapacity, ix.WriteCapacity, err = checkUnits(u.Update.ProvisionedThroughput, field+".update.provisionedThroughput"); err != nil {
+					return nil, err
+				}
+			}
+		case u.Delete != nil:
+			if err := schema.ValidateIndexName(u.Delete.IndexName, field+".delete.indexName"); err != nil {
+				return nil, err
+			}
+			ix := c.Index(u.Delete.IndexName)
+			if ix == nil || ix.Local {
+				return nil, apierr.New(apierr.ResourceNotFound, "Requested resource not found: Index: %s not found", u.Delete.IndexName)
+			}
+			dropped = append(dropped, ix)
+			kept := c.Indexes[:0:0]
+			for _, x := range c.Indexes {
+				if x != ix {
+					kept = append(kept, x)
+				}
+			}
+			c.Indexes = kept
+		}
+	}
+	if len(created)+len(dropped) > 1 {
+		return nil, apierr.New(apierr.LimitExceeded, "Subscriber limit exceeded: Only 1 online index can be created or deleted simultaneously per table")
+	}
+	gsis := 0
+	projected := 0
+	for _, ix := range c.Indexes {
+		if !ix.Local {
+			gsis++
+		}
+		projected += len(ix.NonKey)
+	}
+	if gsis > maxGSIs {
+		return nil, apierr.New(apierr.LimitExceeded, "Subscriber limit exceeded: GlobalSecondaryIndex count exceeds the per-table limit of %d", maxGSIs)
+	}
+	if projected > maxProjectedAttrs {
+		return nil, apierr.Validationf("One or more parameter values were invalid: The number of attributes projected into all secondary indexes exceeds the per-table limit of %d", maxProjectedAttrs)
+	}
+	if err := resolve.CheckLeadingKeyTypes(c); err != nil {
+		return nil, err
+	}
+	// Keep exactly the definitions of key attributes still in use; the
+	// request's own definitions must all be used.
+	if len(newDefs) > 0 {
+		if err := checkDefsUsed(c, in.AttributeDefinitions); err != nil {
+			return nil, err
+		}
+	}
+	c.AttrDefs = usedDefs(c, defs)
+	return &TableUpdate{Table: c, Created: created, Dropped: dropped}, nil
+}
+
+// ApplyTableSettings applies an UpdateTable request's deletion protection
+// and table class to c. Errors: ValidationException.
+func ApplyTableSettings(c *schema.Table, in *wire.UpdateTableInput) error {
+	if in.DeletionProtectionEnabled != nil {
+		c.DeletionProtection = *in.DeletionProtectionEnabled
+	}
+	if in.TableClass != "" {
+		if in.TableClass != "STANDARD" && in.TableClass != "STANDARD_INFREQUENT_ACCESS" {
+			return enumErr(in.TableClass, "tableClass", "STANDARD, STANDARD_INFREQUENT_ACCESS")
+		}
+		c.TableClass = in.TableClass
+	}
+	return nil
+}
+
+// CheckSSE validates an SSESpecification for a backend other than the
+// embedded engine (which does not encrypt its tables itself).
+func CheckSSE(raw json.RawMessage) error {
+	var e *Engine // checkSSE uses no engine state; nil says "another backend"
+	return e.checkSSE(raw)
 }

@@ -247,17 +247,55 @@ func (b *Backend) purge(ctx context.Context, p place) {
 	}
 }
 
-// UpdateTable is not served yet; who may not change the table is still
-// told so first.
+// UpdateTable changes billing mode, throughput (accepted and reported, as
+// embedded), deletion protection and table class, validated and applied
+// as the embedded engine does (engine.PlanTableUpdate), and stores the
+// definition with a conditional put. Creating or deleting an index, and
+// enabling a stream, are refused (not served yet); only the table's owner
+// may update it.
 func (b *Backend) UpdateTable(ctx context.Context, s tenancy.Scope, in *wire.UpdateTableInput) (*wire.UpdateTableOutput, error) {
-	tg, err := b.lookup(ctx, s, in.TableName)
+	if err := check(ctx, s); err != nil {
+		return nil, err
+	}
+	if err := schema.ValidateTableName(in.TableName); err != nil {
+		return nil, err
+	}
+	if err := engine.CheckTableUpdate(in); err != nil {
+		return nil, err
+	}
+	b.ddl.Lock()
+	defer b.ddl.Unlock()
+	tg, err := b.res.Lookup(ctx, s, in.TableName)
 	if err != nil {
 		return nil, err
 	}
 	if err := b.res.CheckManage(s, tg.Table); err != nil {
 		return nil, err
 	}
-	return nil, notServed("UpdateTable")
+	plan, err := engine.PlanTableUpdate(tg.Table, in, b.opts.Now())
+	if err != nil {
+		return nil, err
+	}
+	if len(plan.Created)+len(plan.Dropped) > 0 {
+		return nil, notServed("Creating or deleting a global secondary index with UpdateTable")
+	}
+	c := plan.Table
+	if sp := in.StreamSpecification; sp != nil {
+		if sp.StreamEnabled == nil || *sp.StreamEnabled {
+			return nil, notServed("A stream")
+		}
+		return nil, apierr.Validationf("Table already has no enabled stream")
+	}
+	if err := engine.CheckSSE(in.SSESpecification); err != nil {
+		return nil, err
+	}
+	if err := engine.ApplyTableSettings(c, in); err != nil {
+		return nil, err
+	}
+	if err := b.changeDef(ctx, tg, c); err != nil {
+		return nil, err
+	}
+	return &wire.UpdateTableOutput{TableDescription: b.describe(c)}, nil
 }
 
 // UpdateTimeToLive changes the TTL setting in the definition and syncs the

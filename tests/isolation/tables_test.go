@@ -291,7 +291,7 @@ func (w *world) tableAttacks(t *testing.T) {
 
 	w.attack(t, "GSI-backfill-per-tenant", func(t *testing.T) {
 		if w.srv.Remote {
-			t.Skip("the remote backend does not serve UpdateTable yet (README, remote backend)")
+			t.Skip("the remote backend does not create indexes with UpdateTable yet (README, remote backend)")
 		}
 		// The operator adds a GSI on the owner attribute to the shared
 		// tables; the backfill walks every tenant's items and must keep
