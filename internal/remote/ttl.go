@@ -123,6 +123,8 @@ func (p place) mirrorUpdate(upd string, params *expr.Params, names map[string]st
 // it. A job is written before the definition changes and deleted when it
 // is done; a newer change replaces it (a new gen), which stops the older.
 type ttlJob struct {
+	pk      string // ttlJobPK, or gsiJobPK for an index's backfill (backfill.go)
+	index   uint16 // the index backfilled (its No)
 	id      uint64
 	gen     []byte
 	name    string
@@ -136,9 +138,9 @@ type ttlJob struct {
 	enabled bool   // the definition's setting when the job was written
 }
 
-func ttlJobKey(id uint64) map[string]types.AttributeValue {
+func jobKey(pk string, id uint64) map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{
-		attrPK: &types.AttributeValueMemberS{Value: ttlJobPK},
+		attrPK: &types.AttributeValueMemberS{Value: pk},
 		attrSK: &types.AttributeValueMemberB{Value: fmt.Appendf(nil, "%020d", id)},
 	}
 }
@@ -146,12 +148,12 @@ func ttlJobKey(id uint64) map[string]types.AttributeValue {
 // startTTLJob records a sync job for table t (before its definition
 // changes to enabled, on attribute name).
 func (b *Backend) startTTLJob(ctx context.Context, t *schema.Table, ns []byte, name string, enabled bool) (*ttlJob, error) {
-	j := &ttlJob{id: t.ID, gen: make([]byte, 8), name: t.Name, attr: name, at: b.opts.Now(), enabled: enabled}
+	j := &ttlJob{pk: ttlJobPK, id: t.ID, gen: make([]byte, 8), name: t.Name, attr: name, at: b.opts.Now(), enabled: enabled}
 	rand.Read(j.gen)
 	if !t.Shared() {
 		j.ns = ns
 	}
-	item := ttlJobKey(t.ID)
+	item := jobKey(ttlJobPK, t.ID)
 	item["gen"] = &types.AttributeValueMemberB{Value: j.gen}
 	item["name"] = &types.AttributeValueMemberS{Value: t.Name}
 	item["attr"] = &types.AttributeValueMemberS{Value: name}
@@ -168,7 +170,7 @@ func (b *Backend) startTTLJob(ctx context.Context, t *schema.Table, ns []byte, n
 
 // dropTTLJob deletes job j if it is still the table's current one.
 func (b *Backend) dropTTLJob(ctx context.Context, j *ttlJob) error {
-	_, err := b.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: &b.table, Key: ttlJobKey(j.id),
+	_, err := b.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: &b.table, Key: jobKey(j.pk, j.id),
 		ConditionExpression:       aws.String("#g = :g"),
 		ExpressionAttributeNames:  map[string]string{"#g": "gen"},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":g": &types.AttributeValueMemberB{Value: j.gen}},
@@ -181,18 +183,22 @@ func (b *Backend) dropTTLJob(ctx context.Context, j *ttlJob) error {
 
 // ttlJobOf reads table id's sync job (nil: none).
 func (b *Backend) ttlJobOf(ctx context.Context, id uint64) (*ttlJob, error) {
-	out, err := b.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &b.table, Key: ttlJobKey(id), ConsistentRead: aws.Bool(true)})
+	out, err := b.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &b.table, Key: jobKey(ttlJobPK, id), ConsistentRead: aws.Bool(true)})
 	if err != nil {
 		return nil, engineErr(err, strip)
 	}
 	if out.Item == nil {
 		return nil, nil
 	}
-	return ttlJobFrom(out.Item)
+	return jobFrom(out.Item)
 }
 
-func ttlJobFrom(it map[string]types.AttributeValue) (*ttlJob, error) {
+func jobFrom(it map[string]types.AttributeValue) (*ttlJob, error) {
 	j := &ttlJob{}
+	if pk, ok := it[attrPK].(*types.AttributeValueMemberS); ok {
+		j.pk = pk.Value
+	}
+	j.index = uint16(numAttr(it, "index"))
 	sk, _ := it[attrSK].(*types.AttributeValueMemberB)
 	g, _ := it["gen"].(*types.AttributeValueMemberB)
 	if sk == nil || g == nil {
@@ -240,21 +246,28 @@ func (b *Backend) ttlSettle() time.Duration {
 // resumeTTLJobs runs every sync job left in the engine (a gateway that
 // ran one may have ended): run by Open in the background.
 func (b *Backend) resumeTTLJobs(ctx context.Context) {
+	for _, pk := range []string{ttlJobPK, gsiJobPK} {
+		b.resumeJobs(ctx, pk)
+	}
+}
+
+// resumeJobs runs the jobs of partition pk.
+func (b *Backend) resumeJobs(ctx context.Context, pk string) {
 	out, err := b.db.Query(ctx, &dynamodb.QueryInput{
 		TableName:                 &b.table,
 		KeyConditionExpression:    aws.String("#p = :p"),
 		ExpressionAttributeNames:  map[string]string{"#p": attrPK},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":p": &types.AttributeValueMemberS{Value: ttlJobPK}},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":p": &types.AttributeValueMemberS{Value: pk}},
 		ConsistentRead:            aws.Bool(true),
 	})
 	if err != nil {
 		if ctx.Err() == nil {
-			b.log.Warn("reading TTL jobs to resume", "err", err)
+			b.log.Warn("reading jobs to resume", "jobs", pk, "err", err)
 		}
 		return
 	}
 	for _, it := range out.Items {
-		j, err := ttlJobFrom(it)
+		j, err := jobFrom(it)
 		if err != nil {
 			b.log.Warn("resuming a TTL job", "err", err)
 			continue
@@ -297,7 +310,7 @@ func (b *Backend) ttlJobStep(ctx context.Context, j *ttlJob) (done bool, err err
 	if err != nil {
 		return false, err
 	}
-	if t == nil {
+	if t == nil || (j.pk == gsiJobPK && indexPos(t, j.index) < 0) {
 		return true, b.dropTTLJob(ctx, j)
 	}
 	colls, err := b.ttlJobColls(ctx, j)
@@ -305,7 +318,12 @@ func (b *Backend) ttlJobStep(ctx context.Context, j *ttlJob) (done bool, err err
 		return false, err
 	}
 	if j.coll >= len(colls) {
-		b.log.Info("TTL sync job done", "table", j.id, "synced", j.synced)
+		if j.pk == gsiJobPK {
+			if err := b.indexBackfilled(ctx, j, t); err != nil {
+				return false, err
+			}
+		}
+		b.log.Info("job done", "jobs", j.pk, "table", j.id, "synced", j.synced)
 		return true, b.dropTTLJob(ctx, j)
 	}
 	ns := colls[j.coll]
@@ -318,7 +336,13 @@ func (b *Backend) ttlJobStep(ctx context.Context, j *ttlJob) (done bool, err err
 		return b.ttlJobSave(ctx, j, 0)
 	}
 	pk := collBase(ns, j.id) + strconv.Itoa(j.shard)
-	n, last, err := b.syncTTLPage(ctx, t, pk, j.last)
+	var n int
+	var last []byte
+	if j.pk == gsiJobPK {
+		n, last, err = b.backfillPage(ctx, t, j.index, pk, j.last)
+	} else {
+		n, last, err = b.syncTTLPage(ctx, t, pk, j.last)
+	}
 	if err != nil {
 		return false, err
 	}
@@ -344,7 +368,7 @@ func (b *Backend) ttlJobSave(ctx context.Context, j *ttlJob, n int) (done bool, 
 	} else {
 		upd += " REMOVE #l"
 	}
-	_, err = b.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: &b.table, Key: ttlJobKey(j.id),
+	_, err = b.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: &b.table, Key: jobKey(j.pk, j.id),
 		UpdateExpression: &upd, ConditionExpression: aws.String("#g = :g"),
 		ExpressionAttributeNames: names, ExpressionAttributeValues: values})
 	if err != nil {
