@@ -9,7 +9,7 @@ import (
 // TestRemote runs every attack once more against a gateway over the
 // remote backend, whose engine is a second in-process tenantdb reached
 // only through the DynamoDB API. What that backend does not serve yet
-// (creating an index with UpdateTable) skips there, saying so.
+// (deleting an index with UpdateTable) skips there, saying so.
 func TestRemote(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: the remote backend's run of the suite")

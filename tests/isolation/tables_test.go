@@ -290,9 +290,6 @@ func (w *world) tableAttacks(t *testing.T) {
 	})
 
 	w.attack(t, "GSI-backfill-per-tenant", func(t *testing.T) {
-		if w.srv.Remote {
-			t.Skip("the remote backend does not create indexes with UpdateTable yet (README, remote backend)")
-		}
 		// The operator adds a GSI on the owner attribute to the shared
 		// tables; the backfill walks every tenant's items and must keep
 		// each tenant's index entries in that tenant's range.
@@ -328,6 +325,9 @@ func (w *world) tableAttacks(t *testing.T) {
 				if st := w.stats(t, tn.Read, table); st.items["by_owner"] != int64(len(tn.items[table])) {
 					t.Errorf("LEAK: %s's backfilled GSI count in %s: %v, want %d", tn.label, table, st, len(tn.items[table]))
 				}
+			}
+			if w.srv.Remote {
+				continue // the remote backend does not delete indexes yet (README, remote backend)
 			}
 			if _, err := w.Op.UpdateTable(ctx, &dynamodb.UpdateTableInput{TableName: aws.String(table),
 				GlobalSecondaryIndexUpdates: []types.GlobalSecondaryIndexUpdate{{Delete: &types.DeleteGlobalSecondaryIndexAction{IndexName: aws.String("by_owner")}}}}); err != nil {
