@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"fmt"
+	"sort"
 	"strconv"
 	"time"
 
@@ -131,7 +132,8 @@ type ttlJob struct {
 	ns      []byte // tenant table: the collection's namespace; nil when shared
 	attr    string // the attribute enabled, or being disabled
 	at      time.Time
-	coll    int    // position in the job's collections
+	cns     []byte   // the namespace of the collection being synced (nil: before the first)
+	colls   [][]byte // the job's collections, read once per run (ttlJobColls)
 	shard   int    // shard within it
 	last    []byte // last sort key synced in the shard (nil: its start)
 	synced  int64  // copies written or removed
@@ -228,7 +230,10 @@ func jobFrom(it map[string]types.AttributeValue) (*ttlJob, error) {
 		ms, _ := strconv.ParseInt(v.Value, 10, 64)
 		j.at = time.UnixMilli(ms)
 	}
-	j.coll, j.shard = numAttr(it, "coll"), numAttr(it, "shard")
+	if v, ok := it["cns"].(*types.AttributeValueMemberB); ok {
+		j.cns = v.Value
+	}
+	j.shard = numAttr(it, "shard")
 	if v, ok := it["synced"].(*types.AttributeValueMemberN); ok {
 		j.synced, _ = strconv.ParseInt(v.Value, 10, 64)
 	}
@@ -313,11 +318,16 @@ func (b *Backend) ttlJobStep(ctx context.Context, j *ttlJob) (done bool, err err
 	if t == nil || (j.pk == gsiJobPK && indexPos(t, j.index) < 0) {
 		return true, b.dropTTLJob(ctx, j)
 	}
-	colls, err := b.ttlJobColls(ctx, j)
-	if err != nil {
-		return false, err
+	if j.colls == nil {
+		if j.colls, err = b.ttlJobColls(ctx, j); err != nil {
+			return false, err
+		}
 	}
-	if j.coll >= len(colls) {
+	// NB: the position is a namespace, not an index into the list: tenant
+	// environments created or deleted meanwhile do not shift it. The
+	// collections are in namespace order (the registry's).
+	i := sort.Search(len(j.colls), func(i int) bool { return bytes.Compare(j.colls[i], j.cns) >= 0 })
+	if i == len(j.colls) {
 		if j.pk == gsiJobPK {
 			if err := b.indexBackfilled(ctx, j, t); err != nil {
 				return false, err
@@ -326,13 +336,16 @@ func (b *Backend) ttlJobStep(ctx context.Context, j *ttlJob) (done bool, err err
 		b.log.Info("job done", "jobs", j.pk, "table", j.id, "synced", j.synced)
 		return true, b.dropTTLJob(ctx, j)
 	}
-	ns := colls[j.coll]
+	ns := j.colls[i]
+	if !bytes.Equal(ns, j.cns) {
+		j.cns, j.shard, j.last = ns, 0, nil // the next collection
+	}
 	lay, err := b.layoutOf(ctx, ns, j.id)
 	if err != nil {
 		return false, err
 	}
 	if j.shard >= max(lay.n, lay.from) {
-		j.coll, j.shard, j.last = j.coll+1, 0, nil
+		j.cns, j.shard, j.last = append(bytes.Clone(ns), 0), 0, nil // the least namespace after ns
 		return b.ttlJobSave(ctx, j, 0)
 	}
 	pk := collBase(ns, j.id) + strconv.Itoa(j.shard)
@@ -359,8 +372,8 @@ func (b *Backend) ttlJobStep(ctx context.Context, j *ttlJob) (done bool, err err
 func (b *Backend) ttlJobSave(ctx context.Context, j *ttlJob, n int) (done bool, err error) {
 	j.synced += int64(n)
 	upd := "SET #c = :c, #s = :s, #n = :n"
-	names := map[string]string{"#g": "gen", "#c": "coll", "#s": "shard", "#n": "synced"}
-	values := map[string]types.AttributeValue{":g": &types.AttributeValueMemberB{Value: j.gen}, ":c": num(j.coll), ":s": num(j.shard), ":n": num64(j.synced)}
+	names := map[string]string{"#g": "gen", "#c": "cns", "#s": "shard", "#n": "synced"}
+	values := map[string]types.AttributeValue{":g": &types.AttributeValueMemberB{Value: j.gen}, ":c": &types.AttributeValueMemberB{Value: j.cns}, ":s": num(j.shard), ":n": num64(j.synced)}
 	names["#l"] = "last"
 	if j.last != nil {
 		upd += ", #l = :l"
@@ -435,6 +448,7 @@ func (b *Backend) ttlJobColls(ctx context.Context, j *ttlJob) ([][]byte, error) 
 			}
 		}
 		if len(res.LastEvaluatedKey) == 0 {
+			sort.Slice(out, func(a, b int) bool { return bytes.Compare(out[a], out[b]) < 0 })
 			return out, nil
 		}
 		in.ExclusiveStartKey = res.LastEvaluatedKey
