@@ -134,10 +134,10 @@ type ttlJob struct {
 	at      time.Time
 	cns     []byte   // the namespace of the collection being synced (nil: before the first)
 	colls   [][]byte // the job's collections, read once per run (ttlJobColls)
-	shard   int    // shard within it
-	last    []byte // last sort key synced in the shard (nil: its start)
-	synced  int64  // copies written or removed
-	enabled bool   // the definition's setting when the job was written
+	shard   int      // shard within it
+	last    []byte   // last sort key synced in the shard (nil: its start)
+	synced  int64    // copies written or removed
+	enabled bool     // the definition's setting when the job was written
 }
 
 func jobKey(pk string, id uint64) map[string]types.AttributeValue {
