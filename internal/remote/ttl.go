@@ -123,6 +123,7 @@ func (p place) mirrorUpdate(upd string, params *expr.Params, names map[string]st
 // an item whose TTL attribute is a number gets the copy, any other loses
 // it. A job is written before the definition changes and deleted when it
 // is done; a newer change replaces it (a new gen), which stops the older.
+// An index backfill (backfill.go) is the same kind of job under gsiJobPK.
 type ttlJob struct {
 	pk      string // ttlJobPK, or gsiJobPK for an index's backfill (backfill.go)
 	index   uint16 // the index backfilled (its No)
