@@ -1,8 +1,8 @@
 // Package lifecycle creates, suspends, resumes and deletes tenants across
 // everything that keeps state for one: the catalog (the tenant's record,
-// credentials and memberships), the audit log, the quota manager's buckets
-// and the engine's data outside the tenant's key range (silo stores,
-// cached tables).
+// credentials and memberships), the audit log, the quota manager's
+// buckets, the engine's data outside the tenant's key range (silo stores,
+// cached tables) and its files (exports under the export root).
 //
 // The admin plane calls it with the tenancy.Scope the guard admitted;
 // the parts it coordinates are named in Options, so nothing is found by
@@ -44,6 +44,14 @@ type Workers interface {
 	UnretireTenant(t tenancy.TenantID)
 }
 
+// Files keeps tenants' files outside the stores: the export root of the
+// DynamoDB API's exports and imports (transfer.Service).
+type Files interface {
+	// RemoveTenant removes every file kept for the scope's tenant. It is
+	// idempotent.
+	RemoveTenant(ctx context.Context, s tenancy.Scope) error
+}
+
 // Placement is the part of a storage engine that says where a tenant's
 // data of each table lives. The embedded engine implements it.
 type Placement interface {
@@ -75,6 +83,10 @@ type Options struct {
 	// Workers, if not nil, are retired from a tenant before its range is
 	// deleted, so that no late checkpoint of theirs lands in it.
 	Workers Workers
+	// Files, if not nil, removes a deleted tenant's files (its exports)
+	// inside the deletion, after its stores: a deletion that fails or is
+	// cut short leaves the tenant deleting, and retrying it removes them.
+	Files Files
 }
 
 // Service is the tenant lifecycle.
@@ -167,11 +179,12 @@ func (s *Service) Resume(ctx context.Context, sc tenancy.Scope) (catalog.Tenant,
 }
 
 // Delete deletes the scope's tenant and everything it owns: its audit log
-// is retired, its quota buckets forgotten and its webhook and aggregate
-// workers retired first (so no late record or checkpoint lands in its
-// range), then the catalog marks it deleting,
-// drops the engine's data and deletes its key range. If that fails, the
-// log and buckets are restored and the deletion can be retried. Errors:
+// is retired, its quota buckets forgotten and its webhook, aggregate and
+// export workers retired first (so no late record, checkpoint or file
+// lands in its range or tree), then the catalog marks it deleting,
+// drops the engine's data, removes its files and deletes its key range.
+// If that fails, the log and buckets are restored and the deletion can be
+// retried. Errors:
 // AccessDenied for a scope not the operator's; those of
 // catalog.DeleteTenant.
 func (s *Service) Delete(ctx context.Context, sc tenancy.Scope) error {
@@ -205,7 +218,12 @@ func (s *Service) Delete(ctx context.Context, sc tenancy.Scope) error {
 			}
 		}
 		if s.o.Engine != nil {
-			return s.o.Engine.DropTenant(ctx, sc)
+			if err := s.o.Engine.DropTenant(ctx, sc); err != nil {
+				return err
+			}
+		}
+		if s.o.Files != nil {
+			return s.o.Files.RemoveTenant(ctx, sc)
 		}
 		return nil
 	}

@@ -347,7 +347,7 @@ func Open(ctx context.Context, o Options) (_ *Node, err error) {
 	adminOpts := admin.Options{Catalog: n.catalog, Auth: n.auth, Audit: n.audit, Logger: log, Guard: guard,
 		Lifecycle: lifecycle.New(lifecycle.Options{Catalog: n.catalog, Audit: n.audit, Quotas: n.quotas, Engine: tenantData,
 			SiloTier: n.remote == nil, Placement: placement(n), Keys: n.keys, Compact: n.db.Compact,
-			Workers: tenantWorkers{n}})}
+			Workers: tenantWorkers{n}, Files: tenantWorkers{n}})}
 	if adminOpts.JWT, adminOpts.JWKS, err = o.Platform.open(ctx, log); err != nil {
 		return nil, err
 	}

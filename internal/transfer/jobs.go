@@ -40,6 +40,15 @@ type jobs struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	mu     sync.Mutex // serializes record files
+
+	// Per tenant (tenants.go): the cancel functions of its holds (requests
+	// writing records, running jobs) and whether it is retired.
+	tmu     sync.Mutex
+	tcond   *sync.Cond // on tmu: a hold was released
+	seq     uint64
+	holds   map[tenancy.TenantID]map[uint64]context.CancelFunc
+	retired map[tenancy.TenantID]bool
+	rmu     sync.Mutex // serializes removals of deleted tenants' trees
 }
 
 const (
@@ -56,8 +65,12 @@ func openJobs(s *Service, root string) (*jobs, error) {
 	if err := os.MkdirAll(abs, 0o700); err != nil {
 		return nil, fmt.Errorf("transfer: export root: %w", err)
 	}
-	j := &jobs{s: s, root: abs}
+	j := &jobs{s: s, root: abs, holds: map[tenancy.TenantID]map[uint64]context.CancelFunc{}, retired: map[tenancy.TenantID]bool{}}
+	j.tcond = sync.NewCond(&j.tmu)
 	j.ctx, j.cancel = context.WithCancel(context.Background())
+	if err := j.emptyTrash(); err != nil {
+		return nil, err
+	}
 	return j, nil
 }
 
@@ -250,6 +263,15 @@ func (s *Service) ExportTableToPointInTime(ctx context.Context, sc tenancy.Scope
 	if err != nil {
 		return nil, err
 	}
+	hctx, release, err := j.hold(sc.Tenant())
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if release != nil {
+			release() // NB: not handed to a job
+		}
+	}()
 	now := s.o.Now()
 	var at *time.Time
 	if in.ExportTime != nil {
@@ -304,11 +326,8 @@ func (s *Service) ExportTableToPointInTime(ctx context.Context, sc tenancy.Scope
 	}
 	s.record(ctx, sc, audit.Event{Action: "export.start", Target: apierr.Clip(d.ExportArn + " bucket=" + in.S3Bucket + " prefix=" + in.S3Prefix)})
 	out := *d
-	j.wg.Add(1)
-	go func() {
-		defer j.wg.Done()
-		s.runExport(j.ctx, sc, path, d, name, bucketDir, id, at)
-	}()
+	j.run(hctx, release, func(ctx context.Context) { s.runExport(ctx, sc, path, d, name, bucketDir, id, at) })
+	release = nil
 	return &wire.ExportTableToPointInTimeOutput{ExportDescription: &out}, nil
 }
 
@@ -523,6 +542,15 @@ func (s *Service) ImportTable(ctx context.Context, sc tenancy.Scope, in *wire.Im
 	if err != nil {
 		return nil, err
 	}
+	hctx, release, err := j.hold(sc.Tenant())
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if release != nil {
+			release() // NB: not handed to a job
+		}
+	}()
 	if in.ClientToken != "" {
 		// NB: a retry with the same token answers the import it started.
 		if d, err := j.importByClientToken(sc, in.ClientToken); err != nil || d != nil {
@@ -556,11 +584,10 @@ func (s *Service) ImportTable(ctx context.Context, sc tenancy.Scope, in *wire.Im
 	}
 	s.record(ctx, sc, audit.Event{Action: "import.start", Target: apierr.Clip(d.ImportArn + " bucket=" + src.S3Bucket + " prefix=" + src.S3KeyPrefix)})
 	cp := *d
-	j.wg.Add(1)
-	go func() {
-		defer j.wg.Done()
-		s.runImport(j.ctx, sc, path, d, filepath.Join(bucketDir, filepath.FromSlash(src.S3KeyPrefix)), 0)
-	}()
+	j.run(hctx, release, func(ctx context.Context) {
+		s.runImport(ctx, sc, path, d, filepath.Join(bucketDir, filepath.FromSlash(src.S3KeyPrefix)), 0)
+	})
+	release = nil
 	return &wire.ImportTableOutput{ImportTableDescription: &cp}, nil
 }
 

@@ -1,6 +1,7 @@
 package transfer
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -141,11 +142,11 @@ func (s *Service) resumeExport(sc tenancy.Scope, path string, d *wire.ExportDesc
 		return err
 	}
 	s.record(j.ctx, sc, audit.Event{Action: "export.resume", Target: d.ExportArn})
-	j.wg.Add(1)
-	go func() {
-		defer j.wg.Done()
-		s.runExport(j.ctx, sc, path, d, name, bucketDir, id, atp)
-	}()
+	ctx, release, err := j.hold(sc.Tenant())
+	if err != nil {
+		return err
+	}
+	j.run(ctx, release, func(ctx context.Context) { s.runExport(ctx, sc, path, d, name, bucketDir, id, atp) })
 	return nil
 }
 
@@ -156,11 +157,11 @@ func (s *Service) resumeImport(sc tenancy.Scope, path string, d *wire.ImportTabl
 		return false
 	}
 	dir := filepath.Join(j.tenantDir(sc), src.S3Bucket, filepath.FromSlash(src.S3KeyPrefix))
+	ctx, release, err := j.hold(sc.Tenant())
+	if err != nil {
+		return false
+	}
 	s.record(j.ctx, sc, audit.Event{Action: "import.resume", Target: fmt.Sprintf("%s processed=%d", d.ImportArn, d.ProcessedItemCount)})
-	j.wg.Add(1)
-	go func() {
-		defer j.wg.Done()
-		s.runImport(j.ctx, sc, path, d, dir, d.ProcessedItemCount)
-	}()
+	j.run(ctx, release, func(ctx context.Context) { s.runImport(ctx, sc, path, d, dir, d.ProcessedItemCount) })
 	return true
 }

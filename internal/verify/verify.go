@@ -28,8 +28,8 @@
 // created (tables named tdbverify_<run>_*), and deletes all of them when
 // it ends, also when it fails or is interrupted. For the minutes of a run
 // the scratch shared tables appear, empty, in every tenant's ListTables.
-// (The files of the scratch tenants' exports stay under the server's
-// export root: the API has no call that deletes them.)
+// Deleting the scratch tenants removes their exports' files from the
+// server's export root.
 package verify
 
 import (

@@ -5,9 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -91,9 +95,12 @@ func assertNoScratchTables(t *testing.T, srv *harness.Server) {
 }
 
 // A real tenant's data is not touched: its table and item stay, and
-// nothing of it reaches the report.
+// nothing of it reaches the report. Its export under the export root
+// stays as it was, and nothing of the scratch tenants' exports remains
+// there: deleting them removed their trees.
 func TestRealTenantUntouched(t *testing.T) {
-	srv := harness.Start(t)
+	root := t.TempDir()
+	srv := harness.Start(t, harness.Options{ExportRoot: root})
 	ctx := context.Background()
 	db := srv.Client(srv.Default)
 	if _, err := db.CreateTable(ctx, &dynamodb.CreateTableInput{
@@ -108,6 +115,8 @@ func TestRealTenantUntouched(t *testing.T) {
 	if _, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("customers"), Item: it}); err != nil {
 		t.Fatal(err)
 	}
+	exportAndWait(t, db, "customers", "real-bucket")
+	exportsBefore := tree(t, root)
 	auditBefore, err := srv.Admin().Audit(ctx, srv.Default.TenantID, client.AuditQuery{Limit: 1000})
 	if err != nil {
 		t.Fatal(err)
@@ -115,6 +124,25 @@ func TestRealTenantUntouched(t *testing.T) {
 	rep, err := verify.Run(ctx, verify.Options{Endpoint: srv.Endpoint, Operator: operator(srv)})
 	if err != nil || rep.Leaks != 0 {
 		t.Fatalf("run: %v, %d leaks", err, rep.Leaks)
+	}
+	for _, f := range rep.Families {
+		if f.Name == "exports" && (f.Attempts == 0 || f.Skipped != "") {
+			t.Errorf("the exports family did not run: %+v", f)
+		}
+	}
+	exportsAfter := tree(t, root)
+	for f, b := range exportsBefore {
+		if exportsAfter[f] != b {
+			t.Errorf("the real tenant's export file %s changed or is gone", f)
+		}
+	}
+	for f := range exportsAfter {
+		if _, ok := exportsBefore[f]; !ok {
+			t.Errorf("the run left %s under the export root", f)
+		}
+	}
+	if ents, err := os.ReadDir(root); err != nil || len(ents) != 1 || ents[0].Name() != strings.ReplaceAll(srv.Default.TenantID, "-", "") {
+		t.Errorf("the export root after the run holds %v (%v), want only the real tenant's tree", ents, err)
 	}
 	out, err := db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String("customers"), Key: map[string]types.AttributeValue{"pk": it["pk"]}, ConsistentRead: aws.Bool(true)})
 	if err != nil || out.Item == nil || out.Item["v"].(*types.AttributeValueMemberS).Value != "precious" {
@@ -260,4 +288,55 @@ func TestGatewayOverRemoteBackend(t *testing.T) {
 		t.Errorf("the text report does not say why backups were skipped:\n%s", text.String())
 	}
 	assertNoScratchTables(t, srv)
+}
+
+// exportAndWait exports table into bucket with c and waits for the
+// export to complete.
+func exportAndWait(t *testing.T, c *dynamodb.Client, table, bucket string) {
+	t.Helper()
+	ctx := context.Background()
+	d, err := c.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex, err := c.ExportTableToPointInTime(ctx, &dynamodb.ExportTableToPointInTimeInput{TableArn: d.Table.TableArn, S3Bucket: aws.String(bucket)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		desc, err := c.DescribeExport(ctx, &dynamodb.DescribeExportInput{ExportArn: ex.ExportDescription.ExportArn})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st := desc.ExportDescription.ExportStatus; st != types.ExportStatusInProgress || time.Now().After(deadline) {
+			if st != types.ExportStatusCompleted {
+				t.Fatalf("export: %s", st)
+			}
+			return
+		}
+	}
+}
+
+// tree returns the files under dir and their contents.
+func tree(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			rel, _ := filepath.Rel(dir, p)
+			out[rel] = string(b)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }

@@ -342,4 +342,111 @@ func TestTransfersIsolation(t *testing.T) {
 			t.Errorf("a refused import created its table: %v", err)
 		}
 	})
+
+	// B cannot make the server overwrite or delete A's export tree: not
+	// with buckets and prefixes spelling A's path, not by deleting A, and
+	// not by being deleted itself (which removes B's tree, and only it).
+	// Runs last: B is deleted.
+	t.Run("deletion removes only the deleted tenant's tree", func(t *testing.T) {
+		treeA := filepath.Join(root, a.TenantID)
+		before := tree(t, treeA)
+		if len(before) == 0 {
+			t.Fatal("A has no export files to protect")
+		}
+		envs, err := os.ReadDir(treeA)
+		if err != nil || len(envs) != 1 {
+			t.Fatalf("A's environments in the root: %v %v", envs, err)
+		}
+		env := envs[0].Name()
+		d, err := db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String("xfer_ns")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []struct{ bucket, prefix string }{
+			{a.TenantID, env + "/shared-name"}, {a.TenantID, ""}, {"shared-name", ""}, {"shared-name", "AWSDynamoDB"},
+		} {
+			ex, err := db.ExportTableToPointInTime(ctx, &dynamodb.ExportTableToPointInTimeInput{TableArn: d.Table.TableArn,
+				S3Bucket: aws.String(c.bucket), S3Prefix: aws.String(c.prefix)})
+			if err != nil {
+				t.Fatalf("B's export to bucket %q prefix %q: %v", c.bucket, c.prefix, err)
+			}
+			for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+				desc, err := db.DescribeExport(ctx, &dynamodb.DescribeExportInput{ExportArn: ex.ExportDescription.ExportArn})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if st := desc.ExportDescription.ExportStatus; st != types.ExportStatusInProgress || time.Now().After(deadline) {
+					if st != types.ExportStatusCompleted {
+						t.Fatalf("B's export to bucket %q prefix %q: %s", c.bucket, c.prefix, st)
+					}
+					break
+				}
+			}
+		}
+		if len(tree(t, filepath.Join(root, b.TenantID))) == 0 {
+			t.Fatal("B's exports wrote nothing in B's tree")
+		}
+		assertTree(t, "after B's exports spelling A's paths", treeA, before)
+
+		// B's admin key deleting A is refused, and A's files stay.
+		if _, err := client.New(srv.Endpoint, b.Key).DeleteTenant(ctx, a.TenantID); err == nil {
+			t.Error("B deleted A")
+		}
+		assertTree(t, "after B tried to delete A", treeA, before)
+
+		if _, err := srv.Admin().DeleteTenant(ctx, b.TenantID); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Lstat(filepath.Join(root, b.TenantID)); !os.IsNotExist(err) {
+			t.Errorf("B's export tree outlives B: %v", err)
+		}
+		if got := tree(t, filepath.Join(root, ".deleted")); len(got) != 0 {
+			t.Errorf("B's files are still in the root's trash: %v", got)
+		}
+		assertTree(t, "after B's deletion", treeA, before)
+	})
+}
+
+// tree returns the files under dir and their contents.
+func tree(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			if os.IsNotExist(err) && p == dir {
+				return nil
+			}
+			return err
+		}
+		if !d.IsDir() {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			rel, _ := filepath.Rel(dir, p)
+			out[rel] = string(b)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func assertTree(t *testing.T, when, dir string, want map[string]string) {
+	t.Helper()
+	got := tree(t, dir)
+	for f, w := range want {
+		if g, ok := got[f]; !ok {
+			t.Errorf("%s: %s is gone", when, f)
+		} else if g != w {
+			t.Errorf("%s: %s changed", when, f)
+		}
+	}
+	for f := range got {
+		if _, ok := want[f]; !ok {
+			t.Errorf("%s: %s appeared in A's tree", when, f)
+		}
+	}
 }
