@@ -42,7 +42,7 @@ type TablePlacement struct {
 type CreateTenantRequest struct {
 	Name     string `json:"name"`
 	Slug     string `json:"slug,omitempty"`
-	Tier     string `json:"tier,omitempty"`      // pool (default); silo is refused until tenant moves exist
+	Tier     string `json:"tier,omitempty"`      // pool (default) or silo (a store of its own)
 	OwnerSub string `json:"owner_sub,omitempty"` // platform user who becomes a member (admin)
 	ID       string `json:"id,omitempty"`        // a chosen id (32 hex), for seeding
 }

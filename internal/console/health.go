@@ -49,6 +49,20 @@ type healthData struct {
 	DiskFreePercent   string
 	CompactionDebtMiB float64
 	WALWrittenMiB     float64
+	// The silo stores (one per tenant with silo data), all together.
+	Silo siloHealth
+}
+
+// siloHealth sums up the silo stores; Present is false where the server
+// reports none of their metrics.
+type siloHealth struct {
+	Present                  bool
+	Open, InUse              float64
+	Opens, Closes, Evictions float64
+	OpenDiskMiB, DiskMiB     float64
+	DiskKnown                bool // false with silo stores in memory
+	WALSyncs                 float64
+	WALP50, WALP99, WALMean  string
 }
 
 // healthSample is the previous look at the counters, for rates.
@@ -128,6 +142,21 @@ func (h *Handler) health(q *req) {
 	}
 	d.CompactionDebtMiB = gauge("tenantdb_storage_compaction_debt_bytes") / mib
 	d.WALWrittenMiB = gauge("tenantdb_storage_wal_bytes_written_total") / mib
+
+	if _, ok := fams["tenantdb_silo_stores_open"]; ok {
+		d.Silo = siloHealth{Present: true, Open: gauge("tenantdb_silo_stores_open"), InUse: gauge("tenantdb_silo_stores_in_use"),
+			Opens: gauge("tenantdb_silo_store_opens_total"), Closes: gauge("tenantdb_silo_store_closes_total"),
+			Evictions:   gauge("tenantdb_silo_store_evictions_total"),
+			OpenDiskMiB: gauge("tenantdb_silo_open_stores_disk_usage_bytes") / mib, DiskMiB: gauge("tenantdb_silo_disk_usage_bytes") / mib}
+		d.Silo.DiskKnown = !math.IsNaN(d.Silo.DiskMiB)
+		if f := fams["tenantdb_silo_wal_sync_seconds"]; f != nil && len(f.Metric) > 0 {
+			hg := f.Metric[0].GetHistogram()
+			if d.Silo.WALSyncs = float64(hg.GetSampleCount()); d.Silo.WALSyncs > 0 {
+				d.Silo.WALP50, d.Silo.WALP99 = quantile(hg, .5), quantile(hg, .99)
+				d.Silo.WALMean = dur(hg.GetSampleSum() / d.Silo.WALSyncs)
+			}
+		}
+	}
 
 	ops := map[string]*opHealth{}
 	op := func(name string) *opHealth {

@@ -155,6 +155,8 @@ type Engine struct {
 	idle  list.List                  // open stores nobody holds, most recently used first
 	// nclosing counts the stores in silos being closed.
 	nclosing int
+	// silom are the silo stores' metrics (silometrics.go).
+	silom siloMetrics
 	// holdOpens, while a checkpoint copies the stores, makes opens of
 	// stores not in silos wait until it is closed (checkpoint.go).
 	holdOpens chan struct{}

@@ -45,6 +45,9 @@ type silo struct {
 	err    error         // the failed open's error
 	idle   *list.Element // in e.idle while open with no holder
 	used   time.Time     // when the last holder released it
+	// counted says its WAL syncs are in the metrics' closed stores'
+	// (silometrics.go); guarded by e.silom.mu.
+	counted bool
 }
 
 // releaser gives back a reference to a store; the main store's is a no-op.
@@ -122,6 +125,7 @@ func (e *Engine) acquireSilo(tenant tenancy.TenantID, allowed func() error) (*si
 			s.err = err
 		} else {
 			s.db, s.state = db, siloOpen
+			e.silom.opens.Add(1)
 		}
 		close(s.done)
 		e.mu.Unlock()
@@ -210,6 +214,7 @@ func (e *Engine) evictLocked() []*silo {
 		s.idle = nil
 		s.state, s.done = siloClosing, make(chan struct{})
 		e.nclosing++
+		e.silom.evictions.Add(1)
 		out = append(out, s)
 	}
 	return out
@@ -243,6 +248,7 @@ func (e *Engine) evictIdle() {
 func (e *Engine) closeSilos(victims []*silo) {
 	for _, s := range victims {
 		e.clog.CloseStore(s.db)
+		e.silom.closing(s)
 		if err := s.db.CloseIdle(); err != nil {
 			e.log.Warn("engine: closing an idle silo store", "tenant", s.tenant.String(), "err", err)
 		}
@@ -280,6 +286,7 @@ func (e *Engine) dropSilo(tenant tenancy.TenantID) {
 		delete(e.silos, tenant)
 		e.mu.Unlock()
 		e.clog.CloseStore(s.db)
+		e.silom.closing(s)
 		if err := s.db.Close(); err != nil {
 			e.log.Warn("engine: closing silo store of dropped tenant", "tenant", tenant.String(), "err", err)
 		}
@@ -325,6 +332,7 @@ func (e *Engine) closeAllSilos() error {
 			go func() {
 				defer wg.Done()
 				for s := range work {
+					e.silom.closing(s)
 					if err := s.db.CloseIdle(); err != nil {
 						mu.Lock()
 						if first == nil {

@@ -333,6 +333,7 @@ func Open(ctx context.Context, o Options) (_ *Node, err error) {
 	if n.engine, err = engine.Open(n.db, eo); err != nil {
 		return nil, err
 	}
+	reg.MustRegister(n.engine.SiloCollector())
 	var items dynamo.Backend = n.engine
 	if n.remote != nil {
 		items = n.remote

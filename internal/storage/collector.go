@@ -1,11 +1,6 @@
 package storage
 
-import (
-	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
-)
+import "github.com/prometheus/client_golang/prometheus"
 
 // The store's Prometheus metrics, read from Pebble's at each scrape.
 var (
@@ -44,11 +39,7 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	m := db.pdb.Metrics()
-	var h dto.Metric
-	haveSync := false
-	if fl := m.LogWriter.FsyncLatency; fl != nil {
-		haveSync = fl.Write(&h) == nil && h.Histogram != nil
-	}
+	sync, haveSync := syncLatency(m)
 	du, duErr := db.fs.GetDiskUsage(db.dir)
 	db.mu.RUnlock()
 
@@ -58,13 +49,7 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descDiskTotal, prometheus.GaugeValue, float64(du.TotalBytes))
 	}
 	if haveSync {
-		// NB: Pebble observes nanoseconds; Prometheus wants seconds.
-		ns := float64(time.Second)
-		buckets := map[float64]uint64{}
-		for _, b := range h.Histogram.GetBucket() {
-			buckets[b.GetUpperBound()/ns] = b.GetCumulativeCount()
-		}
-		ch <- prometheus.MustNewConstHistogram(descWALSync, h.Histogram.GetSampleCount(), h.Histogram.GetSampleSum()/ns, buckets)
+		ch <- prometheus.MustNewConstHistogram(descWALSync, sync.Count, sync.Sum, sync.Buckets)
 	}
 	ch <- prometheus.MustNewConstMetric(descWALBytes, prometheus.CounterValue, float64(m.WAL.BytesWritten))
 	ch <- prometheus.MustNewConstMetric(descStalls, prometheus.CounterValue, float64(db.stalls.Load()))
