@@ -74,6 +74,10 @@ type Options struct {
 	// batch that commits its items; the output's Usage is then marked
 	// Committed. Nil: usage is only reported in the output.
 	Meter Meter
+	// Expired, if not nil, is told after TTL expiry deleted items of
+	// tenant t (no request of t did, so metering would not otherwise
+	// sample its storage in that hour).
+	Expired func(t tenancy.TenantID)
 
 	// Streams makes StreamSpecification real: enabling a table's stream
 	// creates a change log stream that records every committed change of

@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"context"
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
@@ -220,6 +221,9 @@ func (e *Engine) expire(t *schema.Table, ns []byte, now time.Time, from []byte, 
 			}
 			if err != nil {
 				return false, err
+			}
+			if e.opts.Expired != nil && slices.ContainsFunc(ws, func(w *itemWrite) bool { return w.del }) {
+				e.opts.Expired(tenantOfNS(ns))
 			}
 		}
 		return *budget > 0, nil

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -55,7 +56,17 @@ func TestTTL(t *testing.T) {
 	if a.get("Sessions", itemOf(t, `{"pk":{"S":"past"}}`)) == nil {
 		t.Fatal("expired item hidden before the sweep")
 	}
+	var expiredOf []tenancy.TenantID // the metering's hook: storage changed without a request
+	e.opts.Expired = func(t tenancy.TenantID) { expiredOf = append(expiredOf, t) }
 	noErr(t, e.sweep())
+	if len(expiredOf) != 2 || !slices.Contains(expiredOf, a.p.Tenant) || !slices.Contains(expiredOf, b.p.Tenant) {
+		t.Errorf("Expired told of %v, want %v and %v once each", expiredOf, a.p.Tenant, b.p.Tenant)
+	}
+	expiredOf = nil
+	noErr(t, e.sweep())
+	if len(expiredOf) != 0 {
+		t.Errorf("a sweep that expired nothing told of %v", expiredOf)
+	}
 	for _, act := range []testActor{a, b} {
 		for _, pk := range []string{"past", "now"} {
 			if got := act.get("Sessions", itemOf(t, `{"pk":{"S":"`+pk+`"}}`)); got != nil {

@@ -318,6 +318,7 @@ func Open(ctx context.Context, o Options) (_ *Node, err error) {
 		InMemory:    o.InMemory,
 		TTLInterval: o.TTLInterval,
 		Meter:       n.quotas,
+		Expired:     n.quotas.Expired,
 
 		Streams:         true,
 		StreamSecret:    key.Derive("tenantdb change log v1"),

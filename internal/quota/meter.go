@@ -35,7 +35,8 @@ import (
 //	N<env>/<table>  its items when sampled
 //
 // The S and N names are samples, not sums: set once per hour in which the
-// tenant was active (Manager.SampleStorage).
+// tenant was active, by a request or by TTL expiry of its items
+// (Manager.SampleStorage, Manager.Expired).
 const (
 	nameRequests  = 'q'
 	nameThrottled = 't'

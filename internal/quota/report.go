@@ -77,6 +77,17 @@ func (m *Manager) SampleStorage(ctx context.Context) {
 	})
 }
 
+// Expired notes that TTL expiry deleted items of tenant t: its storage
+// is sampled in this hour, as after a request of it (so an hour with no
+// request but expiry still shows the storage it left). The engine calls
+// it (engine.Options.Expired).
+func (m *Manager) Expired(t tenancy.TenantID) {
+	if t.IsZero() {
+		return
+	}
+	m.meter.touch(hourKey{tenant: t, hour: hourOf(m.now())})
+}
+
 // HourUsage is one hourly bucket.
 type HourUsage struct {
 	Hour time.Time `json:"hour"` // start of the hour, UTC

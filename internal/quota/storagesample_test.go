@@ -106,3 +106,46 @@ func storageSamples(t *testing.T, control bool) {
 		t.Errorf("third hour: %+v", h)
 	}
 }
+
+// TTL expiry in an hour without a request of the tenant samples its
+// storage in that hour (engine.Options.Expired), once, as a request would.
+func TestExpirySamplesIdleHour(t *testing.T) {
+	c := &clock{t: t0.Add(10 * time.Minute)}
+	fs := &fakeStorage{}
+	m := newManager(t, Options{DB: memDB(t), Now: c.now, Storage: fs, FlushInterval: time.Hour})
+	a := tid(1)
+	ctx := context.Background()
+	fs.set(TableStorage{Table: "t", Env: "live", Items: 5, Bytes: 500})
+	if err := do(t, m, a, "PutItem", &wire.PutItemInput{TableName: "t"}, wire.Usage{WriteUnits: 1, Table: "t"}); err != nil {
+		t.Fatal(err)
+	}
+	m.SampleStorage(ctx)
+	c.add(time.Hour) // no request; expiry deletes three items
+	fs.set(TableStorage{Table: "t", Env: "live", Items: 2, Bytes: 200})
+	m.Expired(a)
+	m.Expired(a)
+	m.SampleStorage(ctx)
+	m.SampleStorage(ctx)
+	if fs.calls != 2 {
+		t.Fatalf("%d storage reads over two hours, want 2", fs.calls)
+	}
+	if err := m.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := m.Usage(ctx, sys(a), t0, t0.Add(2*time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []TableHourUsage
+	for _, th := range r.TableHours {
+		if th.Table == "t" {
+			got = append(got, th)
+		}
+	}
+	if len(got) != 2 {
+		t.Fatalf("table hours of t: %+v", got)
+	}
+	if h := got[1]; !h.Hour.Equal(t0.Add(time.Hour)) || !h.Sampled || h.StorageBytes != 200 || h.Items != 2 || h.Requests != 0 {
+		t.Errorf("the expiry's hour: %+v", h)
+	}
+}
