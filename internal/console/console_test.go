@@ -222,7 +222,8 @@ func TestConsoleFlow(t *testing.T) {
 		}
 	}
 	st, body = ta.get(tpath + "/usage")
-	want(t, "usage", st, body, 200, "<svg", "class=\"write\"", "orders", `id="table-orders"`, "Consumed capacity of table orders per hour")
+	want(t, "usage", st, body, 200, "<svg", "class=\"write\"", "orders", `id="table-orders"`, "Consumed capacity of table orders per hour",
+		"Storage of table orders by hour", "Storage of the tenant&#39;s tables by hour", `class="bytes"`, `<circle class="sample"`)
 	// The table's own series: its hour has its requests and write units.
 	sec := body[strings.Index(body, `id="table-orders"`):]
 	row := regexp.MustCompile(`<tr><td>[0-9: -]+Z</td><td>([1-9][0-9]*)</td><td>[0-9.]+</td><td>([1-9][0-9.]*)</td><td>[0-9]+</td><td>([1-9][0-9]*)</td><td>([1-9][0-9]*)</td>`).FindStringSubmatch(sec)

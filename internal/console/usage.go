@@ -17,8 +17,11 @@ const usageWindow = 24 * time.Hour
 type usageData struct {
 	Report client.UsageReport
 	Chart  template.HTML
-	Hours  []client.HourUsage // every hour of the window, oldest first
-	Tables []tableUse
+	// StorageChart is the tenant's storage by hour: its tables' series
+	// summed.
+	StorageChart template.HTML
+	Hours        []client.HourUsage // every hour of the window, oldest first
+	Tables       []tableUse
 }
 
 // tableUse is one table's usage: the window's totals, its hours (the
@@ -26,12 +29,13 @@ type usageData struct {
 type tableUse struct {
 	Name string
 	client.TableUsage
-	Chart      template.HTML
-	Hours      []client.HourUsage
-	Storage    []storagePoint // by hour, like Hours
-	Items      int64
-	Bytes      int64
-	IndexBytes int64
+	Chart        template.HTML
+	StorageChart template.HTML
+	Hours        []client.HourUsage
+	Storage      []storagePoint // by hour, like Hours
+	Items        int64
+	Bytes        int64
+	IndexBytes   int64
 }
 
 func (h *Handler) usage(q *req) {
@@ -77,12 +81,29 @@ func (h *Handler) usage(q *req) {
 		d.Tables = append(d.Tables, *u)
 	}
 	slices.SortFunc(d.Tables, func(a, b tableUse) int { return strings.Compare(a.Name, b.Name) })
+	total := make([]storagePoint, len(d.Hours))
 	for i := range d.Tables {
 		u := &d.Tables[i]
 		u.Hours = hourly(byTable[u.Name], to)
 		u.Storage = storageSeries(u.Hours, samples[u.Name])
+		// NB: the hour's sample is taken at its first activity; the
+		// current hour shows the storage now, which the report has.
+		if n := len(u.Storage); n > 0 && (u.Items > 0 || u.Bytes > 0 || u.Storage[n-1].Known) {
+			u.Storage[n-1] = storagePoint{Known: true, Bytes: u.Bytes + u.IndexBytes, Items: u.Items, Now: true}
+		}
 		u.Chart = usageChart(fmt.Sprintf("table-chart-%d", i), "Consumed capacity of table "+u.Name+" per hour", u.Hours)
+		u.StorageChart = storageChart(fmt.Sprintf("table-storage-%d", i), "Storage of table "+u.Name+" by hour", u.Hours, u.Storage)
+		for j, p := range u.Storage {
+			if p.Known {
+				total[j].Known = true
+				total[j].Bytes += p.Bytes
+				total[j].Items += p.Items
+				total[j].Carried = total[j].Carried || p.Carried
+				total[j].Now = p.Now
+			}
+		}
 	}
+	d.StorageChart = storageChart("storage-chart", "Storage of the tenant's tables by hour", d.Hours, total)
 	p := q.page("Usage of "+t.Name, d)
 	p.Tenant = &t
 	h.show(q, "usage", p)
@@ -112,6 +133,7 @@ type storagePoint struct {
 	Bytes, Items int64
 	Known        bool
 	Carried      bool
+	Now          bool // the current hour: the storage now
 }
 
 // storageSeries returns, for each of hours, the table's storage: the
@@ -189,6 +211,64 @@ func usageChart(id, title string, hours []client.HourUsage) template.HTML {
 	}
 	fmt.Fprintf(&b, `<polyline class="requests" points="%s"/>`, strings.Join(line, " "))
 	fmt.Fprintf(&b, `<text class="axis" x="%g" y="%g" text-anchor="end">requests max %s</text>`, w-right, top-4, short(maxR))
+	fmt.Fprintf(&b, `<text class="axis" x="%g" y="%g">UTC</text>`, left, hgt-4)
+	b.WriteString(`</svg>`)
+	// NB: every value in the markup is a number or escaped text.
+	return template.HTML(b.String())
+}
+
+// storageChart draws a storage series as an SVG line of bytes by hour:
+// a dot where the hour was sampled (the current hour: now), the line
+// carried flat through hours without a sample, nothing before the first
+// sample.
+func storageChart(id, title string, hours []client.HourUsage, pts []storagePoint) template.HTML {
+	const (
+		w, hgt       = 720.0, 160.0
+		left, right  = 56.0, 16.0
+		top, bottom  = 16.0, 36.0
+		plotW, plotH = w - left - right, hgt - top - bottom
+	)
+	maxB, known := 0.0, 0
+	for _, p := range pts {
+		if p.Known {
+			maxB = math.Max(maxB, float64(p.Bytes))
+			known++
+		}
+	}
+	maxB = niceCeil(maxB)
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" class="chart storage" viewBox="0 0 %g %g" role="img" aria-labelledby="%s-title %s-desc">`, w, hgt, id, id)
+	fmt.Fprintf(&b, `<title id="%s-title">%s, last %d hours</title>`, id, template.HTMLEscapeString(title), len(hours))
+	fmt.Fprintf(&b, `<desc id="%s-desc">Line: bytes stored (items and index entries) by hour, sampled once in each hour with activity and carried through the others, the current hour as it is now; %d of %d hours known.</desc>`, id, known, len(hours))
+	for i := 0; i <= 2; i++ {
+		y := top + plotH - plotH*float64(i)/2
+		fmt.Fprintf(&b, `<line class="grid" x1="%g" y1="%.1f" x2="%g" y2="%.1f"/>`, left, y, w-right, y)
+		fmt.Fprintf(&b, `<text class="axis" x="%g" y="%.1f" text-anchor="end">%s</text>`, left-6, y+4, short(maxB*float64(i)/2)+"B")
+	}
+	slot := plotW / float64(len(hours))
+	var line []string
+	for i, h := range hours {
+		x := left + float64(i)*slot + slot/2
+		if i%4 == 3 || i == len(hours)-1 {
+			fmt.Fprintf(&b, `<text class="axis" x="%.1f" y="%g" text-anchor="middle">%s</text>`, x, hgt-bottom+16, h.Hour.UTC().Format("15:04"))
+		}
+		p := pts[i]
+		if !p.Known {
+			continue
+		}
+		y := top + plotH - plotH*float64(p.Bytes)/maxB
+		line = append(line, fmt.Sprintf("%.1f,%.1f", x, y))
+		if !p.Carried {
+			label := fmt.Sprintf("%s: %d bytes in %d items", h.Hour.UTC().Format("Jan 2 15:04"), p.Bytes, p.Items)
+			if p.Now {
+				label = fmt.Sprintf("now: %d bytes in %d items", p.Bytes, p.Items)
+			}
+			fmt.Fprintf(&b, `<circle class="sample" cx="%.1f" cy="%.1f" r="3"><title>%s</title></circle>`, x, y, template.HTMLEscapeString(label))
+		}
+	}
+	if len(line) > 0 {
+		fmt.Fprintf(&b, `<polyline class="bytes" points="%s"/>`, strings.Join(line, " "))
+	}
 	fmt.Fprintf(&b, `<text class="axis" x="%g" y="%g">UTC</text>`, left, hgt-4)
 	b.WriteString(`</svg>`)
 	// NB: every value in the markup is a number or escaped text.
