@@ -37,6 +37,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"strings"
 	"sync"
 	"time"
@@ -124,6 +125,11 @@ type Log struct {
 	// retired holds the tenants being or having been deleted (Retire):
 	// nothing more is appended to their logs.
 	retired sync.Map // tenancy.TenantID -> struct{}
+
+	// On a fleet (shared): this process's id among the gateways and its
+	// counts of denials kept in the store (fleetdenials.go).
+	gw    []byte
+	fleet sync.Map // tenancy.TenantID -> *fleetCounts
 }
 
 // ErrRetired is returned by Append for a tenant whose log was retired
@@ -137,6 +143,12 @@ type chain struct {
 	hash   [32]byte
 	time   time.Time
 	head   []byte // the stored head (nil: none), what the next append is conditioned on
+	// On a fleet (Options.Shared) the head also holds the tenant's
+	// fleet-wide bucket of denial records (fleetdenials.go): tokens at
+	// tokAt (unix ns); bucket says the head had one.
+	bucket bool
+	tokens float64
+	tokAt  int64
 }
 
 // Open returns the log over db.
@@ -152,7 +164,12 @@ func Open(db Store, opts Options) *Log {
 		_, _ = rand.Read(kek)
 		opts.Keys, _ = tenantkey.Open(tenantkey.Options{KEK: kek}) // NB: fails only for a KEK not 32 bytes
 	}
-	return &Log{db: db, shared: opts.Shared, keys: opts.Keys, now: opts.Now, log: opts.Logger.With("component", "audit"), tips: map[tenancy.TenantID]*chain{}}
+	l := &Log{db: db, shared: opts.Shared, keys: opts.Keys, now: opts.Now, log: opts.Logger.With("component", "audit"), tips: map[tenancy.TenantID]*chain{}}
+	if l.shared {
+		l.gw = make([]byte, 8)
+		_, _ = rand.Read(l.gw)
+	}
+	return l
 }
 
 func (l *Log) chain(t tenancy.TenantID) *chain {
@@ -193,24 +210,33 @@ func (l *Log) Forget(t tenancy.TenantID) {
 
 const headLen = 8 + 32 + 8
 
+// fleetHeadLen is the length of a head that carries the fleet's denial
+// bucket (Options.Shared): tokens (float64 bits) and their time.
+const fleetHeadLen = headLen + 16
+
 // load reads the chain's head. REQUIRES: c.mu held.
 func (l *Log) load(ctx context.Context, t tenancy.TenantID, c *chain) error {
 	if c.loaded {
 		return nil
 	}
-	c.seq, c.hash, c.time, c.head = 0, [32]byte{}, time.Time{}, nil
+	c.seq, c.hash, c.time, c.head, c.bucket = 0, [32]byte{}, time.Time{}, nil, false
 	v, err := l.db.Get(ctx, keyspace.AuditHead(t))
 	switch {
 	case errors.Is(err, kv.ErrNotFound):
 	case err != nil:
 		return fmt.Errorf("audit: read head: %w", err)
-	case len(v) != headLen:
+	case len(v) != headLen && len(v) != fleetHeadLen:
 		return fmt.Errorf("audit: corrupt chain head")
 	default:
 		c.seq = binary.BigEndian.Uint64(v)
 		copy(c.hash[:], v[8:40])
-		c.time = time.Unix(0, int64(binary.BigEndian.Uint64(v[40:]))).UTC()
+		c.time = time.Unix(0, int64(binary.BigEndian.Uint64(v[40:48]))).UTC()
 		c.head = v
+		if len(v) == fleetHeadLen {
+			c.bucket = true
+			c.tokens = math.Float64frombits(binary.BigEndian.Uint64(v[48:56]))
+			c.tokAt = int64(binary.BigEndian.Uint64(v[56:64]))
+		}
 	}
 	c.loaded = true
 	return nil
@@ -252,50 +278,91 @@ func (l *Log) append(ctx context.Context, t tenancy.TenantID, ev Event) (Record,
 		return Record{}, ErrRetired
 	}
 	for range maxAppendRounds {
-		r, err := l.appendOnce(ctx, t, c, ev)
+		rs, err := l.appendOnce(ctx, t, c, []Event{ev}, nil, nil)
 		if errors.Is(err, kv.ErrConflict) {
 			c.loaded = false // another gateway appended: link to its record
 			continue
 		}
-		return r, err
+		if err != nil {
+			return Record{}, err
+		}
+		return rs[0], nil
 	}
 	return Record{}, errors.New("audit: append: the chain head keeps moving")
 }
 
-// appendOnce links ev to the head c holds. Errors: kv.ErrConflict if the
-// stored head moved. REQUIRES: c.mu held.
-func (l *Log) appendOnce(ctx context.Context, t tenancy.TenantID, c *chain, ev Event) (Record, error) {
+// spend is what an append of a denial record takes from the fleet's
+// denial bucket (fleetdenials.go): the tokens left at at.
+type spend struct {
+	tokens float64
+	at     int64
+}
+
+// appendOnce links evs, in order, to the head c holds, in one batch
+// (with extra's operations, if not nil); sp, if not nil, is the denial
+// bucket the head records after it. Errors: kv.ErrConflict if the stored
+// head moved (or extra's conditions failed). REQUIRES: c.mu held.
+func (l *Log) appendOnce(ctx context.Context, t tenancy.TenantID, c *chain, evs []Event, sp *spend, extra func(*kv.Batch)) ([]Record, error) {
 	if err := l.load(ctx, t, c); err != nil {
-		return Record{}, err
+		return nil, err
 	}
 	now := l.now().UTC()
 	if now.Before(c.time) {
 		now = c.time // keep times non-decreasing along the chain
 	}
-	r := Record{
-		Seq: c.seq + 1, Time: now,
-		Actor: clean(ev.Actor, maxField), Role: clean(ev.Role, maxField), Action: clean(ev.Action, maxField),
-		Target: clean(ev.Target, maxField), Source: clean(ev.Source, maxField),
-		Outcome: clean(ev.Outcome, maxField), Reason: clean(ev.Reason, maxReason), Count: ev.Count,
-		Prev: hex.EncodeToString(c.hash[:]),
+	var b kv.Batch
+	rs := make([]Record, 0, len(evs))
+	seq, prev := c.seq, c.hash
+	for _, ev := range evs {
+		if ev.Outcome == "" {
+			ev.Outcome = OutcomeOK
+		}
+		seq++
+		r := Record{
+			Seq: seq, Time: now,
+			Actor: clean(ev.Actor, maxField), Role: clean(ev.Role, maxField), Action: clean(ev.Action, maxField),
+			Target: clean(ev.Target, maxField), Source: clean(ev.Source, maxField),
+			Outcome: clean(ev.Outcome, maxField), Reason: clean(ev.Reason, maxReason), Count: ev.Count,
+			Prev: hex.EncodeToString(prev[:]),
+		}
+		canon, err := json.Marshal(r)
+		if err != nil {
+			return nil, fmt.Errorf("audit: encode: %w", err)
+		}
+		h := chainHash(prev[:], canon)
+		val, err := l.seal(t, r.Seq, h, canon)
+		if err != nil {
+			return nil, err
+		}
+		b.SetIfAbsent(keyspace.Audit(t, r.Seq), val)
+		r.Hash = hex.EncodeToString(h[:])
+		rs = append(rs, r)
+		prev = h
 	}
-	canon, err := json.Marshal(r)
-	if err != nil {
-		return Record{}, fmt.Errorf("audit: encode: %w", err)
+	h := prev
+	n := headLen
+	if l.shared {
+		n = fleetHeadLen
 	}
-	h := chainHash(c.hash[:], canon)
-	val, err := l.seal(t, r.Seq, h, canon)
-	if err != nil {
-		return Record{}, err
-	}
-	head := make([]byte, headLen)
-	binary.BigEndian.PutUint64(head, r.Seq)
+	head := make([]byte, n)
+	binary.BigEndian.PutUint64(head, seq)
 	copy(head[8:], h[:])
 	binary.BigEndian.PutUint64(head[40:], uint64(now.UnixNano()))
-
-	var b kv.Batch
+	if l.shared {
+		// NB: the fleet's denial bucket rides along in every append.
+		bk := spend{tokens: deniedBurst, at: now.UnixNano()}
+		if sp != nil {
+			bk = *sp
+		} else if c.bucket {
+			bk = spend{tokens: c.tokens, at: c.tokAt}
+		}
+		binary.BigEndian.PutUint64(head[48:], math.Float64bits(bk.tokens))
+		binary.BigEndian.PutUint64(head[56:], uint64(bk.at))
+	}
 	b.SetIfEquals(keyspace.AuditHead(t), c.head, head)
-	b.SetIfAbsent(keyspace.Audit(t, r.Seq), val)
+	if extra != nil {
+		extra(&b)
+	}
 	if l.shared && t != keyspace.Platform {
 		// NB: another gateway may have deleted the tenant (Retire is this
 		// process's only): a record must not outlive its tenant's range.
@@ -305,16 +372,20 @@ func (l *Log) appendOnce(ctx context.Context, t tenancy.TenantID, c *chain, ev E
 		if errors.Is(err, kv.ErrConflict) {
 			if l.shared && t != keyspace.Platform {
 				if _, gerr := l.db.Get(ctx, keyspace.TenantRecord(t)); errors.Is(gerr, kv.ErrNotFound) {
-					return Record{}, ErrRetired
+					return nil, ErrRetired
 				}
 			}
-			return Record{}, err
+			return nil, err
 		}
-		return Record{}, fmt.Errorf("audit: append: %w", err)
+		return nil, fmt.Errorf("audit: append: %w", err)
 	}
-	c.seq, c.hash, c.time, c.head = r.Seq, h, now, head
-	r.Hash = hex.EncodeToString(h[:])
-	return r, nil
+	c.seq, c.hash, c.time, c.head = seq, h, now, head
+	if l.shared {
+		c.bucket = true
+		c.tokens = math.Float64frombits(binary.BigEndian.Uint64(head[48:]))
+		c.tokAt = int64(binary.BigEndian.Uint64(head[56:]))
+	}
+	return rs, nil
 }
 
 func chainHash(prev, canon []byte) [32]byte {
@@ -352,6 +423,10 @@ func (l *Log) Denied(ctx context.Context, p tenancy.Principal, action, reason st
 	ev := Event{
 		Actor: p.KeyID, Role: p.Role.String(), Action: action, Source: Source(ctx),
 		Outcome: OutcomeDenied, Reason: reason,
+	}
+	if l.shared {
+		l.deniedFleet(ctx, p.Tenant, ev) // fleetdenials.go
+		return
 	}
 	if !l.admitDenial(p.Tenant, ev, l.now()) {
 		return
@@ -541,7 +616,7 @@ func (l *Log) Verify(ctx context.Context, s tenancy.Scope) (uint64, error) {
 		}
 	case err != nil:
 		return n, fmt.Errorf("audit: read head: %w", err)
-	case len(v) != headLen:
+	case len(v) != headLen && len(v) != fleetHeadLen:
 		return n, fmt.Errorf("%w: the chain head is corrupt", ErrTampered)
 	case binary.BigEndian.Uint64(v) < n, binary.BigEndian.Uint64(v) == n && !bytes.Equal(v[8:40], prev[:]),
 		binary.BigEndian.Uint64(v) > n && !l.shared:

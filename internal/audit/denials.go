@@ -164,7 +164,13 @@ func (l *Log) flushDenials(t tenancy.TenantID, w *denialWindow) { l.flushWindow(
 
 // flushDenialsOf writes tenant t's pending summaries now (before its log
 // is read, so that a reader sees every attempt accounted for).
-func (l *Log) flushDenialsOf(t tenancy.TenantID) { l.flushWindow(t, nil) }
+func (l *Log) flushDenialsOf(t tenancy.TenantID) {
+	if l.shared {
+		l.takeFleet(context.Background(), t, nil)
+		return
+	}
+	l.flushWindow(t, nil)
+}
 
 // flushWindow writes tenant t's pending summaries if its window is want
 // (any window if want is nil).
@@ -184,7 +190,18 @@ func (l *Log) flushWindow(t tenancy.TenantID, want *denialWindow) {
 }
 
 func (l *Log) appendSummaries(t tenancy.TenantID, ss []summary) {
+	for i, ev := range summaryEvents(ss) {
+		if _, err := l.append(context.Background(), t, ev); err != nil && !errors.Is(err, ErrRetired) {
+			l.log.Error("audit: recording coalesced denials failed", "tenant", t.String(), "count", ss[i].n, "err", err)
+		}
+	}
+}
+
+// summaryEvents sorts ss by first attempt and returns their summary
+// records' events, in that order.
+func summaryEvents(ss []summary) []Event {
 	sort.SliceStable(ss, func(i, j int) bool { return ss[i].first.Before(ss[j].first) })
+	evs := make([]Event, 0, len(ss))
 	for _, s := range ss {
 		ev := s.ev
 		ev.Actor, ev.Action = s.actor, s.action
@@ -195,10 +212,9 @@ func (l *Log) appendSummaries(t tenancy.TenantID, ss []summary) {
 		if s.pair == variousPair {
 			ev.Role, ev.Source = "", ""
 		}
-		if _, err := l.append(context.Background(), t, ev); err != nil && !errors.Is(err, ErrRetired) {
-			l.log.Error("audit: recording coalesced denials failed", "tenant", t.String(), "count", s.n, "err", err)
-		}
+		evs = append(evs, ev)
 	}
+	return evs
 }
 
 // sweep drops the rate state of tenants with no pending summary and a full
@@ -215,6 +231,9 @@ func (d *denials) sweep(now time.Time) {
 // forgetDenials drops tenant t's pending summaries (the tenant was
 // deleted).
 func (l *Log) forgetDenials(t tenancy.TenantID) {
+	if v, ok := l.fleet.LoadAndDelete(t); ok {
+		v.(*fleetCounts).stop()
+	}
 	d := &l.denials
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -243,4 +262,5 @@ func (l *Log) Close() {
 	for t, ss := range all {
 		l.appendSummaries(t, ss)
 	}
+	l.closeFleet()
 }

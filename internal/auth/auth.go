@@ -234,8 +234,12 @@ func (a *Authenticator) denied(ctx context.Context, p tenancy.Principal, action,
 func (a *Authenticator) lookup(ctx context.Context, akid, token string) (*entry, error) {
 	if v, ok := a.cache.Load(akid); ok {
 		e := v.(*entry)
+		// NB: with MaxStale (gateways), an entry refused for its
+		// tenant's status is not reused: a resume through another gateway
+		// is seen at once (the catalog reads a tenant that is not active
+		// again too). Its age counts from when its read started.
 		if subtle.ConstantTimeCompare([]byte(e.token), []byte(token)) == 1 &&
-			(a.opts.MaxStale <= 0 || time.Since(e.loaded) < a.opts.MaxStale) {
+			(a.opts.MaxStale <= 0 || (time.Since(e.loaded) < a.opts.MaxStale && !apierr.Is(e.err, apierr.TenantSuspended))) {
 			return e, nil
 		}
 		// A different token under the same id: fall through and validate
@@ -248,6 +252,7 @@ func (a *Authenticator) lookup(ctx context.Context, akid, token string) (*entry,
 	a.mu.Lock()
 	gen := a.gen
 	a.mu.Unlock()
+	start := time.Now()
 	var e *entry
 	if session {
 		e, err = a.loadSession(ctx, k, akid, token)
@@ -261,7 +266,7 @@ func (a *Authenticator) lookup(ctx context.Context, akid, token string) (*entry,
 		return nil, err
 	}
 	if a.opts.MaxStale > 0 {
-		e.loaded = time.Now()
+		e.loaded = start
 		if old, ok := a.cache.Load(akid); ok && old.(*entry).token == e.token {
 			e.touched.Store(old.(*entry).touched.Load()) // keep rate-limiting last-used writes
 		}

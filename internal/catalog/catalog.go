@@ -80,6 +80,17 @@ type Options struct {
 	// read again; 0 keeps it until this Catalog changes it (one process
 	// owns the store). Gateways sharing an engine set it.
 	MaxStale time.Duration
+	// Settle, if positive, is how long a change that narrows access
+	// (revoking or expiring a credential, suspending or deleting a
+	// tenant) waits after its commit before it returns, and how long a
+	// deleted tenant's record stays (status deleting) after the rest of
+	// its records are gone, so that its id and slug cannot be taken again
+	// sooner. Gateways sharing an engine set it to at least every
+	// gateway's MaxStale: a cached copy was read before the commit, so it
+	// has expired when the change returns — when a revocation returns,
+	// every gateway refuses the key (internal/remote/DESIGN.md, "Fleet
+	// caches"). 0 (one process owns the store) never waits.
+	Settle time.Duration
 }
 
 // Catalog is the control-plane metadata store. Its methods are safe for
@@ -88,6 +99,7 @@ type Catalog struct {
 	db       Store
 	now      func() time.Time
 	maxStale time.Duration
+	settleD  time.Duration
 
 	mu        sync.RWMutex
 	tenants   map[tenancy.TenantID]cachedTenant
@@ -105,7 +117,27 @@ func Open(db Store, opts Options) *Catalog {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Catalog{db: db, now: opts.Now, maxStale: opts.MaxStale, tenants: make(map[tenancy.TenantID]cachedTenant)}
+	return &Catalog{db: db, now: opts.Now, maxStale: opts.MaxStale, settleD: opts.Settle, tenants: make(map[tenancy.TenantID]cachedTenant)}
+}
+
+// settle waits Options.Settle from since (when the narrowing write's
+// commit was answered), or until ctx ends.
+func (c *Catalog) settle(ctx context.Context, since time.Time) error {
+	if c.settleD <= 0 {
+		return nil
+	}
+	d := c.settleD - time.Since(since)
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // MaxStale returns Options.MaxStale.

@@ -202,27 +202,37 @@ func (c *Catalog) Credentials(ctx context.Context, s tenancy.Scope) ([]Credentia
 // RevokeCredential marks the scope's tenant's credential id revoked at
 // the current time (a no-op if already revoked) and returns it. Errors:
 // NotFound.
+//
+// With Options.Settle it returns once every gateway refuses the key.
 func (c *Catalog) RevokeCredential(ctx context.Context, s tenancy.Scope, id string) (Credential, error) {
-	return c.updateCredential(ctx, s, id, func(cr *Credential) bool {
+	cr, err := c.updateCredential(ctx, s, id, func(cr *Credential) bool {
 		if !cr.Revoked.IsZero() {
 			return false
 		}
 		cr.Revoked = c.now().UTC()
 		return true
 	})
+	if err == nil {
+		err = c.settle(ctx, time.Now())
+	}
+	return cr, err
 }
 
 // ExpireCredential sets the scope's tenant's credential id to expire at
 // at (if that is earlier than its current expiry) and returns it. Errors:
 // NotFound.
 func (c *Catalog) ExpireCredential(ctx context.Context, s tenancy.Scope, id string, at time.Time) (Credential, error) {
-	return c.updateCredential(ctx, s, id, func(cr *Credential) bool {
+	cr, err := c.updateCredential(ctx, s, id, func(cr *Credential) bool {
 		if !cr.Expires.IsZero() && !at.Before(cr.Expires) {
 			return false
 		}
 		cr.Expires = at.UTC()
 		return true
 	})
+	if err == nil && c.now().Add(c.settleD).After(at) {
+		err = c.settle(ctx, time.Now()) // NB: narrowing within the bound
+	}
+	return cr, err
 }
 
 func (c *Catalog) updateCredential(ctx context.Context, s tenancy.Scope, id string, f func(*Credential) bool) (Credential, error) {

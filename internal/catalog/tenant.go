@@ -177,6 +177,7 @@ func (c *Catalog) CreateTenant(ctx context.Context, nt NewTenant) (Tenant, error
 	}
 	t := &Tenant{ID: id, Name: nt.Name, Slug: slug, Status: Active, Tier: tier, Created: c.now().UTC()}
 
+	start := time.Now()
 	enc := encodeTenant(t)
 	err := c.apply(ctx, func(b *kv.Batch) {
 		b.SetIfAbsent(keyspace.TenantRecord(id), enc)
@@ -197,29 +198,35 @@ func (c *Catalog) CreateTenant(ctx context.Context, nt NewTenant) (Tenant, error
 	if err != nil {
 		return Tenant{}, err
 	}
-	c.cache(t)
+	c.cache(t, start)
 	return *t, nil
 }
 
-func (c *Catalog) cache(t *Tenant) {
+// cache keeps t, read or written by an operation that started at at
+// (NB: its age counts from then: a change committed after that may be
+// missing from it; Options.Settle relies on it).
+func (c *Catalog) cache(t *Tenant, at time.Time) {
 	c.mu.Lock()
-	c.tenants[t.ID] = cachedTenant{t: t, at: time.Now()}
+	c.tenants[t.ID] = cachedTenant{t: t, at: at}
 	c.mu.Unlock()
 }
 
 // Tenant returns tenant id's record, from memory after the first read
-// (read again once older than Options.MaxStale, if set). Errors: NotFound
-// (wrapping ErrNotFound) if there is no such tenant.
+// (read again once older than Options.MaxStale, if set; with MaxStale a
+// tenant that is not active is read again every time, so that a resume
+// through another gateway is seen at once). Errors: NotFound (wrapping
+// ErrNotFound) if there is no such tenant.
 func (c *Catalog) Tenant(ctx context.Context, id tenancy.TenantID) (Tenant, error) {
 	c.mu.RLock()
 	ct, ok := c.tenants[id]
 	c.mu.RUnlock()
-	if ok && (c.maxStale <= 0 || time.Since(ct.at) < c.maxStale) {
+	if ok && (c.maxStale <= 0 || (time.Since(ct.at) < c.maxStale && ct.t.Status == Active)) {
 		return *ct.t, nil
 	}
 	if id.IsZero() {
 		return Tenant{}, notFound("tenant")
 	}
+	start := time.Now()
 	t, _, err := c.readTenant(ctx, id)
 	if errors.Is(err, ErrNotFound) {
 		if ok {
@@ -232,7 +239,7 @@ func (c *Catalog) Tenant(ctx context.Context, id tenancy.TenantID) (Tenant, erro
 	if err != nil {
 		return Tenant{}, err
 	}
-	c.cache(t)
+	c.cache(t, start)
 	return *t, nil
 }
 
@@ -310,6 +317,7 @@ func (c *Catalog) setStatus(ctx context.Context, id tenancy.TenantID, s Status) 
 		return Tenant{}, apierr.Validationf("unknown status %q", s)
 	}
 	for range maxRetries {
+		start := time.Now()
 		t, old, err := c.readTenant(ctx, id)
 		if errors.Is(err, ErrNotFound) {
 			return Tenant{}, notFound("tenant")
@@ -320,7 +328,8 @@ func (c *Catalog) setStatus(ctx context.Context, id tenancy.TenantID, s Status) 
 		if t.Status == Deleting && s != Deleting {
 			return Tenant{}, apierr.Validationf("tenant is being deleted")
 		}
-		if t.Status != s {
+		changed := t.Status != s
+		if changed {
 			t.Status = s
 			err := c.apply(ctx, func(b *kv.Batch) { b.SetIfEquals(keyspace.TenantRecord(id), old, encodeTenant(t)) })
 			if errors.Is(err, kv.ErrConflict) {
@@ -330,8 +339,17 @@ func (c *Catalog) setStatus(ctx context.Context, id tenancy.TenantID, s Status) 
 				return Tenant{}, err
 			}
 		}
-		c.cache(t)
+		committed := time.Now()
+		c.cache(t, start)
 		c.notify(Change{Tenant: id})
+		if s != Active {
+			// NB: narrowing: returns once no gateway can hold the tenant
+			// as it was (Options.Settle); also when it already was so,
+			// since the write that made it so may be that recent.
+			if err := c.settle(ctx, committed); err != nil {
+				return Tenant{}, err
+			}
+		}
 		return *t, nil
 	}
 	return Tenant{}, contended()
@@ -410,6 +428,29 @@ func (c *Catalog) DeleteTenant(ctx context.Context, s tenancy.Scope, drop func(c
 		return err
 	}
 	lo, hi := keyspace.TenantRange(id)
+	if c.settleD > 0 {
+		// NB: gateways may hold what they read of the tenant (its data
+		// key, its namespaces' registry entries and incarnation) for
+		// their MaxStale: its record (deleting) and slug stay until that
+		// has passed since everything else was deleted, so that a tenant
+		// created again with its id or slug finds nothing of it cached.
+		rec := keyspace.TenantRecord(id)
+		err = c.apply(ctx, func(b *kv.Batch) {
+			b.DeleteRange(lo, rec)
+			b.DeleteRange(append(rec[:len(rec):len(rec)], 0), hi)
+			for _, s := range subs {
+				b.Delete(keyspace.Membership(s, id))
+			}
+		})
+		if err != nil {
+			return err
+		}
+		if err := c.settle(ctx, time.Now()); err != nil {
+			return err
+		}
+		subs = nil
+		lo, hi = rec, append(rec[:len(rec):len(rec)], 0)
+	}
 	err = c.apply(ctx, func(b *kv.Batch) {
 		b.DeleteRange(lo, hi)
 		b.Delete(keyspace.TenantSlug(t.Slug))

@@ -69,6 +69,17 @@ func Invite(t tenancy.TenantID, tokenHash []byte) []byte {
 // audit chain.
 func AuditHead(t tenancy.TenantID) []byte { return append(Tenant(t), subAuditHead) }
 
+// AuditDenials returns the key of the denied attempts against tenant t
+// that gateway gw counted and the log does not hold yet (audit on a fleet).
+func AuditDenials(t tenancy.TenantID, gw []byte) []byte {
+	return append(append(Tenant(t), subAuditDeny), gw...)
+}
+
+// AuditDenialsRange returns the range of every gateway's AuditDenials of t.
+func AuditDenialsRange(t tenancy.TenantID) (lo, hi []byte) {
+	return prefixRange(append(Tenant(t), subAuditDeny))
+}
+
 // Partition returns the prefix of key that decides which engine partition
 // (item collection) holds it when the control plane lives in a
 // DynamoDB-API engine (package enginekv): the tenant prefix

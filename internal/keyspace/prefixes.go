@@ -30,6 +30,7 @@ const (
 	subLastUsed   = 'l' // credentials' last use, by key id
 	subAudit      = 'a' // audit records, by sequence
 	subAuditHead  = 'A' // the audit chain's head
+	subAuditDeny  = 'D' // denials not yet in the log, counted by one gateway: <gateway id>
 	subUsage      = 'u' // usage buckets, by hour
 	subQuota      = 'q' // quotas, by table ("" tenant-wide)
 	subCapacity   = 'b' // token bucket checkpoint

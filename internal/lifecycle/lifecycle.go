@@ -132,6 +132,9 @@ func (s *Service) Create(ctx context.Context, platform tenancy.Scope, nt catalog
 		if s.o.Workers != nil {
 			s.o.Workers.UnretireTenant(t.ID)
 		}
+		// NB: the deleted tenant's log was retired in this process; the
+		// new tenant's takes records.
+		s.o.Audit.Unretire(t.ID)
 	}
 	return t, nil
 }

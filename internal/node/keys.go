@@ -33,6 +33,9 @@ const kekInfo = "tenantdb tenant data key wrap v1"
 // (store), shared by the fleet.
 func openKeys(ctx context.Context, o Options, key *auth.ServerKey, cat *catalog.Catalog, store tenantkey.Store) (*tenantkey.Keyring, error) {
 	opts := tenantkey.Options{KEK: key.Derive(kekInfo), Store: store}
+	if store != nil {
+		opts.MaxStale = FleetStaleness
+	}
 	if store == nil && !o.InMemory {
 		opts.Dir = filepath.Join(o.DataDir, TenantKeysDir)
 		if _, err := os.Stat(opts.Dir); errors.Is(err, fs.ErrNotExist) {

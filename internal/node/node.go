@@ -268,7 +268,7 @@ func Open(ctx context.Context, o Options) (_ *Node, err error) {
 	} else if o.Backend != "" {
 		return nil, errors.New("node: unknown backend " + o.Backend + " (want " + BackendDynamoDB + " or none)")
 	}
-	n.catalog = catalog.Open(ctl, catalog.Options{MaxStale: stale})
+	n.catalog = catalog.Open(ctl, catalog.Options{MaxStale: stale, Settle: settle(stale)})
 	if n.keys, err = openKeys(ctx, o, key, n.catalog, keyStore); err != nil {
 		return nil, err
 	}
@@ -301,6 +301,7 @@ func Open(ctx context.Context, o Options) (_ *Node, err error) {
 		DB:             n.db,
 		Control:        quotaCtl,
 		MaxStale:       stale,
+		Settle:         settle(stale),
 		Storage:        engineStorage{n},
 		Logger:         log.With("component", "quota"),
 		Registerer:     reg,

@@ -54,6 +54,25 @@ type Remote struct {
 // FleetStaleness old).
 const FleetStaleness = time.Second
 
+// FleetSettle is how long a change that narrows access (a key revoked, a
+// tenant suspended or deleted, a quota changed, a table deleted) waits on
+// a gateway after its commit before it is acknowledged: every other
+// gateway's cached copy was read before the commit (ages count from a
+// read's start), so it has expired — when a revocation returns, every
+// gateway refuses the key. The margin covers clocks of gateways that
+// run at slightly different rates (internal/remote/DESIGN.md, "Fleet
+// caches").
+const FleetSettle = FleetStaleness + FleetStaleness/10
+
+// settle is FleetSettle for a gateway (stale > 0), else 0: the embedded
+// server never waits.
+func settle(stale time.Duration) time.Duration {
+	if stale <= 0 {
+		return 0
+	}
+	return FleetSettle
+}
+
 // open connects the remote backend and returns it with the control
 // plane's store in the same engine table (package enginekv): tenants,
 // credentials, memberships, audit, quotas, usage and tenants' wrapped data
@@ -90,6 +109,8 @@ func (r Remote) open(ctx context.Context, o Options, log *slog.Logger) (*remote.
 		Logger:      log.With("component", "remote"),
 
 		DefinitionsMaxStale: FleetStaleness,
+		Settle:              FleetSettle,
+		ShardCacheTTL:       FleetStaleness,
 		AutoShardMax:        r.AutoShardMax,
 	})
 	if err != nil {

@@ -141,6 +141,17 @@ func (m *Manager) SetQuota(ctx context.Context, s tenancy.Scope, table string, u
 	}
 	m.applyLocked(st, m.now(), false)
 	st.mu.Unlock()
+	if m.opts.Settle > 0 && next != cur {
+		// NB: every other gateway read its copy before the write, so it
+		// has expired when this returns (Options.Settle).
+		t := time.NewTimer(m.opts.Settle)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		}
+	}
 	return m.GetQuota(ctx, s, table)
 }
 

@@ -88,6 +88,11 @@ type Options struct {
 	// used before they are read again (a quota changed through another
 	// gateway applies here within it); 0 reads them once.
 	MaxStale time.Duration
+	// Settle, if positive, is how long SetQuota waits after its write
+	// before it returns (gateways set it to at least every gateway's
+	// MaxStale): when a quota change returns, every gateway applies it.
+	// 0 never waits.
+	Settle time.Duration
 	// Storage reports per-table storage for usage reports; nil: reports
 	// carry no storage figures.
 	Storage StorageSource
@@ -447,20 +452,23 @@ func (m *Manager) state(t tenancy.TenantID) (*tenantState, error) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if st.loaded && m.opts.MaxStale > 0 && time.Since(st.recordsAt) >= m.opts.MaxStale {
-		// Another gateway may have changed the quota: read it again.
+		// Another gateway may have changed the quota: read it again (NB:
+		// its age counts from the read's start; SetSettle relies on it).
+		start := time.Now()
 		rec, tables, err := m.store.load(t)
 		if err != nil {
 			return nil, err
 		}
-		st.record, st.tables, st.recordsAt = rec, tables, time.Now()
+		st.record, st.tables, st.recordsAt = rec, tables, start
 		m.applyLocked(st, m.now(), false)
 	}
 	if !st.loaded {
+		start := time.Now()
 		rec, tables, err := m.store.load(t)
 		if err != nil {
 			return nil, err
 		}
-		st.recordsAt = time.Now()
+		st.recordsAt = start
 		now := m.now()
 		st.read = newBucket(0, 0, now)
 		st.write = newBucket(0, 0, now)

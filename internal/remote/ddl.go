@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -64,7 +65,7 @@ func (b *Backend) CreateTable(ctx context.Context, s tenancy.Scope, in *wire.Cre
 	}
 	if err := b.putDef(ctx, t, b.defNS(s, t), nil); err != nil {
 		if apierr.Is(err, apierr.ConditionalCheckFailed) {
-			return nil, apierr.New(apierr.ResourceInUse, "Table already exists: %s", t.Name)
+			return nil, b.nameTaken(ctx, t, b.defNS(s, t))
 		}
 		return nil, err
 	}
@@ -92,8 +93,11 @@ func (b *Backend) putDef(ctx context.Context, t *schema.Table, ns []byte, old *s
 	item["def"] = &types.AttributeValueMemberB{Value: v}
 	in := &dynamodb.PutItemInput{TableName: &b.table, Item: item}
 	if old == nil {
-		in.ConditionExpression = aws.String("attribute_not_exists(#p)")
-		in.ExpressionAttributeNames = map[string]string{"#p": attrPK}
+		// NB: or in place of a tombstone left by a gateway that died
+		// while it settled (tombstoneGone).
+		in.ConditionExpression = aws.String("attribute_not_exists(#p) OR #x < :x")
+		in.ExpressionAttributeNames = map[string]string{"#p": attrPK, "#x": attrDropped}
+		in.ExpressionAttributeValues = map[string]types.AttributeValue{":x": num(int(b.tombstoneGone()))}
 	} else {
 		ov, err := schema.Encode(old)
 		if err != nil {
@@ -203,13 +207,30 @@ func (b *Backend) DeleteTable(ctx context.Context, s tenancy.Scope, in *wire.Del
 	if _, err := b.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: &b.table, Item: drop}); err != nil {
 		return nil, engineErr(err, strip)
 	}
-	_, err = b.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
-		TableName:                 &b.table,
-		Key:                       defKey(t, tg.Namespace),
-		ConditionExpression:       aws.String("#d = :d"),
-		ExpressionAttributeNames:  map[string]string{"#d": "def"},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":d": &types.AttributeValueMemberB{Value: v}},
-	})
+	// NB: on a fleet the definition makes way for a tombstone, which
+	// keeps the name from being created again until every gateway's
+	// cached definition of this table has expired (Options.Settle).
+	dropped := b.opts.Now().UnixMilli()
+	if b.opts.Settle > 0 {
+		tomb := defKey(t, tg.Namespace)
+		tomb[attrDropped] = num(int(dropped))
+		_, err = b.db.PutItem(ctx, &dynamodb.PutItemInput{
+			TableName:                 &b.table,
+			Item:                      tomb,
+			ConditionExpression:       aws.String("#d = :d"),
+			ExpressionAttributeNames:  map[string]string{"#d": "def"},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":d": &types.AttributeValueMemberB{Value: v}},
+		})
+	} else {
+		_, err = b.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+			TableName:                 &b.table,
+			Key:                       defKey(t, tg.Namespace),
+			ConditionExpression:       aws.String("#d = :d"),
+			ExpressionAttributeNames:  map[string]string{"#d": "def"},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":d": &types.AttributeValueMemberB{Value: v}},
+		})
+	}
+	committed := time.Now()
 	if err != nil {
 		if apierr.Is(engineErr(err, strip), apierr.ConditionalCheckFailed) {
 			b.res.Unpublish(t) // another gateway changed or deleted it: re-read on next use
@@ -223,9 +244,76 @@ func (b *Backend) DeleteTable(ctx context.Context, s tenancy.Scope, in *wire.Del
 		if err != nil {
 			lay = layout{n: MaxShards} // purge every shard there may be
 		}
-		go b.purge(context.WithoutCancel(ctx), placeOf(tg, lay))
+		// NB: on a fleet, after the settle: a gateway still holding the
+		// definition may write until then, and its items are purged too.
+		go func() {
+			if d := b.opts.Settle - time.Since(committed); d > 0 {
+				time.Sleep(d)
+			}
+			b.purge(context.WithoutCancel(ctx), placeOf(tg, lay))
+		}()
+	}
+	if b.opts.Settle > 0 {
+		b.ddl.Unlock() // NB: re-locked by the deferred Unlock's pair below
+		err := b.settleDrop(ctx, t, tg.Namespace, dropped, committed)
+		b.ddl.Lock()
+		if err != nil {
+			return nil, err
+		}
 	}
 	return &wire.DeleteTableOutput{TableDescription: b.describe(t).Deleting()}, nil
+}
+
+// attrDropped marks a definition item as the tombstone of a dropped
+// table: the time of the drop, Unix milliseconds.
+const attrDropped = "dropped"
+
+// settleDrop waits Options.Settle from committed, then removes the
+// tombstone of table t (dropped at dropped), so that its name can be
+// created again.
+func (b *Backend) settleDrop(ctx context.Context, t *schema.Table, ns []byte, dropped int64, committed time.Time) error {
+	if d := b.opts.Settle - time.Since(committed); d > 0 {
+		tm := time.NewTimer(d)
+		select {
+		case <-tm.C:
+		case <-ctx.Done():
+			tm.Stop()
+			return ctx.Err()
+		}
+	}
+	_, err := b.db.DeleteItem(context.WithoutCancel(ctx), &dynamodb.DeleteItemInput{
+		TableName:                 &b.table,
+		Key:                       defKey(t, ns),
+		ConditionExpression:       aws.String("#x = :x"),
+		ExpressionAttributeNames:  map[string]string{"#x": attrDropped},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":x": num(int(dropped))},
+	})
+	if err != nil && !apierr.Is(engineErr(err, strip), apierr.ConditionalCheckFailed) {
+		return engineErr(err, strip)
+	}
+	return nil
+}
+
+// tombstoneGone is the drop time (Unix ms) before which a tombstone is a
+// leftover of a gateway that died while it settled: CreateTable may take
+// its place. The margin beyond Settle covers clock differences between
+// gateways (stated in DESIGN.md).
+func (b *Backend) tombstoneGone() int64 {
+	return b.opts.Now().Add(-b.opts.Settle - tombstoneSkew).UnixMilli()
+}
+
+const tombstoneSkew = 10 * time.Second
+
+// nameTaken is CreateTable's error when the definition's put failed its
+// condition: the table exists, or it is still being deleted.
+func (b *Backend) nameTaken(ctx context.Context, t *schema.Table, ns []byte) error {
+	out, err := b.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &b.table, Key: defKey(t, ns), ConsistentRead: aws.Bool(true)})
+	if err == nil {
+		if _, gone := out.Item[attrDropped]; gone {
+			return apierr.New(apierr.ResourceInUse, "Attempt to change a resource which is still in use: Table is being deleted: %s", t.Name)
+		}
+	}
+	return apierr.New(apierr.ResourceInUse, "Table already exists: %s", t.Name)
 }
 
 // purge deletes the items of a dropped tenant table and then its drop

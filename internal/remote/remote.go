@@ -67,6 +67,14 @@ type Options struct {
 	// DDL through another gateway is seen within it. 0 keeps them until
 	// this gateway's own DDL changes them (one gateway only).
 	DefinitionsMaxStale time.Duration
+	// Settle, if positive, is how long DeleteTable waits after the
+	// definition is gone before it returns, keeping the name (a tombstone
+	// in its place) from being created again meanwhile: every other
+	// gateway's cached definition has expired then, so none writes into
+	// the dropped table's items once a new table of the name exists
+	// (DESIGN.md, "Fleet caches"). At least DefinitionsMaxStale; 0 never
+	// waits (one gateway).
+	Settle time.Duration
 }
 
 // Backend serves the DynamoDB operations over the engine. It is safe for
@@ -235,6 +243,9 @@ func (b *Backend) loadDefs(ctx context.Context, pk string) ([]*schema.Table, err
 			return nil, engineErr(err, strip)
 		}
 		for _, it := range res.Items {
+			if _, gone := it[attrDropped]; gone {
+				continue // a tombstone (DeleteTable)
+			}
 			d, ok := it["def"].(*types.AttributeValueMemberB)
 			if !ok {
 				return nil, apierr.New(apierr.Internal, "corrupt table definition in the engine")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"sync"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -21,13 +22,35 @@ import (
 //
 //	pk = "meta#reg"   sk = namespace || big-endian table id (0: the namespace's definitions)
 //
-// A gateway registers a pair once (an idempotent put) before its first
-// write to it and remembers that it did.
+// A gateway registers a pair (an idempotent put) before its first write
+// to it and remembers that it did — for DefinitionsMaxStale on a fleet,
+// measured from when the put or read started: another gateway may delete
+// the tenant meanwhile (DropTenant deletes the entries), and a tenant
+// created again with its id must be registered (and get a new
+// incarnation) through every gateway. Tenant deletion settles for that
+// bound before the id can be reused (catalog.Options.Settle).
 const regPK = "meta#reg"
 
 type registry struct {
-	done  sync.Map // string(sk) -> struct{}
-	lives sync.Map // string(sk) of table 0 -> incarnation ([]byte)
+	done  sync.Map // string(sk) -> time.Time (when the put started)
+	lives sync.Map // string(sk) of table 0 -> cachedLife
+}
+
+// cachedLife is a namespace's incarnation and when its read started.
+type cachedLife struct {
+	life []byte
+	at   time.Time
+}
+
+// fresh reports whether a registry entry cached at at may still be used.
+func (b *Backend) fresh(at time.Time) bool {
+	return b.opts.DefinitionsMaxStale <= 0 || time.Since(at) < b.opts.DefinitionsMaxStale
+}
+
+// registered reports whether this gateway registered sk recently enough.
+func (b *Backend) registered(sk []byte) bool {
+	v, ok := b.reg.done.Load(string(sk))
+	return ok && b.fresh(v.(time.Time))
 }
 
 func regSK(ns []byte, table uint64) []byte {
@@ -42,7 +65,7 @@ func (b *Backend) registerColl(ctx context.Context, tg resolve.Target) (fresh bo
 		return false, nil
 	}
 	sk := regSK(tg.Namespace, tg.Table.ID)
-	if _, ok := b.reg.done.Load(string(sk)); ok {
+	if b.registered(sk) {
 		return false, nil
 	}
 	n, err := b.defaultShards(ctx, resolve.TenantPrefix(tg.Scope), tg.Table.Name)
@@ -68,9 +91,10 @@ func (b *Backend) registerN(ctx context.Context, ns []byte, table uint64, n int)
 		return nil
 	}
 	sk := regSK(ns, table)
-	if _, ok := b.reg.done.Load(string(sk)); ok {
+	if b.registered(sk) {
 		return nil
 	}
+	start := time.Now()
 	// NB: conditional, so that the entry's layout (shard.go) and
 	// incarnation are never overwritten.
 	item := regKey(sk)
@@ -84,7 +108,7 @@ func (b *Backend) registerN(ctx context.Context, ns []byte, table uint64, n int)
 	if err != nil && !apierr.Is(engineErr(err, strip), apierr.ConditionalCheckFailed) {
 		return engineErr(err, strip)
 	}
-	b.reg.done.Store(string(sk), struct{}{})
+	b.reg.done.Store(string(sk), start)
 	return nil
 }
 
@@ -214,20 +238,21 @@ func (b *Backend) deleteCollection(ctx context.Context, pk string) error {
 // namespace's registry entry (table 0) and cached by the gateway.
 func (b *Backend) incarnation(ctx context.Context, ns []byte) ([]byte, error) {
 	sk := regSK(ns, 0)
-	if v, ok := b.reg.lives.Load(string(sk)); ok {
-		return v.([]byte), nil
+	if v, ok := b.reg.lives.Load(string(sk)); ok && b.fresh(v.(cachedLife).at) {
+		return v.(cachedLife).life, nil
 	}
 	key := map[string]types.AttributeValue{
 		attrPK: &types.AttributeValueMemberS{Value: regPK},
 		attrSK: &types.AttributeValueMemberB{Value: sk},
 	}
 	for range maxRetries {
+		start := time.Now()
 		out, err := b.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &b.table, Key: key, ConsistentRead: aws.Bool(true)})
 		if err != nil {
 			return nil, engineErr(err, strip)
 		}
 		if v, ok := out.Item["life"].(*types.AttributeValueMemberB); ok {
-			b.reg.lives.Store(string(sk), v.Value)
+			b.reg.lives.Store(string(sk), cachedLife{life: v.Value, at: start})
 			return v.Value, nil
 		}
 		life := newVersion().(*types.AttributeValueMemberB).Value
@@ -239,8 +264,8 @@ func (b *Backend) incarnation(ctx context.Context, ns []byte) ([]byte, error) {
 			ExpressionAttributeValues: map[string]types.AttributeValue{":l": &types.AttributeValueMemberB{Value: life}},
 		})
 		if err == nil {
-			b.reg.done.Store(string(sk), struct{}{})
-			b.reg.lives.Store(string(sk), life)
+			b.reg.done.Store(string(sk), start)
+			b.reg.lives.Store(string(sk), cachedLife{life: life, at: start})
 			return life, nil
 		}
 		if !apierr.Is(engineErr(err, strip), apierr.ConditionalCheckFailed) {

@@ -71,6 +71,10 @@ func (r *Resolver) refreshOwned(ctx context.Context, ns []byte, cur map[string]*
 	r.mu.RLock()
 	gen := r.gen[key]
 	r.mu.RUnlock()
+	// NB: the tables' age counts from when the load started: a change
+	// committed after that may be missing from them (catalog.Options.Settle
+	// relies on it).
+	start := time.Now()
 	tables, err := r.cat.LoadOwned(ctx, ns)
 	if err != nil {
 		return nil, err
@@ -83,7 +87,7 @@ func (r *Resolver) refreshOwned(ctx context.Context, ns []byte, cur map[string]*
 	}
 	m := r.merge(old, tables)
 	r.owned[key] = m
-	r.loadedAt[key] = time.Now()
+	r.loadedAt[key] = start
 	return m, nil
 }
 
@@ -105,6 +109,7 @@ func (r *Resolver) refreshSharedFor(ctx context.Context, force bool) error {
 	r.mu.RLock()
 	gen := r.gen[sharedKey]
 	r.mu.RUnlock()
+	start := time.Now()
 	tables, err := r.cat.LoadShared(ctx)
 	if err != nil {
 		return err
@@ -115,7 +120,7 @@ func (r *Resolver) refreshSharedFor(ctx context.Context, force bool) error {
 		return nil
 	}
 	r.shared = r.merge(r.shared, tables)
-	r.loadedAt[sharedKey] = time.Now()
+	r.loadedAt[sharedKey] = start
 	return nil
 }
 

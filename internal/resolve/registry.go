@@ -36,6 +36,7 @@ func (r *Resolver) ownedFor(ctx context.Context, ns []byte, force bool) (map[str
 	r.mu.RLock()
 	gen := r.gen[string(ns)]
 	r.mu.RUnlock()
+	start := time.Now() // NB: the age counts from the load's start (refresh.go)
 	tables, err := r.cat.LoadOwned(ctx, ns)
 	if err != nil {
 		return nil, err
@@ -60,7 +61,7 @@ func (r *Resolver) ownedFor(ctx context.Context, ns []byte, force bool) (map[str
 		r.byID[t.ID] = t
 	}
 	if r.opts.MaxStale > 0 {
-		r.loadedAt[string(ns)] = time.Now()
+		r.loadedAt[string(ns)] = start
 	}
 	r.mu.Unlock()
 	if r.opts.Loaded != nil && len(tables) > 0 {

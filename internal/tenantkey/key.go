@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/tenantdb/tenantdb/internal/tenancy"
@@ -17,6 +18,10 @@ type Key struct {
 	kr     *Keyring
 	tenant tenancy.TenantID
 	st     atomicState
+	// stored is the key file it was unwrapped from, and loaded when its
+	// read started (unix ns), for Options.MaxStale.
+	stored string
+	loaded atomic.Int64
 }
 
 type keyState struct {

@@ -29,6 +29,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/tenantdb/tenantdb/internal/keyspace"
 	"github.com/tenantdb/tenantdb/internal/kv"
@@ -66,6 +67,12 @@ type Options struct {
 	// The first gateway to need a tenant's key creates it with a
 	// conditional write; the others read that one.
 	Store Store
+	// MaxStale, with Store, is how long a key read from the store is used
+	// before it is read again, measured from when the read started:
+	// another gateway may destroy it (the tenant deleted) and a tenant
+	// created again with the id gets a new key, which every gateway must
+	// use. 0 keeps keys until this process destroys them.
+	MaxStale time.Duration
 }
 
 // Store is where wrapped keys live when not in files (Options.Store).
@@ -87,7 +94,8 @@ type Keyring struct {
 
 	mu        sync.Mutex // creation, destruction, file writes
 	keys      sync.Map   // tenancy.TenantID -> *Key
-	destroyed sync.Map   // tenancy.TenantID -> struct{}: not re-created in this process
+	destroyed sync.Map   // tenancy.TenantID -> time.Time: not re-created in this process (with Store: for MaxStale)
+	maxStale  time.Duration
 	mem       map[tenancy.TenantID][]byte
 	plain     bool                           // benchmark-only: see plain_bench.go
 	onDestroy []func(tenancy.TenantID) error // see OnDestroy
@@ -126,6 +134,9 @@ func Open(opts Options) (*Keyring, error) {
 		return nil, err
 	}
 	kr := &Keyring{dir: opts.Dir, upgrade: opts.Upgrade, store: opts.Store}
+	if kr.store != nil {
+		kr.maxStale = opts.MaxStale
+	}
 	kr.kek.Store(k)
 	if kr.store != nil {
 		kr.dir = ""
@@ -160,7 +171,7 @@ func (kr *Keyring) Create(t tenancy.TenantID) error {
 func (kr *Keyring) Key(t tenancy.TenantID) (*Key, error) { return kr.key(t, kr.store == nil) }
 
 func (kr *Keyring) key(t tenancy.TenantID, create bool) (*Key, error) {
-	if v, ok := kr.keys.Load(t); ok {
+	if v, ok := kr.keys.Load(t); ok && kr.fresh(v.(*Key)) {
 		return v.(*Key), nil
 	}
 	if t.IsZero() {
@@ -168,14 +179,22 @@ func (kr *Keyring) key(t tenancy.TenantID, create bool) (*Key, error) {
 	}
 	kr.mu.Lock()
 	defer kr.mu.Unlock()
-	if v, ok := kr.keys.Load(t); ok {
-		return v.(*Key), nil
+	cached, ok := kr.keys.Load(t)
+	if ok && kr.fresh(cached.(*Key)) {
+		return cached.(*Key), nil
 	}
-	if _, gone := kr.destroyed.Load(t); gone {
-		return nil, ErrDestroyed
+	if at, gone := kr.destroyed.Load(t); gone {
+		if kr.maxStale <= 0 || time.Since(at.(time.Time)) < kr.maxStale {
+			return nil, ErrDestroyed
+		}
+		kr.destroyed.Delete(t)
 	}
+	start := time.Now()
 	f, err := kr.read(t)
 	if errors.Is(err, fs.ErrNotExist) {
+		if ok {
+			kr.keys.Delete(t) // NB: destroyed through another gateway
+		}
 		if !create {
 			return nil, ErrNoKey
 		}
@@ -184,14 +203,30 @@ func (kr *Keyring) key(t tenancy.TenantID, create bool) (*Key, error) {
 	if err != nil {
 		return nil, err
 	}
+	stored, err := json.Marshal(f)
+	if err != nil {
+		return nil, err
+	}
+	if ok && cached.(*Key).stored == string(stored) {
+		k := cached.(*Key)
+		k.loaded.Store(start.UnixNano())
+		return k, nil
+	}
 	st, err := kr.unwrap(t, f)
 	if err != nil {
 		return nil, err
 	}
-	key := &Key{kr: kr, tenant: t}
+	key := &Key{kr: kr, tenant: t, stored: string(stored)}
+	key.loaded.Store(start.UnixNano())
 	key.st.Store(st)
 	kr.keys.Store(t, key)
 	return key, nil
+}
+
+// fresh reports whether k, from the cache, may be used without reading
+// the store again (Options.MaxStale).
+func (kr *Keyring) fresh(k *Key) bool {
+	return kr.maxStale <= 0 || time.Since(time.Unix(0, k.loaded.Load())) < kr.maxStale
 }
 
 // generate makes t's first data key and stores it. REQUIRES: kr.mu.
@@ -231,7 +266,7 @@ func storeKey(t tenancy.TenantID) []byte {
 func (kr *Keyring) Destroy(t tenancy.TenantID) error {
 	kr.mu.Lock()
 	defer kr.mu.Unlock()
-	kr.destroyed.Store(t, struct{}{})
+	kr.destroyed.Store(t, time.Now())
 	if v, ok := kr.keys.LoadAndDelete(t); ok {
 		v.(*Key).st.Store(&keyState{destroyed: true})
 	}
