@@ -668,7 +668,7 @@ func TestAutoShardFromThrottling(t *testing.T) {
 // creations happen once, counters and transactional counters are exact,
 // every acknowledged put is there.
 func TestReshardAcrossGateways(t *testing.T) {
-	_, gws := harness.StartFleet(t, 2)
+	gws := harness.StartCluster(t, 2, harness.Options{}).Gateways
 	cred := gws[0].NewTenant(t, "fleet-hot", "admin")
 	cs := []*dynamodb.Client{gws[0].Client(cred), gws[1].Client(cred)}
 	ctx := context.Background()

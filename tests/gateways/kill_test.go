@@ -43,12 +43,13 @@ func TestKillGateway(t *testing.T) {
 		t.Skip("-short: builds and kills a tenantdb process")
 	}
 	bin := binary(t)
-	f, gws := harness.StartFleet(t, 1)
+	f := harness.StartCluster(t, 1, harness.Options{})
+	gws := f.Gateways
 	a := gws[0]
 	ctx := context.Background()
 	createTable(t, a, "load")
 	key := a.NewTenant(t, "loaded", "app")
-	victim := f.StartBinary(t, bin, t.TempDir())
+	victim := f.StartBinaryGateway(t, bin, t.TempDir(), harness.Options{})
 	within(t, "the table on the new gateway", func() bool {
 		return errCode(put(ctx, victim.Client(key), "load", "probe")) != "ResourceNotFoundException"
 	})

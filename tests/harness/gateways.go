@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -16,6 +17,10 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/tenantdb/tenantdb/internal/auth"
 	"github.com/tenantdb/tenantdb/internal/node"
@@ -42,26 +47,33 @@ func gatewaysWanted(o Options) int {
 	return n
 }
 
-// Cluster is several gateways over one stand-in engine: a plain tenantdb
-// that the gateways reach with its default tenant's key (EngineKey)
-// through the AWS shared-credentials chain, each keeping everything in
-// the same engine table.
+// Cluster is a fleet of gateways over one stand-in engine: a plain
+// tenantdb (in-process, or a binary: StartBinaryEngine) that the gateways
+// reach with its default tenant's key (EngineKey) through the AWS
+// shared-credentials chain, each keeping everything in the same engine
+// table, all started with the same backend settings and server key, as
+// an operator runs a fleet behind a load balancer. It is the one way
+// tests start gateways (Start's GatewaysEnv and RemoteGatewaysFor use it
+// too).
 type Cluster struct {
 	// Engine is the stand-in engine.
 	Engine *Server
 	// EngineKey is the gateways' credential for the engine: a client with
 	// it talks to the engine directly, as the gateways do.
 	EngineKey Credential
-	// Gateways are the in-process gateways StartCluster started.
+	// Gateways are the gateways started so far, in order.
 	Gateways []*Server
 	// ServerKey is the fleet's server key (TENANTDB_SERVER_KEY format):
 	// gateways of one fleet share it.
 	ServerKey string
 	// Operator is the operator credential the fleet's first gateway
-	// created in the engine (zero until one started).
-	Operator Credential
+	// created in the engine (zero until one started), and Default the
+	// default tenant's admin key it created.
+	Operator, Default Credential
 
 	remote node.Remote // the gateways' backend settings
+	opts   Options     // the in-process gateways' options
+	dir    string      // the cluster's scratch directory
 }
 
 // newServerKey returns a random server key.
@@ -72,7 +84,9 @@ func newServerKey() string {
 }
 
 // StartCluster starts a stand-in engine and n in-process gateways over it
-// for t (o configures the gateways) and stops them when t ends.
+// for t, each on a data directory of its own (so the first writes
+// operator-credentials there, as `tenantdb serve` does), o configuring
+// the gateways, and stops them when t ends. StartGateway adds more.
 func StartCluster(t testing.TB, n int, o Options) *Cluster {
 	t.Helper()
 	if o.Logger == nil {
@@ -118,27 +132,100 @@ func startCluster(o Options, n int) (f *Cluster, stop func() error, err error) {
 	if err := auth.WriteCredentialsFile(creds, "engine", engine.defaultKey, Region, engine.Endpoint); err != nil {
 		return nil, nil, err
 	}
-	f = &Cluster{Engine: engine, EngineKey: engine.Default, ServerKey: newServerKey(),
+	f = &Cluster{Engine: engine, EngineKey: engine.Default, ServerKey: newServerKey(), opts: o, dir: dir,
 		remote: node.Remote{Endpoint: engine.Endpoint, Region: Region, TablePrefix: "gw-", CredentialsFile: creds, Profile: "engine"}}
-	for range n {
-		go0 := o
-		go0.gateway, go0.serverKey = &f.remote, f.ServerKey
-		gw, stopGW, err := StartInProcess(go0)
+	for i := range n {
+		_, stopGW, err := f.startGateway(filepath.Join(dir, fmt.Sprintf("gateway%d", i)), f.ServerKey)
 		if err != nil {
 			return nil, nil, err
 		}
 		stops = append(stops, stopGW)
-		// NB: only the first gateway on an empty engine creates the
-		// operator (and the default tenant); the others find them.
-		if f.Operator.Key == "" {
-			f.Operator = gw.Operator
-		}
-		if gw.Operator.Key == "" {
-			gw.Operator, gw.Default = f.Operator, f.Gateways[0].Default
-		}
-		f.Gateways = append(f.Gateways, gw)
 	}
 	return f, stop, nil
+}
+
+// StartGateway starts one more in-process gateway of the fleet on
+// dataDir; t's cleanup stops it.
+func (f *Cluster) StartGateway(t testing.TB, dataDir string) *Server {
+	t.Helper()
+	gw, stop, err := f.startGateway(dataDir, f.ServerKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := stop(); err != nil {
+			t.Errorf("%v", err)
+		}
+	})
+	return gw
+}
+
+// StartGatewayWithKey starts a gateway of the fleet on dataDir with
+// another server key than the fleet's and returns node.Open's error (nil
+// if it started, in which case t's cleanup stops it).
+func (f *Cluster) StartGatewayWithKey(t testing.TB, dataDir, serverKey string) error {
+	t.Helper()
+	_, stop, err := f.startGateway(dataDir, serverKey)
+	if err == nil {
+		t.Cleanup(func() { _ = stop() })
+	}
+	return err
+}
+
+func (f *Cluster) startGateway(dataDir, serverKey string) (*Server, func() error, error) {
+	o := f.opts
+	o.gateway, o.serverKey, o.dataDir = &f.remote, serverKey, dataDir
+	gw, stop, err := StartInProcess(o)
+	if err != nil {
+		return nil, nil, err
+	}
+	// NB: only the first gateway on an empty engine creates the operator
+	// (and the default tenant); the others find them.
+	if f.Operator.Key == "" {
+		f.Operator, f.Default = gw.Operator, gw.Default
+	}
+	if gw.Operator.Key == "" {
+		gw.Operator, gw.Default = f.Operator, f.Default
+	}
+	f.Gateways = append(f.Gateways, gw)
+	return gw, stop, nil
+}
+
+// EngineClient returns a client of the stand-in engine with the fleet's
+// own engine credential, to inspect what the gateways stored (in the
+// table EngineTable).
+func (f *Cluster) EngineClient(t testing.TB) *dynamodb.Client {
+	t.Helper()
+	return f.Engine.Client(f.EngineKey)
+}
+
+// EngineTable is the name of the fleet's engine table.
+func (f *Cluster) EngineTable() string { return f.remote.TablePrefix + "tenantdb" }
+
+// EngineTable starts a stand-in engine (an in-process tenantdb reached
+// only through the DynamoDB API) and creates in it a table with the
+// remote backend's key attributes (tenantdb:pk S, tenantdb:sk B); it
+// returns the table's name and a function making independent clients of
+// the engine, as separate gateways have.
+func EngineTable(t testing.TB) (table string, newClient func() *dynamodb.Client) {
+	t.Helper()
+	engine := Start(t)
+	newClient = func() *dynamodb.Client { return engine.Client(engine.Default) }
+	table = "kv-tenantdb"
+	_, err := newClient().CreateTable(context.Background(), &dynamodb.CreateTableInput{
+		TableName: aws.String(table),
+		AttributeDefinitions: []types.AttributeDefinition{
+			{AttributeName: aws.String("tenantdb:pk"), AttributeType: types.ScalarAttributeTypeS},
+			{AttributeName: aws.String("tenantdb:sk"), AttributeType: types.ScalarAttributeTypeB}},
+		KeySchema: []types.KeySchemaElement{
+			{AttributeName: aws.String("tenantdb:pk"), KeyType: types.KeyTypeHash},
+			{AttributeName: aws.String("tenantdb:sk"), KeyType: types.KeyTypeRange}},
+		BillingMode: types.BillingModePayPerRequest,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return table, newClient
 }
 
 // startClusterFront is Start for GatewaysEnv: n gateways over one engine,

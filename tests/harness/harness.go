@@ -116,6 +116,9 @@ type Options struct {
 	// (gateways.go), and serverKey the fleet's server key.
 	gateway   *node.Remote
 	serverKey string
+	// dataDir, for a fleet's gateway, is its data directory ("" in
+	// memory).
+	dataDir string
 	// operator is the fleet's operator credential, for a binary gateway
 	// that finds the operator already in the engine (and so writes no
 	// operator-credentials file).
@@ -260,6 +263,9 @@ func StartInProcess(o Options) (s *Server, stop func() error, err error) {
 	var stopEngine func() error // the stand-in engine's, for a Remote server
 	if o.gateway != nil {
 		no.Remote, no.Backend, no.ServerKey = *o.gateway, node.BackendDynamoDB, o.serverKey
+		if o.dataDir != "" {
+			no.InMemory, no.DataDir, no.UnsafeNoSync = false, o.dataDir, true
+		}
 	} else if n := gatewaysWanted(o); n > 1 {
 		return startClusterFront(o, n)
 	} else if !o.engine && (o.Remote || os.Getenv(RemoteEnv) == "1") {
@@ -297,13 +303,19 @@ func StartInProcess(o Options) (s *Server, stop func() error, err error) {
 		return errors.Join(errs...)
 	}
 	b := n.Bootstrap()
-	return &Server{
+	s = &Server{
 		Endpoint:   "http://" + l.Addr().String(),
-		Operator:   credential(b.Operator),
-		Default:    credential(b.Default),
 		Remote:     no.Backend != "",
+		DataDir:    no.DataDir,
 		defaultKey: b.Default,
-	}, stop, nil
+	}
+	if b.Operator.Secret != "" {
+		s.Operator = credential(b.Operator)
+	}
+	if b.Default.Secret != "" {
+		s.Default = credential(b.Default)
+	}
+	return s, stop, nil
 }
 
 func stop0(stop func() error) error {

@@ -31,7 +31,7 @@ func TestGatewaysIsolation(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: starts a fleet of gateways")
 	}
-	_, gws := harness.StartFleet(t, 2)
+	gws := harness.StartCluster(t, 2, harness.Options{}).Gateways
 	ctx := context.Background()
 	op := gws[0].Client(gws[0].Operator)
 	_, err := op.CreateTable(ctx, &dynamodb.CreateTableInput{
