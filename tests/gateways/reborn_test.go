@@ -60,7 +60,7 @@ func TestRebornTenantAcrossGateways(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := put(ctx, b.Client(dead), "ledger", "zombie"); err == nil {
-		t.Fatalf("B served the deleted tenant's key after its deletion returned")
+		t.Errorf("B served the deleted tenant's key after its deletion returned")
 	}
 
 	reborn := mk()
@@ -75,7 +75,7 @@ func TestRebornTenantAcrossGateways(t *testing.T) {
 		out, err := a.Client(reborn).GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String("ledger"), ConsistentRead: aws.Bool(true),
 			Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: pk}}})
 		if err != nil || out.Item == nil {
-			t.Errorf("the reborn tenant's acknowledged transaction %s is not there: %v, %v", pk, out, err)
+			t.Errorf("the reborn tenant's acknowledged transaction %s is not there (err %v)", pk, err)
 		}
 	}
 	if _, err := b.Admin().CreateKey(ctx, id, client.CreateKeyRequest{Role: "read"}); err != nil {
