@@ -47,11 +47,11 @@ type Remote struct {
 }
 
 // FleetStaleness is how long a gateway over a remote engine uses what it
-// cached of the control plane (a credential, a tenant's status, its
-// quotas) before reading it again, so that a change made through another
-// gateway takes effect here within 2 × FleetStaleness (a credential is
-// read again after FleetStaleness, and the tenant it belongs to at most
-// FleetStaleness old).
+// cached of the control plane and the definitions (a credential, a
+// tenant's status, its quotas, a namespace's tables, registry entries,
+// shard layouts, data keys) before reading it again, counted from when
+// the read started; a change that narrows access waits FleetSettle before
+// it returns, so it is in force on every gateway by then.
 const FleetStaleness = time.Second
 
 // FleetSettle is how long a change that narrows access (a key revoked, a
