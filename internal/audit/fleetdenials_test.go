@@ -53,8 +53,10 @@ func TestDeniedFloodCoalescedAcrossGateways(t *testing.T) {
 		if n != flood {
 			t.Errorf("read through log %d: %d of %d attempts accounted for", gi, n, flood)
 		}
-		if one != deniedBurst || sums != 2 {
-			t.Errorf("read through log %d: %d denials recorded one by one and %d summaries, want the fleet's %d and one per gateway", gi, one, sums, deniedBurst)
+		// NB: a gateway's timer may have taken its counts once already
+		// (a slow run): then it has two summaries.
+		if one != deniedBurst || sums < 2 || sums > 4 {
+			t.Errorf("read through log %d: %d denials recorded one by one and %d summaries, want the fleet's %d and one or two per gateway", gi, one, sums, deniedBurst)
 		}
 	}
 	if _, err := l0.Verify(ctx, sys(ten)); err != nil {
