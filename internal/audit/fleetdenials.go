@@ -122,9 +122,9 @@ func (c *chain) denialTokens(now time.Time) float64 {
 // bucket has a token, else counted in this gateway's stored counts.
 func (l *Log) deniedFleet(ctx context.Context, t tenancy.TenantID, ev Event) {
 	ctx = context.WithoutCancel(ctx) // NB: a denial stays recorded if the client goes
-	now := l.now()
 	c := l.chain(t)
 	c.mu.Lock()
+	now := l.now()
 	if _, gone := l.retired.Load(t); gone {
 		c.mu.Unlock()
 		return
@@ -139,7 +139,13 @@ func (l *Log) deniedFleet(ctx context.Context, t tenancy.TenantID, ev Event) {
 		if tok < 1 {
 			break
 		}
-		_, err := l.appendOnce(ctx, t, c, []Event{ev}, &spend{tokens: tok - 1, at: now.UnixNano()}, nil)
+		// NB: the bucket's time never goes back (another gateway's clock
+		// may be ahead): a time moved back would refill it twice.
+		at := now.UnixNano()
+		if c.bucket && c.tokAt > at {
+			at = c.tokAt
+		}
+		_, err := l.appendOnce(ctx, t, c, []Event{ev}, &spend{tokens: tok - 1, at: at}, nil)
 		if errors.Is(err, kv.ErrConflict) {
 			c.loaded = false
 			continue
