@@ -369,6 +369,7 @@ func (c *Catalog) SetTier(ctx context.Context, sc tenancy.Scope, tier Tier) (Ten
 		return Tenant{}, apierr.Validationf("tier must be %q or %q", Pool, Silo)
 	}
 	for range maxRetries {
+		start := time.Now()
 		t, old, err := c.readTenant(ctx, id)
 		if errors.Is(err, ErrNotFound) {
 			return Tenant{}, notFound("tenant")
@@ -389,7 +390,7 @@ func (c *Catalog) SetTier(ctx context.Context, sc tenancy.Scope, tier Tier) (Ten
 				return Tenant{}, err
 			}
 		}
-		c.cache(t)
+		c.cache(t, start)
 		c.notify(Change{Tenant: id})
 		return *t, nil
 	}
