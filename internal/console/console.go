@@ -3,9 +3,10 @@
 // the binary, for the operator and for tenant admins.
 //
 // A browser signs in with an API key (the operator key or a tenant admin
-// key). The console keeps the key in a server-side session (the cookie
-// holds only a random id; HttpOnly, SameSite=Strict, Secure over TLS,
-// 30 minutes idle) and acts with it, and only with it: every page calls
+// key). The console keeps the key in a server-side session, sealed in the
+// control plane's store so that every gateway of a fleet serves it (the
+// cookie holds only a random token; HttpOnly, SameSite=Strict, Secure over
+// TLS, 30 minutes idle) and acts with it, and only with it: every page calls
 // the admin API (/v1/, through the public client package) and the
 // DynamoDB API in-process, through the same handlers the network reaches,
 // with the session's key as bearer token or SigV4 credential. So a tenant
@@ -60,6 +61,9 @@ const (
 type Options struct {
 	// Admin is the /v1/ admin API handler. Required.
 	Admin http.Handler
+	// Sessions is where sessions are kept: the control plane's store, so
+	// that every gateway of a fleet serves every session. Required.
+	Sessions Store
 	// Server is the server's own handler: DynamoDB requests (POST /) and
 	// /metrics. nil disables the table and health pages; SetServer sets it
 	// once the server exists.
@@ -90,6 +94,9 @@ func New(o Options) (*Handler, error) {
 	if o.Admin == nil {
 		return nil, errors.New("console: Admin is required")
 	}
+	if o.Sessions == nil {
+		return nil, errors.New("console: Sessions is required")
+	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
@@ -99,7 +106,7 @@ func New(o Options) (*Handler, error) {
 	if o.Region == "" {
 		o.Region = "us-east-1"
 	}
-	h := &Handler{o: o, mux: http.NewServeMux(), sessions: newStore(IdleTimeout, MaxLifetime, o.Now),
+	h := &Handler{o: o, mux: http.NewServeMux(), sessions: newStore(o.Sessions, IdleTimeout, MaxLifetime, o.Now),
 		log:       o.Logger.With("component", "console"),
 		addrLimit: newLimiter(signinAddrBurst, signinAddrRefill), keyLimit: newLimiter(signinKeyBurst, signinKeyRefill)}
 	if err := h.parse(); err != nil {
@@ -235,7 +242,13 @@ func (h *Handler) session(platform bool, fn func(q *req)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		var s *session
 		if c, err := r.Cookie(cookieName); err == nil {
-			s = h.sessions.get(c.Value)
+			var err error
+			if s, err = h.sessions.get(r.Context(), c.Value); err != nil {
+				h.log.Error("reading a session", "err", err)
+				h.render(w, http.StatusServiceUnavailable, "error", page{Title: "Unavailable", Status: http.StatusServiceUnavailable,
+					Error: "The console could not read your session. Try again."})
+				return
+			}
 		}
 		if s == nil {
 			if r.Method == http.MethodGet || r.Method == http.MethodHead {
@@ -305,13 +318,18 @@ func (h *Handler) fail(q *req, err error) {
 // redirect answers a POST with a redirect to path (303) and a message.
 func (h *Handler) redirect(q *req, path, flash string) {
 	if flash != "" {
-		h.sessions.setFlash(q.s, flash)
+		if err := h.sessions.setFlash(q.ctx, q.s, flash); err != nil {
+			h.log.Warn("keeping a message for the next page", "err", err)
+		}
 	}
 	http.Redirect(q.w, q.r, path, http.StatusSeeOther)
 }
 
 func (h *Handler) show(q *req, name string, p page) {
-	p.Flash = h.sessions.takeFlash(q.s)
+	var err error
+	if p.Flash, err = h.sessions.takeFlash(q.ctx, q.s); err != nil {
+		h.log.Warn("clearing the message shown", "err", err)
+	}
 	h.render(q.w, http.StatusOK, name, p)
 }
 
@@ -328,7 +346,9 @@ func (h *Handler) setCookie(w http.ResponseWriter, r *http.Request, name, value 
 }
 
 func (h *Handler) endSession(w http.ResponseWriter, r *http.Request, s *session) {
-	h.sessions.delete(s.id)
+	if err := h.sessions.delete(r.Context(), s); err != nil {
+		h.log.Error("ending a session", "err", err)
+	}
 	h.setCookie(w, r, cookieName, "", -1)
 }
 

@@ -294,9 +294,13 @@ func TestConsoleFlow(t *testing.T) {
 	st, body = op.get("/console/tenants")
 	want(t, "after delete", st, body, 200, "Deleted tenant Acme Corp")
 
-	// The deleted tenant's admin is signed out: its key no longer authenticates.
-	st, body = ta.get(tpath)
-	want(t, "deleted tenant's admin", st, body, http.StatusUnauthorized, "Sign in again")
+	// The deleted tenant's admin is signed out: its sessions were deleted
+	// with the tenant's records.
+	st, body, h = ta.do("GET", tpath, nil)
+	want(t, "deleted tenant's admin", st, body, http.StatusSeeOther)
+	if !strings.HasPrefix(h.Get("Location"), "/console/signin") {
+		t.Fatalf("deleted tenant's admin sent to %q, want the sign-in page", h.Get("Location"))
+	}
 
 	// Sign out ends the session.
 	st, body, _ = op.post("/console/signout", nil)

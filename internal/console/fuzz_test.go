@@ -2,7 +2,9 @@ package console
 
 import (
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
+	"strings"
 	"testing"
 )
 
@@ -44,6 +46,30 @@ func FuzzTyped(f *testing.F) {
 		}
 		if len(out) != 1 || out[typ] != v {
 			t.Fatalf("typed(%q, %q) = %v", typ, v, out)
+		}
+	})
+}
+
+// FuzzSessionCookie: a session cookie is either refused or exactly the
+// form the console issues; a stored record that does not open under the
+// cookie's token is refused, never half-read.
+func FuzzSessionCookie(f *testing.F) {
+	issued := "00000000000000000000000000000000." + token()
+	f.Add(issued, []byte{recVersion})
+	f.Add("x.y", []byte{})
+	f.Add(strings.Repeat("g", 32)+"."+token(), make([]byte, recHeader+40))
+	f.Fuzz(func(t *testing.T, id string, rec []byte) {
+		tn, tok, ok := parseID(id)
+		if !ok {
+			return
+		}
+		if back := hex.EncodeToString(tn[:]) + "." + base64.RawURLEncoding.EncodeToString(tok); back != id {
+			t.Fatalf("parseID(%q) accepted a cookie that is not one the console issues (%q)", id, back)
+		}
+		s := &session{id: id}
+		s.rec, s.aead = keys(tn, tok)
+		if err := s.decode(rec); err == nil {
+			t.Fatalf("a record not sealed under the cookie's token opened: %q", rec)
 		}
 	})
 }

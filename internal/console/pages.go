@@ -153,7 +153,12 @@ func (h *Handler) signin(w http.ResponseWriter, r *http.Request) {
 		}
 		who = client.WhoAmI{AccessKeyID: "sub:" + pt.Sub, Role: "platform user"}
 	}
-	s := h.sessions.create(c.Key, jwt, who)
+	s, err := h.sessions.create(ctx, c.Key, jwt, who)
+	if err != nil {
+		h.log.Error("creating a session", "err", err)
+		h.signinPage(w, r, http.StatusServiceUnavailable, "The console could not start your session. Try again.")
+		return
+	}
 	h.setCookie(w, r, preCookieName, "", -1)
 	h.setCookie(w, r, cookieName, s.id, 0)
 	http.Redirect(w, r, safeNext(r.PostFormValue("next")), http.StatusSeeOther)

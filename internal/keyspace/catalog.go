@@ -8,6 +8,7 @@ package keyspace
 //	t <tenant:16> p <sub>                        reverse membership (tenant -> sub), for deletion
 //	t <tenant:16> v <invite hash:32>             pending invitations
 //	t <tenant:16> A                              audit chain head (last seq and hash)
+//	t <tenant:16> S <token hash:32>              web console sessions
 //
 // NB: the zero tenant id never names a tenant (tenancy.NewTenantID sets
 // UUID version bits). Its range holds the platform's own records: the
@@ -63,6 +64,18 @@ func CredentialsLastUsed(t tenancy.TenantID) (lo, hi []byte) {
 // Invite returns the key of a pending invitation, by the hash of its token.
 func Invite(t tenancy.TenantID, tokenHash []byte) []byte {
 	return append(append(Tenant(t), subInvite), tokenHash...)
+}
+
+// ConsoleSession returns the key of a web console session of tenant t
+// (Platform for the operator's and platform users'), by the hash of its
+// token (internal/console).
+func ConsoleSession(t tenancy.TenantID, tokenHash []byte) []byte {
+	return append(append(Tenant(t), subSession), tokenHash...)
+}
+
+// ConsoleSessions returns the range of tenant t's console sessions.
+func ConsoleSessions(t tenancy.TenantID) (lo, hi []byte) {
+	return prefixRange(append(Tenant(t), subSession))
 }
 
 // AuditHead returns the key holding the last seq and hash of a tenant's

@@ -38,6 +38,7 @@ const (
 	subInvite     = 'v' // invitations, by token hash
 	subNamespace  = 'n' // environments' data: env 0x00 ...
 	subWebhook    = 'w' // webhook subscriptions and their state (see wh*)
+	subSession    = 'S' // web console sessions, by token hash
 )
 
 // Namespace level: the byte after Namespace(tenant, env).

@@ -434,7 +434,7 @@ func Open(ctx context.Context, o Options) (_ *Node, err error) {
 	}
 	// NB: the console acts through the admin API and the server itself,
 	// in-process, with each session's own key.
-	con, err := console.New(console.Options{Admin: adm, Region: o.Region, Logger: log})
+	con, err := console.New(console.Options{Admin: adm, Sessions: ctl, Region: o.Region, Logger: log})
 	if err != nil {
 		return nil, err
 	}
