@@ -429,13 +429,14 @@ func (c *Catalog) DeleteTenant(ctx context.Context, s tenancy.Scope, drop func(c
 		return err
 	}
 	lo, hi := keyspace.TenantRange(id)
+	rec := keyspace.TenantRecord(id)
+	rangesGone := false
 	if c.settleD > 0 {
 		// NB: gateways may hold what they read of the tenant (its data
 		// key, its namespaces' registry entries and incarnation) for
 		// their MaxStale: its record (deleting) and slug stay until that
 		// has passed since everything else was deleted, so that a tenant
 		// created again with its id or slug finds nothing of it cached.
-		rec := keyspace.TenantRecord(id)
 		err = c.apply(ctx, func(b *kv.Batch) {
 			b.DeleteRange(lo, rec)
 			b.DeleteRange(append(rec[:len(rec):len(rec)], 0), hi)
@@ -450,14 +451,22 @@ func (c *Catalog) DeleteTenant(ctx context.Context, s tenancy.Scope, drop func(c
 			return err
 		}
 		subs = nil
-		lo, hi = rec, append(rec[:len(rec):len(rec)], 0)
+		rangesGone = true
 	}
 	err = c.apply(ctx, func(b *kv.Batch) {
-		b.DeleteRange(lo, hi)
+		// NB: the tenant's record last. On an engine this batch is not
+		// one transaction (enginekv deletes ranges first, in pages), and a
+		// deletion cut off midway must leave the tenant Deleting, so that
+		// retrying it finds the tenant and finishes.
+		if !rangesGone {
+			b.DeleteRange(lo, rec)
+			b.DeleteRange(append(rec[:len(rec):len(rec)], 0), hi)
+		}
 		b.Delete(keyspace.TenantSlug(t.Slug))
 		for _, s := range subs {
 			b.Delete(keyspace.Membership(s, id))
 		}
+		b.Delete(rec)
 	})
 	if err != nil {
 		return err

@@ -87,6 +87,15 @@ func itemKey(key []byte) map[string]types.AttributeValue {
 	}
 }
 
+// Present returns a transaction's check that key holds something, for
+// writes outside this store that must not outlive a record of it (the
+// remote backend's capacity buckets and their tenant's record).
+func (s *Store) Present(key []byte) *types.ConditionCheck {
+	return &types.ConditionCheck{TableName: &s.table, Key: itemKey(key),
+		ConditionExpression:      aws.String("attribute_exists(#p)"),
+		ExpressionAttributeNames: map[string]string{"#p": attrPK}}
+}
+
 func stored(v []byte) []byte { return append([]byte{1}, v...) }
 
 // value returns the logical value of an item (nil, false if it has none).

@@ -66,6 +66,13 @@ type Options struct {
 	Audit   *audit.Log
 	Quotas  *quota.Manager
 	Engine  Engine
+	// Sweep, if not nil, is called once a deleted tenant's records are
+	// gone, for what the engine keeps of it outside them that a server
+	// which had not yet seen the deletion may have written meanwhile
+	// (a gateway fleet's capacity buckets). It is idempotent; DropTenant
+	// deletes the same before, so a deletion retried after a crash leaves
+	// nothing either.
+	Sweep func(ctx context.Context, s tenancy.Scope) error
 	// SiloTier says that the engine keeps a silo-tier tenant's data in a
 	// store of its own (the embedded engine does, reading the tier from
 	// the catalog); without it creating a tenant of the silo tier is
@@ -241,6 +248,11 @@ func (s *Service) Delete(ctx context.Context, sc tenancy.Scope) error {
 		return err
 	}
 	s.o.Audit.Forget(id)
+	if s.o.Sweep != nil {
+		if err := s.o.Sweep(ctx, sc); err != nil {
+			return apierr.Wrap(apierr.Internal, err, "sweeping the deleted tenant's capacity records (the tenant is deleted; its key was destroyed)")
+		}
+	}
 	if s.o.Compact != nil {
 		lo, hi := keyspace.TenantRange(id)
 		if err := s.o.Compact(lo, hi); err != nil {

@@ -21,6 +21,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
@@ -34,6 +35,7 @@ import (
 	"github.com/tenantdb/tenantdb/internal/dynamo"
 	"github.com/tenantdb/tenantdb/internal/engine"
 	"github.com/tenantdb/tenantdb/internal/enginekv"
+	"github.com/tenantdb/tenantdb/internal/keyspace"
 	"github.com/tenantdb/tenantdb/internal/kv"
 	"github.com/tenantdb/tenantdb/internal/lifecycle"
 	"github.com/tenantdb/tenantdb/internal/quota"
@@ -295,7 +297,15 @@ func Open(ctx context.Context, o Options) (_ *Node, err error) {
 	var fleet quota.Leaser
 	if n.remote != nil {
 		quotaCtl = ctl
-		fleet = n.remote.Capacity()
+		capacity := n.remote.Capacity()
+		// NB: a bucket is created only while its tenant's record exists,
+		// so none outlives a deletion (remote.Backend.SweepTenant).
+		est := ctl.(*enginekv.Store)
+		capacity.Alive = func(tenant string) *types.ConditionCheck {
+			id, _ := tenancy.ParseTenantID(tenant)
+			return est.Present(keyspace.TenantRecord(id))
+		}
+		fleet = capacity
 	}
 	if n.quotas, err = quota.New(quota.Options{
 		DB:             n.db,
@@ -347,10 +357,14 @@ func Open(ctx context.Context, o Options) (_ *Node, err error) {
 	if n.remote != nil {
 		tenantData = n.remote // the tenants' items live in the remote engine
 	}
+	var sweep func(context.Context, tenancy.Scope) error
+	if n.remote != nil {
+		sweep = n.remote.SweepTenant
+	}
 	adminOpts := admin.Options{Catalog: n.catalog, Auth: n.auth, Audit: n.audit, Logger: log, Guard: guard,
 		Lifecycle: lifecycle.New(lifecycle.Options{Catalog: n.catalog, Audit: n.audit, Quotas: n.quotas, Engine: tenantData,
 			SiloTier: n.remote == nil, Placement: placement(n), Keys: n.keys, Compact: n.db.Compact,
-			Workers: tenantWorkers{n}, Files: tenantWorkers{n}})}
+			Workers: tenantWorkers{n}, Files: tenantWorkers{n}, Sweep: sweep})}
 	if adminOpts.JWT, adminOpts.JWKS, err = o.Platform.open(ctx, log); err != nil {
 		return nil, err
 	}

@@ -7,11 +7,13 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
 )
 
 // Capacity keeps the token buckets of fleet-wide quotas in the engine
@@ -42,6 +44,13 @@ import (
 type Capacity struct {
 	db    *dynamodb.Client
 	table string
+	// Alive, if set, returns a check that holds while the tenant (hex id)
+	// exists in the control plane: a bucket item is created only in one
+	// transaction with it, so a gateway that has not yet seen a tenant's
+	// deletion cannot bring its bucket back after SweepTenant removed it.
+	Alive func(tenant string) *types.ConditionCheck
+
+	noTx atomic.Bool // the engine has no transactions: buckets are created without the check
 
 	mu   sync.Mutex
 	hint map[string]int64 // bucket key -> the last tat seen, µs
@@ -87,8 +96,23 @@ func (c *Capacity) Lease(ctx context.Context, key string, units, rate, size floa
 	hint, seen := c.hint[key]
 	c.mu.Unlock()
 	full := seen && hint < t
-	triedFull, triedAdd := false, false
+	triedFull, triedAdd, create := false, false, false
 	for range capRounds {
+		if create {
+			ok, err := c.create(ctx, tenant, ikey, t+d)
+			if errors.Is(err, errTenantGone) {
+				return false, now.Add(time.Duration(d) * time.Microsecond), nil
+			}
+			if err != nil {
+				return false, time.Time{}, err
+			}
+			if ok {
+				c.remember(key, t+d)
+				return true, time.Time{}, nil
+			}
+			create, full = false, false // created meanwhile: take from it
+			continue
+		}
 		in := &dynamodb.UpdateItemInput{
 			TableName:                           &c.table,
 			Key:                                 ikey,
@@ -100,6 +124,11 @@ func (c *Capacity) Lease(ctx context.Context, key string, units, rate, size floa
 			triedFull = true
 			in.UpdateExpression = aws.String("SET #t = :t")
 			in.ConditionExpression = aws.String("attribute_not_exists(#t) OR #t < :now")
+			if c.Alive != nil {
+				// NB: only an existing bucket here; a new one is created
+				// with the tenant's check (create).
+				in.ConditionExpression = aws.String("#t < :now")
+			}
 			in.ExpressionAttributeValues = map[string]types.AttributeValue{":t": num64(t + d), ":now": num64(t)}
 		} else {
 			triedAdd = true
@@ -126,6 +155,8 @@ func (c *Capacity) Lease(ctx context.Context, key string, units, rate, size floa
 				return false, retry(old), nil
 			}
 			full = old < t // else another gateway moved it in between
+		case full && c.Alive != nil:
+			create = true // no item, or an engine that does not say
 		case full && triedAdd, !full && triedFull:
 			// Neither condition held and the engine does not say why
 			// (dynalite returns no old item): another gateway moved it in
@@ -137,6 +168,69 @@ func (c *Capacity) Lease(ctx context.Context, key string, units, rate, size floa
 		}
 	}
 	return false, now.Add(time.Duration(d) * time.Microsecond), nil
+}
+
+// errTenantGone refuses a lease of a tenant that no longer exists.
+var errTenantGone = errors.New("remote: the tenant of the capacity bucket no longer exists")
+
+// create creates the bucket item ikey holding tat, if it does not exist
+// yet and tenant still exists; ok is false if the item exists.
+func (c *Capacity) create(ctx context.Context, tenant string, ikey map[string]types.AttributeValue, tat int64) (ok bool, err error) {
+	item := map[string]types.AttributeValue{attrTAT: num64(tat)}
+	for k, v := range ikey {
+		item[k] = v
+	}
+	put := &types.Put{TableName: &c.table, Item: item,
+		ConditionExpression:      aws.String("attribute_not_exists(#p)"),
+		ExpressionAttributeNames: map[string]string{"#p": attrPK}}
+	if !c.noTx.Load() {
+		_, err := c.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+			{Put: put}, {ConditionCheck: c.Alive(tenant)},
+		}})
+		var tce *types.TransactionCanceledException
+		switch {
+		case err == nil:
+			return true, nil
+		case errors.As(err, &tce):
+			for i, r := range tce.CancellationReasons {
+				if aws.ToString(r.Code) != "ConditionalCheckFailed" {
+					continue
+				}
+				if i == 1 {
+					return false, errTenantGone
+				}
+				return false, nil
+			}
+			// TransactionConflict: another gateway creating it; read again.
+			return false, nil
+		case unknownOperation(err):
+			c.noTx.Store(true) // an engine without transactions (dynalite): one gateway only
+		default:
+			return false, engineErr(err, strip)
+		}
+	}
+	_, err = c.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: &c.table, Item: item,
+		ConditionExpression: put.ConditionExpression, ExpressionAttributeNames: put.ExpressionAttributeNames})
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		return false, nil
+	}
+	if err != nil {
+		return false, engineErr(err, strip)
+	}
+	return true, nil
+}
+
+// unknownOperation reports whether the engine answered that it does not
+// serve the operation.
+func unknownOperation(err error) bool {
+	var ae smithy.APIError
+	return errors.As(err, &ae) && ae.ErrorCode() == "UnknownOperationException"
+}
+
+// sweepCapacity deletes every bucket of tenant (hex id).
+func (b *Backend) sweepCapacity(ctx context.Context, tenant string) error {
+	return b.deleteCollection(ctx, capPrefix+tenant)
 }
 
 func (c *Capacity) remember(key string, tat int64) {

@@ -188,8 +188,24 @@ func (b *Backend) DropTenant(ctx context.Context, s tenancy.Scope) error {
 		}
 		in.ExclusiveStartKey = out.LastEvaluatedKey
 	}
+	// Its capacity buckets (capacity.go).
+	if err := b.sweepCapacity(ctx, s.Tenant().String()); err != nil {
+		return err
+	}
 	b.res.ForgetTenant(s.Tenant())
 	return nil
+}
+
+// SweepTenant deletes what the engine keeps of scope s's tenant outside
+// its records and collections — its capacity buckets — once its records
+// are gone (lifecycle.Options.Sweep): a gateway that had not yet seen the
+// deletion may have leased from them after DropTenant, but can no longer
+// create one (Capacity.Alive). It is idempotent.
+func (b *Backend) SweepTenant(ctx context.Context, s tenancy.Scope) error {
+	if !s.Valid() || s.Tenant().IsZero() {
+		return apierr.New(apierr.Validation, "no tenant to sweep")
+	}
+	return b.sweepCapacity(ctx, s.Tenant().String())
 }
 
 // ReviveTenant has nothing to lift: DropTenant leaves no mark.
