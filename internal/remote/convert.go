@@ -2,6 +2,7 @@ package remote
 
 import (
 	"errors"
+	"regexp"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -198,7 +199,72 @@ func engineErr(err error, strip func(map[string]types.AttributeValue) attr.Item)
 			// client's fault, and never to be shown to it.
 			return apierr.Wrap(apierr.Internal, err, "the storage engine refused the gateway")
 		}
-		return apierr.Wrap(k, err, "%s", ae.ErrorMessage())
+		return apierr.Wrap(k, err, "%s", engineMessage(k, ae.ErrorMessage()))
 	}
 	return apierr.Wrap(apierr.ServiceUnavailable, err, "the storage engine is unavailable")
 }
+
+// kindMessages are DynamoDB's messages of the error kinds whose wording
+// does not depend on the request: the engine's own text for them is never
+// passed on.
+var kindMessages = map[apierr.Kind]string{
+	apierr.TransactionConflict:             "Transaction is ongoing for the item",
+	apierr.ProvisionedThroughputExceeded:   "The level of configured provisioned throughput for the table was exceeded. Consider increasing your provisioning level with the UpdateTable API.",
+	apierr.Throttling:                      "Rate of requests exceeds the allowed throughput.",
+	apierr.ItemCollectionSizeLimitExceeded: "Collection size exceeded.",
+}
+
+// physicalMessages map the engine's messages that a logical request the
+// gateway accepted can still draw (the limits its physical item meets) to
+// the embedded engine's message for the same request; the first whose
+// every fragment the engine's message contains wins.
+var physicalMessages = []struct {
+	has []string
+	msg string
+}{
+	{[]string{"Item size to update has exceeded"}, "Item size to update has exceeded the maximum allowed size"},
+	{[]string{"Item size has exceeded"}, "Item size has exceeded the maximum allowed size"},
+	{[]string{"range key", "size limit"}, "One or more parameter values were invalid: Aggregated size of all range keys has exceeded the size limit of 1024 bytes"},
+	{[]string{"hashkey", "size limit"}, "One or more parameter values were invalid: Size of hashkey has exceeded the maximum size limit of2048 bytes"},
+	{[]string{"Collection size"}, "Collection size exceeded."},
+}
+
+// engineMessage is what a client is told of an engine error of kind k
+// with message msg. NB: the engine's text can name the gateway's engine
+// table (<prefix>tenantdb), its physical attributes (tenantdb:pk,
+// tenantdb:x1p, ...) and indexes (tenantdb-x1) or a collection's key: a
+// message naming any of them is never passed on, but mapped to the
+// embedded engine's words for the same request, or to a message that
+// names nothing physical.
+func engineMessage(k apierr.Kind, msg string) string {
+	if m, ok := kindMessages[k]; ok {
+		return m
+	}
+	for _, p := range physicalMessages {
+		all := true
+		for _, h := range p.has {
+			all = all && strings.Contains(msg, h)
+		}
+		if all {
+			return p.msg
+		}
+	}
+	if physical(msg) {
+		if k == apierr.Validation {
+			return "One or more parameter values were invalid: the storage engine refused the request as the gateway stores it"
+		}
+		return "The storage engine refused the request"
+	}
+	return msg
+}
+
+// physical reports whether an engine message may name something of the
+// gateway's physical layout: the engine table or a reserved attribute or
+// index (all contain "tenantdb"), or a collection key (hex#...).
+func physical(msg string) bool {
+	l := strings.ToLower(msg)
+	return strings.Contains(l, "tenantdb") || strings.Contains(l, "meta#") || strings.Contains(l, "ctl#") || collectionKey.MatchString(msg)
+}
+
+// collectionKey matches a physical partition key value: hex, '#', more.
+var collectionKey = regexp.MustCompile(`[0-9a-f]{8,}#`)
