@@ -27,6 +27,7 @@ func TestRemoteGateways(t *testing.T) {
 		{"ScanSegments", TestScanSegments}, {"TableLifecycle", TestTableLifecycle}, {"ListTablesPaged", TestListTablesPaged},
 		{"DescribeEndpointsAndLimits", TestDescribeEndpointsAndLimits}, {"TagRules", TestTagRules},
 		{"PartiQLStatements", TestPartiQLStatements}, {"PartiQLTransaction", TestPartiQLTransaction},
+		{"PartiQLMetering", TestPartiQLMetering}, {"DescribeLimitsIsTheQuota", TestDescribeLimitsIsTheQuota},
 		{"UpdateItemOnMissingItem", TestUpdateItemOnMissingItem}, {"SiloTier", TestSiloTier},
 	} {
 		t.Run(c.name, c.fn)

@@ -25,6 +25,7 @@ func TestRemote(t *testing.T) {
 		{"ScanSegments", TestScanSegments}, {"TableLifecycle", TestTableLifecycle}, {"ListTablesPaged", TestListTablesPaged},
 		{"DescribeEndpointsAndLimits", TestDescribeEndpointsAndLimits}, {"TagRules", TestTagRules},
 		{"PartiQLStatements", TestPartiQLStatements}, {"PartiQLTransaction", TestPartiQLTransaction},
+		{"PartiQLMetering", TestPartiQLMetering}, {"DescribeLimitsIsTheQuota", TestDescribeLimitsIsTheQuota},
 		{"AttributeNameLimits", TestAttributeNameLimits}, {"KeyNameLimits", TestKeyNameLimits},
 		{"NestingBoundary", TestNestingBoundary}, {"ExpressionLength", TestExpressionLength},
 		{"IndexKeySizeLimits", TestIndexKeySizeLimits}, {"TransactionSizeLimit", TestTransactionSizeLimit},
