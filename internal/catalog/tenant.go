@@ -430,7 +430,6 @@ func (c *Catalog) DeleteTenant(ctx context.Context, s tenancy.Scope, drop func(c
 	}
 	lo, hi := keyspace.TenantRange(id)
 	rec := keyspace.TenantRecord(id)
-	rangesGone := false
 	if c.settleD > 0 {
 		// NB: gateways may hold what they read of the tenant (its data
 		// key, its namespaces' registry entries and incarnation) for
@@ -451,17 +450,17 @@ func (c *Catalog) DeleteTenant(ctx context.Context, s tenancy.Scope, drop func(c
 			return err
 		}
 		subs = nil
-		rangesGone = true
 	}
 	err = c.apply(ctx, func(b *kv.Batch) {
 		// NB: the tenant's record last. On an engine this batch is not
 		// one transaction (enginekv deletes ranges first, in pages), and a
 		// deletion cut off midway must leave the tenant Deleting, so that
-		// retrying it finds the tenant and finishes.
-		if !rangesGone {
-			b.DeleteRange(lo, rec)
-			b.DeleteRange(append(rec[:len(rec):len(rec)], 0), hi)
-		}
+		// retrying it finds the tenant and finishes. After a settle the
+		// ranges are deleted again: a gateway that had not yet seen the
+		// deletion may have flushed usage counters into them meanwhile
+		// (its flush is conditioned on the record, which is still there).
+		b.DeleteRange(lo, rec)
+		b.DeleteRange(append(rec[:len(rec):len(rec)], 0), hi)
 		b.Delete(keyspace.TenantSlug(t.Slug))
 		for _, s := range subs {
 			b.Delete(keyspace.Membership(s, id))

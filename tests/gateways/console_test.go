@@ -77,7 +77,7 @@ func (b *browser) post(s *harness.Server, path string, form url.Values) (int, st
 
 // sessionRecords returns the console session records of tenant id in the
 // engine, read directly with the engine's key.
-func sessionRecords(t *testing.T, f *harness.Fleet, id string) []map[string]types.AttributeValue {
+func sessionRecords(t *testing.T, f *harness.Cluster, id string) []map[string]types.AttributeValue {
 	t.Helper()
 	raw, err := hex.DecodeString(id)
 	if err != nil {
@@ -105,7 +105,8 @@ func sessionRecords(t *testing.T, f *harness.Fleet, id string) []map[string]type
 // session hashed and sealed, never its token or key; a key revoked
 // through the API of B ends its session on A.
 func TestConsoleAcrossGateways(t *testing.T) {
-	f, gws := harness.StartFleet(t, 2)
+	f := harness.StartCluster(t, 2, harness.Options{})
+	gws := f.Gateways
 	a, b := gws[0], gws[1]
 	ctx := context.Background()
 	admin := a.NewTenant(t, "console", "admin")
