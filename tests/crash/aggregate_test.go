@@ -182,6 +182,37 @@ func groupsOf(a client.Aggregate) map[string]string {
 	return res
 }
 
+// staleItems returns, for each group of want whose materialised item
+// (pk AGG#<group>) does not hold its count and sum, what the item holds.
+func staleItems(t *testing.T, c *dynamodb.Client, want map[string]string) []string {
+	t.Helper()
+	var stale []string
+	for _, k := range sortedKeys(want) {
+		out, err := c.GetItem(context.Background(), &dynamodb.GetItemInput{TableName: aws.String("Orders"), ConsistentRead: aws.Bool(true),
+			Key: map[string]types.AttributeValue{"pk": sv("AGG#" + k)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cnt, _ := out.Item["count"].(*types.AttributeValueMemberN)
+		var sum string
+		switch v := out.Item["sum_amount"].(type) {
+		case *types.AttributeValueMemberN:
+			sum = v.Value
+		case *types.AttributeValueMemberS: // past 38 digits
+			sum = v.Value
+		}
+		n := "none"
+		if cnt != nil {
+			n = cnt.Value
+		}
+		r, ok := new(big.Rat).SetString(sum)
+		if cnt == nil || !ok || want[k] != n+"/"+r.RatString() {
+			stale = append(stale, fmt.Sprintf("%s: count %s sum %q, want %s", k, n, sum, want[k]))
+		}
+	}
+	return stale
+}
+
 func sortedKeys(m map[string]string) []string {
 	ks := make([]string, 0, len(m))
 	for k := range m {
@@ -241,6 +272,7 @@ func TestKill9AggregateEqualsRecount(t *testing.T) {
 		// the recount.
 		admin := &client.Client{Endpoint: srv.Endpoint, Key: cred.Key}
 		deadline := time.Now().Add(60 * time.Second)
+		itemsBehind := 0 // polls at which the groups were right and their items not yet
 		for {
 			want, expired := recount(t, c)
 			a, err := admin.Aggregate(ctx, cred.TenantID, "by-status")
@@ -248,36 +280,24 @@ func TestKill9AggregateEqualsRecount(t *testing.T) {
 				t.Fatal(err)
 			}
 			got := groupsOf(a)
+			var stale []string
 			if expired == 0 && a.State == "ready" && fmt.Sprint(got) == fmt.Sprint(want) {
-				// The materialised items agree with the groups.
-				for _, k := range sortedKeys(want) {
-					out, err := c.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String("Orders"), ConsistentRead: aws.Bool(true),
-						Key: map[string]types.AttributeValue{"pk": sv("AGG#" + k)}})
-					if err != nil {
-						t.Fatal(err)
+				// The materialised items agree with the groups. NB: they
+				// are written after the batch that moves the groups (the
+				// aggregate's DESIGN.md), so they may trail it briefly.
+				if stale = staleItems(t, c, want); len(stale) == 0 {
+					t.Logf("%d writes acknowledged over 3 rounds, 2 of them killed; %d changes folded since the last rebuild, %d rebuilds; groups %v; items trailed the groups at %d polls",
+						total, a.Applied, a.Rebuilds, got, itemsBehind)
+					if a.Rebuilds != 1 {
+						t.Errorf("%d rebuilds: the aggregate was rebuilt after a crash, not followed", a.Rebuilds)
 					}
-					cnt, _ := out.Item["count"].(*types.AttributeValueMemberN)
-					var sum string
-					switch v := out.Item["sum_amount"].(type) {
-					case *types.AttributeValueMemberN:
-						sum = v.Value
-					case *types.AttributeValueMemberS: // past 38 digits
-						sum = v.Value
-					}
-					r, ok := new(big.Rat).SetString(sum)
-					if cnt == nil || !ok || want[k] != cnt.Value+"/"+r.RatString() {
-						t.Errorf("materialised item of %s: count %v sum %q, want %s", k, cnt, sum, want[k])
-					}
+					break
 				}
-				t.Logf("%d writes acknowledged over 3 rounds, 2 of them killed; %d changes folded since the last rebuild, %d rebuilds; groups %v",
-					total, a.Applied, a.Rebuilds, got)
-				if a.Rebuilds != 1 {
-					t.Errorf("%d rebuilds: the aggregate was rebuilt after a crash, not followed", a.Rebuilds)
-				}
-				break
+				itemsBehind++
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("aggregate %v (state %s, error %q), recount %v (%d expired items not yet swept)", got, a.State, a.Error, want, expired)
+				t.Fatalf("aggregate %v (state %s, error %q), recount %v (%d expired items not yet swept); materialised items that disagree: %v",
+					got, a.State, a.Error, want, expired, stale)
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
