@@ -67,9 +67,10 @@ type Options struct {
 	// PageSize is how many changes one batch folds at most (default 500).
 	PageSize int
 	// Window is the least time between two reads of the log by one
-	// worker unless the first read a full page (default 10 ms): under a
-	// steady write load a batch folds the window's changes at once instead
-	// of one commit's each. It bounds the lag it adds.
+	// worker under load (changelog.Pacer) unless the first read a full
+	// page (default 10 ms): under a steady write load a batch folds the
+	// window's changes at once instead of one commit's each. It bounds
+	// the lag it adds; at light load it adds none.
 	Window time.Duration
 	// Registerer receives the lag metrics; nil registers none.
 	Registerer prometheus.Registerer

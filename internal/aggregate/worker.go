@@ -10,6 +10,7 @@ import (
 
 	"github.com/tenantdb/tenantdb/internal/apierr"
 	"github.com/tenantdb/tenantdb/internal/attr"
+	"github.com/tenantdb/tenantdb/internal/changelog"
 	"github.com/tenantdb/tenantdb/internal/tenancy"
 	"github.com/tenantdb/tenantdb/internal/wire"
 )
@@ -167,7 +168,8 @@ func (w *worker) follow(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	var nextRead time.Time // with a page not full, the next read waits for the window
+	var nextRead time.Time // under load, after a page not full, the next read waits for the window
+	pace := changelog.Pacer{Window: svc.o.Window}
 	for {
 		if ack := w.pendingRebuild(); ack != nil {
 			p.State = stateBuilding
@@ -223,14 +225,15 @@ func (w *worker) follow(ctx context.Context) error {
 			cur = page.Next
 		}
 		w.setErr(nil)
-		if len(page.Entries) == svc.o.PageSize {
-			nextRead = time.Time{} // a backlog: read on at once
+		// NB: a page that is not full folded every change committed so
+		// far; under load (changelog.Pacer) the next read waits for the
+		// window, so that one batch carries many commits' changes. A
+		// full page is a backlog: read on at once.
+		full := len(page.Entries) == svc.o.PageSize
+		nextRead = pace.Next(readAt, len(page.Entries), full)
+		if full {
 			continue
 		}
-		// NB: a page that is not full folded every change committed so
-		// far; the next read waits for the window, so that under a steady
-		// write load one batch carries many commits' changes.
-		nextRead = readAt.Add(svc.o.Window)
 		if len(page.Entries) > 0 {
 			w.mu.Lock()
 			w.caughtUp = page.CaughtUp

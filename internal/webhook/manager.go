@@ -61,9 +61,10 @@ type Options struct {
 	// Timeout bounds one delivery (default 10 s).
 	Timeout time.Duration
 	// Window is the least time between two reads of the log by one
-	// worker unless the first found a full batch (default 10 ms): under a
-	// steady write load a delivery carries the window's changes at once.
-	// It bounds the lag it adds.
+	// worker under load (changelog.Pacer) unless the first found a full
+	// batch (default 10 ms): under a steady write load a delivery carries
+	// the window's changes at once. It bounds the lag it adds; at light
+	// load it adds none.
 	Window time.Duration
 	// BackoffMin and BackoffMax bound the retry delay (defaults 1 s and
 	// 5 min); each failure doubles it, with jitter.

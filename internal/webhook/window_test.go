@@ -30,10 +30,12 @@ func TestSteadyWritesShareDeliveries(t *testing.T) {
 	rc.waitRecords(1)
 
 	before, start := f.log.follows.Load(), time.Now()
-	const writes = 150
+	const writes = 300
 	for i := 1; i <= writes; i++ {
 		f.log.put(tenant, "live", "orders", changelog.Insert, nil, item("o", fmt.Sprintf("%03d", i)))
-		time.Sleep(time.Millisecond)
+		if i%2 == 1 {
+			time.Sleep(time.Millisecond) // two commits a millisecond: well above Pacer's threshold on a slow machine too
+		}
 	}
 	elapsed := time.Since(start)
 	reads := f.log.follows.Load() - before
@@ -46,9 +48,47 @@ func TestSteadyWritesShareDeliveries(t *testing.T) {
 	if len(got) != writes+1 {
 		t.Errorf("got %d records, want %d", len(got), writes+1)
 	}
-	// NB: reads are at least a window apart, so at most one per window
-	// that passed, plus the one under way when the writes began.
-	if limit := int64(elapsed/window) + 2; reads > limit {
-		t.Errorf("%d reads of the log for %d commits in %v; want at most %d (one per %v window)", reads, writes, elapsed, limit, window)
+	// NB: once the window is open reads are at least a window apart, so
+	// at most one per window that passed, plus the one under way when the
+	// writes began; before it opens (changelog.Pacer: PaceRecords changes
+	// within the horizon) a read per commit and the empty read after it.
+	if limit := int64(elapsed/window) + 2 + 2*changelog.PaceRecords; reads > limit {
+		t.Errorf("%d reads of the log for %d commits in %v; want at most %d (one per %v window once open)", reads, writes, elapsed, limit, window)
+	}
+}
+
+// TestLightLoadReadsAtOnce: when changes are rare (below the rate at
+// which changelog.Pacer opens the window) the worker reads each commit
+// as it comes instead of waiting for the window: one read, and one
+// delivery, per commit.
+func TestLightLoadReadsAtOnce(t *testing.T) {
+	ctx := context.Background()
+	const window = 100 * time.Millisecond // opens at 40 changes a second
+	f := newFixture(t, Options{AllowPrivate: true, Window: window})
+	rc := newReceiver(t)
+	tenant := tenancy.NewTenantID()
+	f.log.addTable(tenant, "live", "orders")
+	v, err := f.m.Create(ctx, adminScope(t, tenant, "live"), CreateInput{Table: "orders", URL: rc.srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc.trust(v.Secret)
+	f.log.put(tenant, "live", "orders", changelog.Insert, nil, item("o", "00"))
+	rc.waitRecords(1)
+
+	before, start := f.log.follows.Load(), time.Now()
+	const writes = 15 // 25 a second
+	for i := 1; i <= writes; i++ {
+		f.log.put(tenant, "live", "orders", changelog.Insert, nil, item("o", fmt.Sprintf("%02d", i)))
+		time.Sleep(40 * time.Millisecond)
+	}
+	elapsed := time.Since(start)
+	rc.waitRecords(writes + 1)
+	reads := f.log.follows.Load() - before
+	// NB: with the window open there would be at most one read per
+	// window (elapsed/window + 2 ≈ 8); a slow machine may let a read
+	// find two commits now and then, hence the quarter's slack.
+	if windowed := int64(elapsed/window) + 2; reads < writes*3/4 || reads <= windowed {
+		t.Errorf("%d reads of the log for %d commits in %v at light load; want one per commit (a window would allow %d)", reads, writes, elapsed, windowed)
 	}
 }

@@ -56,9 +56,10 @@ type worker struct {
 	pos     position
 	havePos bool
 	posGen  uint64
-	// nextRead is when the log may be read next: a read that found less
-	// than a full batch waits for the window after it.
+	// nextRead is when the log may be read next: under load, a read
+	// that found less than a full batch waits for the window after it.
 	nextRead time.Time
+	pace     changelog.Pacer
 }
 
 // recheckEvery bounds how long a worker trusts its cached subscription
@@ -202,15 +203,14 @@ func (w *worker) step(s tenancy.Scope, r *record, gen uint64, pos position) {
 		recs = append(recs, b)
 		size += len(b)
 	}
-	// NB: a read that found less than a full batch (and delivers all of
-	// it) makes the next read wait for the window: under a steady write
-	// load one delivery carries the window's changes instead of one
-	// commit's, and WaitLog, which wakes on any commit of the tenant
-	// environment, cannot make the worker read once per commit.
-	w.nextRead = time.Time{}
-	if len(page.Entries) < r.BatchSize && next == page.Next {
-		w.nextRead = readAt.Add(w.m.o.Window)
-	}
+	// NB: under load (changelog.Pacer) a read that found less than a
+	// full batch (and delivers all of it) makes the next read wait for
+	// the window: one delivery carries the window's changes instead of
+	// one commit's, and WaitLog, which wakes on any commit of the tenant
+	// environment, cannot make the worker read once per commit. At light
+	// load the next read starts at once, and adds no lag.
+	w.pace.Window = w.m.o.Window
+	w.nextRead = w.pace.Next(readAt, len(page.Entries), len(page.Entries) >= r.BatchSize || next != page.Next)
 	if len(recs) == 0 {
 		if next != from {
 			x := st(w).begin(w.t)

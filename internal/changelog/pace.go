@@ -1,0 +1,58 @@
+package changelog
+
+import "time"
+
+// Pacer decides when a consumer of the log (a webhook subscription, an
+// aggregate) reads next, so that under load one read carries many commits'
+// changes and at light load a change is read as soon as it commits.
+//
+// A consumer woken for every commit of its namespace (Changed) would read
+// once per commit. Making every read wait Window after the previous one
+// batches them under load but adds up to Window to every change's lag when
+// changes are rare. So the window opens only while changes arrive fast:
+// when the reads of the last PaceHorizon windows found at least
+// PaceRecords changes between them (with a 10 ms window, 400 changes a
+// second); below that the consumer reads at once.
+//
+// The zero Pacer with Window set is ready; it is not safe for concurrent
+// use (each consumer owns one).
+type Pacer struct {
+	Window time.Duration
+	reads  []paceRead // the reads of the last PaceHorizon windows, oldest first
+	found  int        // changes found by reads
+}
+
+type paceRead struct {
+	at time.Time
+	n  int
+}
+
+// Pacing constants: see Pacer.
+const (
+	PaceRecords = 16
+	PaceHorizon = 4
+)
+
+// Next records a read made at readAt that found n changes (full: as many
+// as it asked for) and returns when the next read may start: the zero
+// time for at once.
+func (p *Pacer) Next(readAt time.Time, n int, full bool) time.Time {
+	horizon := readAt.Add(-PaceHorizon * p.Window)
+	i := 0
+	for i < len(p.reads) && p.reads[i].at.Before(horizon) {
+		p.found -= p.reads[i].n
+		i++
+	}
+	p.reads = append(p.reads[:0], p.reads[i:]...)
+	if n > 0 {
+		p.reads = append(p.reads, paceRead{readAt, n})
+		p.found += n
+	}
+	if full || p.found < PaceRecords {
+		// NB: a full page is a backlog (read on at once); too few
+		// changes lately means light load, where a window would only
+		// add to every change's lag.
+		return time.Time{}
+	}
+	return readAt.Add(p.Window)
+}
