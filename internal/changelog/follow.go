@@ -159,6 +159,10 @@ func (l *Log) Changed(db *storage.DB, ns []byte) <-chan struct{} {
 //
 // NB: like Read, Follow never returns a record while an
 // earlier-numbered change of ns is still being committed.
+//
+// NB: a record is decoded once for all of Follow's readers (decodedCache):
+// entries of different calls may share their images, which callers must
+// not modify.
 func (l *Log) Follow(db *storage.DB, ns []byte, table uint64, from Cursor, limit int) (FollowPage, error) {
 	if limit < 1 {
 		return FollowPage{}, fmt.Errorf("changelog: Follow limit %d is not positive", limit)
@@ -249,20 +253,15 @@ func (l *Log) followStream(snap *storage.Snapshot, ns []byte, s Stream, from Cur
 		if len(out) == limit {
 			return out, true, nil
 		}
-		plain, err := l.open(key, it.Value())
+		r, eventID, err := l.followRecord(ns, s, key, it.Value(), seq)
 		if err != nil {
 			return nil, false, fmt.Errorf("changelog: reading record: %w", err)
 		}
-		r, err := decodeRecord(plain)
-		if err != nil {
-			return nil, false, fmt.Errorf("changelog: reading record: %w", err)
-		}
-		r.Shard, r.Seq = binary.BigEndian.Uint32(key[len(key)-12:]), seq
 		out = append(out, Entry{
 			Record:         r,
 			Stream:         s.ID,
 			Next:           Cursor{Stream: s.ID, Shard: r.Shard, Seq: seq},
-			EventID:        l.EventID(ns, s, seq),
+			EventID:        eventID,
 			SequenceNumber: FormatSequenceNumber(Position{Shard: r.Shard, Seq: seq}),
 		})
 	}
@@ -431,4 +430,33 @@ func (l *Log) TrimmedUntil(db *storage.DB, ns []byte, table uint64) (time.Time, 
 		return time.Time{}, err
 	}
 	return time.UnixMilli(mark.MS), nil
+}
+
+// followRecord returns the record stored as raw at key (of stream s in
+// namespace ns, numbered seq) and its event id, decoded once for all of
+// Follow's readers (decodedCache).
+//
+// NB: the images of a record returned here may be shared with other
+// readers of the log: Follow's callers never modify them.
+func (l *Log) followRecord(ns []byte, s Stream, key, raw []byte, seq uint64) (Record, string, error) {
+	if r, eventID, ok := l.decoded.get(key, raw); ok {
+		// NB: the tenant's key decides on a hit too (a destroyed key
+		// fails the read, as opening the record would).
+		if _, err := l.recordKey(key); err != nil {
+			return Record{}, "", err
+		}
+		return r, eventID, nil
+	}
+	plain, err := l.open(key, raw)
+	if err != nil {
+		return Record{}, "", err
+	}
+	r, err := decodeRecord(plain)
+	if err != nil {
+		return Record{}, "", err
+	}
+	r.Shard, r.Seq = binary.BigEndian.Uint32(key[len(key)-12:]), seq
+	eventID := l.EventID(ns, s, seq)
+	l.decoded.put(key, raw, r, eventID)
+	return r, eventID, nil
 }

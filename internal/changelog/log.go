@@ -27,6 +27,7 @@ import (
 
 	"github.com/tenantdb/tenantdb/internal/keyspace"
 	"github.com/tenantdb/tenantdb/internal/storage"
+	"github.com/tenantdb/tenantdb/internal/tenancy"
 	"github.com/tenantdb/tenantdb/internal/tenantkey"
 )
 
@@ -100,6 +101,8 @@ type Log struct {
 	mu     sync.Mutex
 	stores map[*storage.DB]*store
 	seen   shardsSeen
+
+	decoded decodedCache // records Follow decoded last, shared by its readers
 }
 
 // New returns the change log whose stream descriptors live in main.
@@ -130,6 +133,9 @@ func New(main *storage.DB, opts Options) (*Log, error) {
 	if l.keys, err = keyring(opts); err != nil {
 		return nil, err
 	}
+	// NB: a destroyed key makes a cached record unreadable anyway (the
+	// key is looked up on every hit); this drops the plaintext too.
+	l.keys.OnDestroy(func(t tenancy.TenantID) error { l.decoded.forget(t); return nil })
 	k, err := hkdf.Key(sha256.New, opts.Secret, nil, "tenantdb changelog iterator v1", 32)
 	if err != nil {
 		return nil, fmt.Errorf("changelog: derive key: %w", err)

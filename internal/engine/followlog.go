@@ -190,6 +190,8 @@ const maxFollow = 10_000
 // own range. Errors: TrimmedDataAccessException (trimming deleted a
 // change after from), ValidationException (limit not in 1..10,000),
 // ResourceNotFoundException, AccessDeniedException (the operator).
+// The entries' images may be shared with other readers: read them, never
+// modify them.
 func (e *Engine) FollowLog(ctx context.Context, s tenancy.Scope, table string, from changelog.Cursor, limit int) (changelog.FollowPage, error) {
 	if err := check(ctx, s); err != nil {
 		return changelog.FollowPage{}, err
