@@ -14,12 +14,20 @@ import "time"
 // PaceRecords changes between them (with a 10 ms window, 400 changes a
 // second); below that the consumer reads at once.
 //
+// Wakes that find nothing count as one change each: Changed fires for
+// commits to any table of the namespace, so a tenant writing fast to
+// another table would otherwise make the consumer read once per commit
+// of it. (The empty read that follows one that found changes — the
+// consumer making sure it has seen everything — is not a wake and does
+// not count.)
+//
 // The zero Pacer with Window set is ready; it is not safe for concurrent
 // use (each consumer owns one).
 type Pacer struct {
 	Window time.Duration
 	reads  []paceRead // the reads of the last PaceHorizon windows, oldest first
-	found  int        // changes found by reads
+	found  int        // changes found by reads (and empty wakes)
+	empty  bool       // the last read found nothing
 }
 
 type paceRead struct {
@@ -44,9 +52,14 @@ func (p *Pacer) Next(readAt time.Time, n int, full bool) time.Time {
 		i++
 	}
 	p.reads = append(p.reads[:0], p.reads[i:]...)
-	if n > 0 {
-		p.reads = append(p.reads, paceRead{readAt, n})
-		p.found += n
+	count := n
+	if n == 0 && p.empty {
+		count = 1 // woken for nothing: another table's commit, say
+	}
+	p.empty = n == 0
+	if count > 0 {
+		p.reads = append(p.reads, paceRead{readAt, count})
+		p.found += count
 	}
 	if full || p.found < PaceRecords {
 		// NB: a full page is a backlog (read on at once); too few
