@@ -23,6 +23,9 @@ type fakeLog struct {
 	retained map[string]bool   // "tenant/env/table/consumer"
 	changed  chan struct{}
 	follows  atomic.Int64 // FollowLog calls
+	// beforeFollow, if set, runs at the start of every FollowLog (before
+	// the read), outside the lock.
+	beforeFollow atomic.Pointer[func()]
 }
 
 func newFakeLog() *fakeLog {
@@ -89,6 +92,9 @@ func (f *fakeLog) ReleaseLog(ctx context.Context, s tenancy.Scope, table, consum
 }
 
 func (f *fakeLog) FollowLog(ctx context.Context, s tenancy.Scope, table string, from changelog.Cursor, limit int) (changelog.FollowPage, error) {
+	if fn := f.beforeFollow.Load(); fn != nil {
+		(*fn)()
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.check(s, table); err != nil {

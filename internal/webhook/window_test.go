@@ -3,6 +3,7 @@ package webhook
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -90,5 +91,51 @@ func TestLightLoadReadsAtOnce(t *testing.T) {
 	// find two commits now and then, hence the quarter's slack.
 	if windowed := int64(elapsed/window) + 2; reads < writes*3/4 || reads <= windowed {
 		t.Errorf("%d reads of the log for %d commits in %v at light load; want one per commit (a window would allow %d)", reads, writes, elapsed, windowed)
+	}
+}
+
+// TestRotationDuringARead: a secret rotated while the worker is reading
+// the log, and a change committed after the rotation answered, found by
+// that very read: the change is signed with the new secret (the worker
+// notices the subscription changed before it acts on the page), so a
+// receiver that trusts only the new secret from the answer on never
+// rejects a delivery.
+func TestRotationDuringARead(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, Options{AllowPrivate: true})
+	rc := newReceiver(t)
+	tenant := tenancy.NewTenantID()
+	s := adminScope(t, tenant, "live")
+	f.log.addTable(tenant, "live", "orders")
+	v, err := f.m.Create(ctx, s, CreateInput{Table: "orders", URL: rc.srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc.trust(v.Secret)
+	f.log.put(tenant, "live", "orders", changelog.Insert, nil, item("o", "1"))
+	rc.waitRecords(1)
+
+	var once sync.Once
+	rotate := func() {
+		once.Do(func() {
+			r2, err := f.m.RotateSecret(ctx, s, v.ID, 0)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			rc.mu.Lock()
+			rc.secrets = []string{r2.Secret}
+			rc.mu.Unlock()
+			f.log.put(tenant, "live", "orders", changelog.Insert, nil, item("o", "2"))
+		})
+	}
+	f.log.beforeFollow.Store(&rotate)
+	f.log.put(tenant, "live", "orders", changelog.Modify, item("o", "1"), item("o", "1", "x", "y")) // wakes the worker
+	got := rc.waitRecords(3)
+	if rc.bad.Load() != 0 {
+		t.Errorf("%d deliveries signed only with the rotated-out secret after the rotation answered", rc.bad.Load())
+	}
+	if got[2].Dynamodb.NewImage["sk"].S != "2" {
+		t.Errorf("third record: %+v", got[2])
 	}
 }

@@ -181,6 +181,13 @@ func (w *worker) step(s tenancy.Scope, r *record, gen uint64, pos position) {
 		w.sleep(w.backoff())
 		return
 	}
+	if w.dirty.Load() {
+		// NB: the subscription changed while the page was read (a rotated
+		// secret, a new filter; the Manager pokes before it answers): read
+		// it again before acting on the page, so that a change committed
+		// after that answer is never filtered or signed by the old one.
+		return
+	}
 	var recs []json.RawMessage
 	var first, last string
 	next, size := page.Next, 0
