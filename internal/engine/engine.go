@@ -95,10 +95,11 @@ type Options struct {
 	// means 4h.
 	StreamRollover time.Duration
 
-	// RewindPause paces in-place tenant restores (rewind.go): after each
-	// batch a restore sleeps RewindPause times as long as the batch took,
-	// leaving the other tenants' writers that share of the WAL and the
-	// CPU. 0 means DefaultRewindPause; negative, no pause.
+	// RewindPause paces in-place tenant restores (rewindpace.go): a
+	// restore waits for a moment with no request in flight before each
+	// short step, and after it sleeps RewindPause times as long as the
+	// step took, leaving the other tenants that share of the WAL and the
+	// CPU. 0 means DefaultRewindPause; negative, no pacing at all.
 	RewindPause float64
 
 	// Keys holds the tenants' data keys, under which every item, index

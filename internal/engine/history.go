@@ -40,12 +40,19 @@ var ErrHistoryIncomplete = errors.New("engine: the change log lacks the old imag
 type pastState map[string]attr.Item
 
 // stateAt reads, from snap, the changes of h's namespace in h's table
-// made after at. Errors: ErrHistoryTrimmed, ErrHistoryIncomplete, the
-// log's.
-func (e *Engine) stateAt(snap *storage.Snapshot, h *handle, at time.Time) (pastState, error) {
+// made after at. pace, if not nil, is called every rewindReadStep
+// records (a restore's pacing); its error ends the read and is returned.
+// Errors: ErrHistoryTrimmed, ErrHistoryIncomplete, pace's, the log's.
+func (e *Engine) stateAt(snap *storage.Snapshot, h *handle, at time.Time, pace func() error) (pastState, error) {
 	t, ns := h.Table, h.Namespace
 	past := pastState{}
+	n := 0
 	err := e.clog.ChangesAfter(snap, ns, t.ID, at, func(en changelog.Entry) error {
+		if n++; pace != nil && n%rewindReadStep == 0 {
+			if err := pace(); err != nil {
+				return err
+			}
+		}
 		k := string(itemKey(t, ns, en.Keys))
 		if _, seen := past[k]; seen {
 			return nil
@@ -59,7 +66,7 @@ func (e *Engine) stateAt(snap *storage.Snapshot, h *handle, at time.Time) (pastS
 	switch {
 	case errors.Is(err, changelog.ErrTrimmed):
 		return nil, ErrHistoryTrimmed
-	case errors.Is(err, ErrHistoryIncomplete):
+	case errors.Is(err, ErrHistoryIncomplete), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return nil, err
 	case err != nil:
 		return nil, fmt.Errorf("engine: reading the change log: %w", err)
@@ -120,7 +127,7 @@ func itemsAt(ctx context.Context, snap *storage.Snapshot, h *handle, past pastSt
 // log's coverage first: LogCoverage), fn's.
 func (sn *Snapshot) ItemsAt(ctx context.Context, i int, at time.Time, fn func(attr.Item) error) error {
 	t := sn.tables[i]
-	past, err := sn.e.stateAt(t.snap, t.h, at)
+	past, err := sn.e.stateAt(t.snap, t.h, at, nil)
 	if err != nil {
 		return err
 	}

@@ -231,7 +231,7 @@ func (e *Engine) RestoreTableToPointInTime(ctx context.Context, s tenancy.Scope,
 	}
 
 	// The state at `at` (history.go).
-	past, err := e.stateAt(snap, h, at)
+	past, err := e.stateAt(snap, h, at, nil)
 	switch {
 	case errors.Is(err, ErrHistoryTrimmed):
 		return nil, apierr.New(apierr.InvalidRestoreTime, "Invalid restore time: the change log no longer reaches back to it")

@@ -50,7 +50,9 @@ import (
 // exact: the first change after the time of each key is unchanged by the
 // restore's own later records, so the state at the time is recomputed the
 // same, and keys already put back are skipped (equal items are not
-// written).
+// written). So the restore's batches are not synced one by one (an
+// fsync each would stall the other tenants' writers behind it): the
+// table's store is synced once at the end, before the record says done.
 
 // Rewind states.
 const (
@@ -401,15 +403,16 @@ func keyOf(t *schema.Table, item attr.Item) attr.Item {
 	return k
 }
 
-// rewindChunk is how many keys one restore batch writes back.
-const rewindChunk = 100
+// rewindChunk is how many keys one restore batch writes back: a short
+// step (rewindpace.go), one WAL sync.
+const rewindChunk = 25
 
 // rewindOp is the operation a restore's writes are metered as.
 const rewindOp = "RestoreTableToPointInTime"
 
 // DefaultRewindPause is Options.RewindPause's default: a restore spends
-// at most half of its time writing.
-const DefaultRewindPause = 1.0
+// at most a third of its time working (rewindpace.go).
+const DefaultRewindPause = 2.0
 
 // RunRewind runs the scope's namespace's unfinished restore to its end
 // and returns its final record; progress, if not nil, gets the record
@@ -499,10 +502,19 @@ func (e *Engine) runRewind(ctx context.Context, s tenancy.Scope, r *Rewind, prog
 // rewindTable puts every item of h's namespace changed since r.At back
 // as it was then.
 func (e *Engine) rewindTable(ctx context.Context, s tenancy.Scope, h *handle, r *Rewind, rt *RewindTable, progress func(Rewind)) error {
+	pace := e.rewindPacer(ctx)
+	if err := pace.start(); err != nil {
+		return err
+	}
 	snap := h.db.NewSnapshot()
-	past, err := e.stateAt(snap, h, r.At)
+	past, err := e.stateAt(snap, h, r.At, pace.step)
 	snap.Close()
+	if perr := pace.end(); err == nil {
+		err = perr
+	}
 	switch {
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return err
 	case errors.Is(err, ErrHistoryTrimmed):
 		return apierr.New(apierr.InvalidRestoreTime, "table %s's change log no longer reaches back to %s", apierr.Clip(h.Table.Name), r.At.UTC().Format(time.RFC3339Nano))
 	case errors.Is(err, ErrHistoryIncomplete):
@@ -518,7 +530,7 @@ func (e *Engine) rewindTable(ctx context.Context, s tenancy.Scope, h *handle, r 
 	slices.Sort(keys) // NB: key order: neighbouring keys share blocks
 	t := h.Table
 	for len(keys) > 0 {
-		if err := ctx.Err(); err != nil {
+		if err := pace.start(); err != nil {
 			return err
 		}
 		n := min(rewindChunk, len(keys))
@@ -534,7 +546,6 @@ func (e *Engine) rewindTable(ctx context.Context, s tenancy.Scope, h *handle, r 
 		}
 		keys = keys[n:]
 		var changed int64
-		t0 := time.Now()
 		err := e.locked(chunk, nil, func() error {
 			for _, w := range chunk {
 				switch {
@@ -561,13 +572,15 @@ func (e *Engine) rewindTable(ctx context.Context, s tenancy.Scope, h *handle, r 
 		if progress != nil {
 			progress(*r)
 		}
-		if p := e.opts.RewindPause; p > 0 && changed > 0 {
-			select {
-			case <-time.After(time.Duration(float64(time.Since(t0)) * p)):
-			case <-ctx.Done():
-				return ctx.Err()
-			}
+		if err := pace.end(); err != nil {
+			return err
 		}
+	}
+	// NB: the batches were not synced (commit): they must be durable
+	// before the record saying the restore is done, and a silo store's
+	// WAL is not the main store's.
+	if err := h.db.SyncWAL(); err != nil {
+		return apierr.Wrap(apierr.Internal, err, "syncing the restored items")
 	}
 	return nil
 }

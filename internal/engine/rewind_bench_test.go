@@ -42,14 +42,15 @@ func rbItem(i int, v string) attr.Item {
 //     TENANTDB_RB_BIG (default 10,000); after the time T every tenant
 //     overwrites 10% of its items, deletes 5% and creates 5% more.
 //   - one-tenant: the big tenant restored to T, then undone, six times
-//     (twelve restores), alternately with the default pause between
-//     batches (Options.RewindPause) and without;
+//     (twelve restores), alternately with the default pacing
+//     (Options.RewindPause, rewindpace.go) and without;
 //   - whole-store: every tenant restored to T, one after the other — the
 //     whole store's worth of the same work;
 //   - while they run, 32 small tenants issue GetItem and PutItem at a
 //     paced 400 requests/s; their p50/p99 latency during the one-tenant
 //     restores (paced and not) against the same load with no restore,
-//     measured just before each.
+//     measured just before each; and each round's p99 during its
+//     restores ÷ its p99 just before, with the median over the rounds.
 //
 // Run with -benchtime 1x.
 func BenchmarkTenantRestoreInStore(b *testing.B) {
@@ -195,6 +196,31 @@ func BenchmarkTenantRestoreInStore(b *testing.B) {
 		var one, unpaced []time.Duration
 		var keys int64
 		var duringUnpaced, duringPaced []time.Duration
+		// Each round's p99 without a restore (its baseline window) and
+		// during its restores, paced rounds and unpaced.
+		var roundsPaced, roundsUnpaced [][2]time.Duration
+		idleFrom := 0
+		pct := func(ds []time.Duration, p float64) time.Duration {
+			slices.Sort(ds)
+			if len(ds) == 0 {
+				return 0
+			}
+			return ds[int(p*float64(len(ds)-1))]
+		}
+		// ratios logs each round's p99 during ÷ without, and returns
+		// their median.
+		ratios := func(what string, rs [][2]time.Duration) float64 {
+			var q []float64
+			for _, r := range rs {
+				q = append(q, float64(r[1])/float64(max(r[0], 1)))
+				b.Logf("%s round: others' p99 without %v, during %v: %.2f×", what, r[0].Round(10*time.Microsecond), r[1].Round(10*time.Microsecond), q[len(q)-1])
+			}
+			slices.Sort(q)
+			if len(q) == 0 {
+				return 0
+			}
+			return q[len(q)/2]
+		}
 		for round := range 6 {
 			// NB: odd rounds without the pause (RewindPause < 0).
 			env.e.opts.RewindPause = DefaultRewindPause
@@ -210,12 +236,16 @@ func BenchmarkTenantRestoreInStore(b *testing.B) {
 			restoring.Store(false)
 			measure.Store(false)
 			mu.Lock()
+			rp := [2]time.Duration{pct(slices.Clone(idle[idleFrom:]), .99), pct(slices.Clone(during), .99)}
+			idleFrom = len(idle)
 			if round%2 == 1 {
 				unpaced = append(unpaced, d1, d2)
 				duringUnpaced = append(duringUnpaced, during...)
+				roundsUnpaced = append(roundsUnpaced, rp)
 			} else {
 				one = append(one, d1, d2)
 				duringPaced = append(duringPaced, during...)
+				roundsPaced = append(roundsPaced, rp)
 			}
 			during = during[:0]
 			mu.Unlock()
@@ -233,18 +263,14 @@ func BenchmarkTenantRestoreInStore(b *testing.B) {
 		slices.Sort(one)
 		slices.Sort(unpaced)
 		med := one[len(one)/2]
-		pct := func(ds []time.Duration, p float64) time.Duration {
-			slices.Sort(ds)
-			if len(ds) == 0 {
-				return 0
-			}
-			return ds[int(p*float64(len(ds)-1))]
-		}
 		b.Logf("one tenant: %d of %d items changed since T; restores %v, median %v (%.0f keys/s)", keys, big, one, med.Round(time.Millisecond), float64(keys)/med.Seconds())
 		b.Logf("whole store: %d tenants, %d items, %d changed keys: %v (%.0f keys/s); ratio %.1f×", nt, total, all, whole.Round(time.Millisecond), float64(all)/whole.Seconds(), whole.Seconds()/med.Seconds())
 		b.Logf("one tenant without the pause: restores %v, median %v", unpaced, unpaced[len(unpaced)/2].Round(time.Millisecond))
 		b.Logf("other tenants: %d requests without a restore p50 %v p99 %v; %d during paced restores p50 %v p99 %v; %d during unpaced p50 %v p99 %v",
 			len(idle), pct(idle, .5), pct(idle, .99), len(duringPaced), pct(duringPaced, .5), pct(duringPaced, .99), len(duringUnpaced), pct(duringUnpaced, .5), pct(duringUnpaced, .99))
+		mp, mup := ratios("paced", roundsPaced), ratios("unpaced", roundsUnpaced)
+		b.Logf("other tenants' p99 during ÷ without, median of %d rounds: paced %.2f×, unpaced %.2f×", len(roundsPaced), mp, mup)
+		b.ReportMetric(mp, "others-p99-ratio-paced")
 		b.ReportMetric(med.Seconds(), "one-tenant-s")
 		b.ReportMetric(whole.Seconds(), "whole-store-s")
 		b.ReportMetric(float64(pct(idle, .99).Microseconds()), "others-p99-idle-µs")

@@ -263,11 +263,19 @@ func (e *Engine) commit(ws []*itemWrite, extra func(b *storage.Batch) error) err
 			return err
 		}
 	}
+	// NB: an in-place restore's batches are not synced on their own: the
+	// restore is redone from its durable record after a crash, and the
+	// record that ends it is synced, after them (rewindpace.go).
+	sync := len(ws) == 0 || !ws[0].rewind
 	for _, p := range batches {
 		if p.b.Len() == 0 {
 			continue
 		}
-		if err := p.db.Apply(p.b); err != nil {
+		apply := p.db.Apply
+		if !sync {
+			apply = p.db.ApplyNoSync
+		}
+		if err := apply(p.b); err != nil {
 			return apierr.Wrap(apierr.Internal, err, "writing items")
 		}
 		for _, r := range p.regs {

@@ -1,0 +1,114 @@
+package engine
+
+import (
+	"context"
+	"time"
+)
+
+// How an in-place restore yields to the other tenants by itself (no
+// scheduler has to know about it): it works in short steps, and
+//
+//   - before a step it waits, up to rewindMaxWait, for a moment when no
+//     request of anyone holds a handle of the engine (nothing in flight),
+//     so that it does not start its work beside theirs;
+//   - after a step it sleeps Options.RewindPause times as long as the
+//     step took, so that it uses at most 1/(1+RewindPause) of the time
+//     (a core, the WAL's commit pipeline and its fsyncs), and a request
+//     arriving meanwhile is delayed by at most one short step.
+//
+// The steps are reading rewindReadStep records of the change log (the
+// state at the time) and writing back rewindChunk keys (one batch, not
+// synced on its own: rewind.go). A step that is slowed by the load (other tenants, other
+// processes, the disk) makes the pause after it as long: the restore
+// slows down as the machine gets busier. RewindPause < 0 turns all of it
+// off (the restore runs flat out).
+//
+// NB: the wait is bounded so that a server never idle still finishes
+// its restores: at worst a step every rewindMaxWait plus its pause.
+
+// rewindMaxWait bounds a restore step's wait for an idle moment.
+const rewindMaxWait = 20 * time.Millisecond
+
+// rewindIdlePoll is how often a waiting restore looks again.
+const rewindIdlePoll = 500 * time.Microsecond
+
+// rewindReadStep is how many change records a restore reads between two
+// pauses while it computes the state at the time.
+const rewindReadStep = 256
+
+// rewindPacer paces one restore's steps.
+type rewindPacer struct {
+	e     *Engine
+	ctx   context.Context
+	begin time.Time // the current step's start; zero outside a step
+	// Waited and Paused are the time spent waiting for idle moments and
+	// pausing after steps.
+	Waited, Paused time.Duration
+}
+
+func (e *Engine) rewindPacer(ctx context.Context) *rewindPacer {
+	return &rewindPacer{e: e, ctx: ctx}
+}
+
+func (p *rewindPacer) on() bool { return p.e.opts.RewindPause > 0 }
+
+// inFlight is the number of request handles open: requests being served.
+// NB: a restore's own handle is not counted (runRewind makes it without
+// trackHandle).
+func (e *Engine) inFlight() int64 { return e.moves.current().n.Load() }
+
+// start begins a step: it waits for an idle moment (bounded).
+func (p *rewindPacer) start() error {
+	if err := p.ctx.Err(); err != nil {
+		return err
+	}
+	if p.on() && p.e.inFlight() > 0 {
+		t0 := time.Now()
+		deadline := t0.Add(rewindMaxWait)
+		for p.e.inFlight() > 0 && time.Now().Before(deadline) {
+			if err := sleepCtx(p.ctx, rewindIdlePoll); err != nil {
+				return err
+			}
+		}
+		p.Waited += time.Since(t0)
+	}
+	p.begin = time.Now()
+	return nil
+}
+
+// end ends a step: it pauses RewindPause times the step's duration.
+func (p *rewindPacer) end() error {
+	if p.begin.IsZero() {
+		return nil
+	}
+	took := time.Since(p.begin)
+	p.begin = time.Time{}
+	if !p.on() {
+		return nil
+	}
+	d := time.Duration(float64(took) * p.e.opts.RewindPause)
+	p.Paused += d
+	return sleepCtx(p.ctx, d)
+}
+
+// step ends the current step and starts the next one.
+func (p *rewindPacer) step() error {
+	if err := p.end(); err != nil {
+		return err
+	}
+	return p.start()
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
