@@ -12,6 +12,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+
+	"github.com/tenantdb/tenantdb/internal/tenantkey"
 )
 
 // KeysDir is where a restore puts the tenants' keys in the data
@@ -184,6 +186,16 @@ func (r *Repo) Restore(o RestoreOptions) (VerifyResult, error) {
 	dirs[kdir] = true
 	for _, k := range m.Keys {
 		if slices.Contains(res.Shredded, k.Tenant) {
+			// NB: the mark keeps the restored server from giving the
+			// tenant a new key (tenantkey.ShreddedSuffix).
+			mark := fmt.Sprintf("the data key of tenant %s was destroyed (the tenant was deleted) after backup %s was taken\n", k.Tenant, m.ID)
+			at := filepath.Join(kdir, k.Tenant+tenantkey.ShreddedSuffix)
+			if err := os.WriteFile(at, []byte(mark), 0o600); err != nil {
+				return res, fmt.Errorf("backup: %w", err)
+			}
+			if err := syncFile(at); err != nil {
+				return res, fmt.Errorf("backup: %w", err)
+			}
 			continue
 		}
 		if err := copyChecked(r.keyPath(k.Tenant, m.ID), filepath.Join(kdir, k.Tenant), k.SHA256); err != nil {

@@ -37,6 +37,12 @@ func (v *values) key(pk []byte) (*tenantkey.Key, error) {
 		return nil, apierr.New(apierr.Internal, "engine: a value outside every tenant's range")
 	}
 	k, err := v.keys.Key(t)
+	if errors.Is(err, tenantkey.ErrDestroyed) {
+		// NB: what a deleted tenant's credential gets; reached with a
+		// live credential only on a server restored from a backup taken
+		// before the tenant's deletion (tenantkey.ShreddedSuffix).
+		return nil, apierr.New(apierr.UnrecognizedClient, "tenant %s was deleted: its data key was destroyed, so its data can no longer be read or written by anyone", t)
+	}
 	if err != nil {
 		return nil, apierr.Wrap(apierr.Internal, err, "loading the tenant's data key")
 	}

@@ -155,8 +155,32 @@ func Open(opts Options) (*Keyring, error) {
 // Create gives tenant t a data key if it has none (tenant creation).
 func (kr *Keyring) Create(t tenancy.TenantID) error {
 	kr.destroyed.Delete(t) // a tenant created again with a deleted tenant's id
+	if kr.dir != "" {
+		if err := os.Remove(kr.path(t) + ShreddedSuffix); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("tenantkey: %w", err)
+		}
+	}
 	_, err := kr.key(t, true)
 	return err
+}
+
+// ShreddedSuffix names, beside where a tenant's key file would be
+// (<dir>/<tenant><suffix>), the mark that the tenant's key was destroyed
+// although the rest of the server may not know it: an operator backup
+// restored after the tenant's deletion holds the tenant and its sealed
+// data, but not its key (internal/backup writes the mark). Key then
+// returns ErrDestroyed for the tenant instead of making a new key, under
+// which the tenant would write again beside data nobody can open.
+const ShreddedSuffix = ".shredded"
+
+// shredded reports whether t's key is marked destroyed in the directory.
+// REQUIRES: kr.mu.
+func (kr *Keyring) shredded(t tenancy.TenantID) bool {
+	if kr.dir == "" {
+		return false
+	}
+	_, err := os.Stat(kr.path(t) + ShreddedSuffix)
+	return err == nil
 }
 
 // Key returns tenant t's data key, unwrapping it on first use and creating
@@ -191,6 +215,10 @@ func (kr *Keyring) key(t tenancy.TenantID, create bool) (*Key, error) {
 	}
 	start := time.Now()
 	f, err := kr.read(t)
+	if errors.Is(err, fs.ErrNotExist) && kr.shredded(t) {
+		kr.destroyed.Store(t, struct{}{})
+		return nil, ErrDestroyed
+	}
 	if errors.Is(err, fs.ErrNotExist) {
 		if ok {
 			kr.keys.Delete(t) // NB: destroyed through another gateway

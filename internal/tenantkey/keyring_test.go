@@ -143,3 +143,35 @@ func TestRotationAndRewrap(t *testing.T) {
 		t.Fatalf("new version after FinishRotation: %q, %v", got, err)
 	}
 }
+
+// TestShreddedMark: a tenant whose key file is missing and marked
+// shredded (a backup restored after its deletion) gets ErrDestroyed and
+// no new key, in every process; creating the tenant again clears it.
+func TestShreddedMark(t *testing.T) {
+	dir := t.TempDir()
+	a, b := tenancy.NewTenantID(), tenancy.NewTenantID()
+	if err := os.WriteFile(filepath.Join(dir, a.String()+ShreddedSuffix), []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		kr := open(t, dir, testKEK(1))
+		if _, err := kr.Key(a); !errors.Is(err, ErrDestroyed) {
+			t.Fatalf("Key of a shredded tenant: %v", err)
+		}
+		if _, err := os.Stat(filepath.Join(dir, a.String())); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("a key was made for a shredded tenant: %v", err)
+		}
+		key(t, kr, b) // control: another tenant's key is made as before
+	}
+	if ts, err := open(t, dir, testKEK(1)).Tenants(); err != nil || len(ts) != 1 || ts[0] != b {
+		t.Fatalf("the mark is listed as a key: %v %v", ts, err)
+	}
+	kr := open(t, dir, testKEK(1))
+	if err := kr.Create(a); err != nil {
+		t.Fatal(err)
+	}
+	key(t, kr, a)
+	if _, err := os.Stat(filepath.Join(dir, a.String()+ShreddedSuffix)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the mark after the tenant was created again: %v", err)
+	}
+}

@@ -1,6 +1,7 @@
 package atrest
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -67,17 +68,42 @@ func TestOperatorBackupShredding(t *testing.T) {
 			os.WriteFile(filepath.Join(restored, f), data, 0o600)
 		}
 	}
+	if _, err := os.Stat(filepath.Join(restored, "tenant-keys", a.TenantID+".shredded")); err != nil {
+		t.Errorf("the restored directory does not mark A's key destroyed: %v", err)
+	}
 	old := start(t, restored)
+	// NB: A's credential is in the backup; its data is sealed under a key
+	// nobody has. A gets what a deleted tenant's credential gets, saying
+	// why, on reads and writes, and no new key is made for it.
+	wantGone := func(what string, err error) {
+		t.Helper()
+		var apiErr interface{ ErrorCode() string }
+		switch {
+		case err == nil:
+			t.Errorf("%s: succeeded on a server restored from a backup taken before A's deletion", what)
+		case !errors.As(err, &apiErr) || apiErr.ErrorCode() != "UnrecognizedClientException":
+			t.Errorf("%s: %v; want UnrecognizedClientException", what, err)
+		case !strings.Contains(err.Error(), "tenant "+a.TenantID+" was deleted: its data key was destroyed"):
+			t.Errorf("%s: %v; want the message to say that A was deleted and its key destroyed", what, err)
+		}
+	}
 	for _, table := range []string{"Shared", "Siloed"} {
 		out, err := old.Client(a).GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), Key: map[string]types.AttributeValue{"pk": S(keyA), "sk": S("1")}})
 		if err == nil {
 			t.Errorf("A's %s item read from the backup taken before A's deletion: %v", table, out.Item)
-		} else if !strings.Contains(err.Error(), "InternalServerError") {
-			t.Errorf("A's %s item from the backup: %v; want the server's refusal to decrypt", table, err)
 		}
+		wantGone("A's GetItem on "+table, err)
+		_, err = old.Client(a).PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table),
+			Item: map[string]types.AttributeValue{"pk": S(keyA + "new"), "sk": S("1"), "secret": S("after")}})
+		wantGone("A's PutItem on "+table, err)
+		_, err = old.Client(a).Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(table)})
+		wantGone("A's Scan of "+table, err)
 		outB, err := old.Client(b).GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), Key: map[string]types.AttributeValue{"pk": S(keyB), "sk": S("1")}})
 		if err != nil || outB.Item == nil || outB.Item["secret"].(*types.AttributeValueMemberS).Value != marker+"-"+keyB {
 			t.Errorf("B's %s item from the same backup: %v, %v", table, outB, err)
 		}
+	}
+	if _, err := os.Stat(filepath.Join(restored, "tenant-keys", a.TenantID)); !os.IsNotExist(err) {
+		t.Errorf("the restored server made A a new data key: %v", err)
 	}
 }
