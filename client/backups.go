@@ -18,6 +18,11 @@ type BackupRequest struct {
 	// as an absolute path. Created if missing or empty; a repository the
 	// server wrote before gets an incremental backup.
 	To string `json:"to"`
+	// MaxRate limits how fast the server reads, hashes and copies its
+	// files into the repository, in MiB per second: nil means the
+	// server's default (32), 0 no limit. A lower rate leaves the disk and
+	// the cores to the server's writers; the backup takes longer.
+	MaxRate *float64 `json:"max_rate_mib,omitempty"`
 }
 
 // BackupEvent is one line of a backup's answer: progress while it runs,

@@ -38,11 +38,13 @@ func backupCreate(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs, cf := newClientFlagSet("backup create", stderr, os.Getenv)
 	to := fs.String("to", "", "the backup repository: a directory on the server's machine (a relative path is made absolute here)")
 	quiet := fs.Bool("quiet", false, "print no progress")
+	maxRate := fs.Float64("max-rate", float64(backup.DefaultMaxRate)/(1<<20), "MiB per second the server reads, hashes and copies its files at, leaving the disk and cores to its writers; 0 = no limit")
 	usageFunc(fs, stderr, "usage: tenantdb backup create --to DIR [flags]",
 		"",
 		"The server copies, as of one moment and while it keeps serving, its main store,",
 		"every silo store and the tenants' data keys into DIR. Files DIR already holds",
-		"are not copied again. The server key is not in the backup: keep it apart.")
+		"are not copied again. The server key is not in the backup: keep it apart.",
+		"The copy is limited to --max-rate MiB/s so that writers keep their pace.")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
@@ -53,6 +55,9 @@ func backupCreate(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if *to == "" {
 		return errors.New("--to is required")
 	}
+	if *maxRate < 0 {
+		return fmt.Errorf("--max-rate must be a number of MiB per second, 0 for no limit; got %v", *maxRate)
+	}
 	dir, err := filepath.Abs(*to)
 	if err != nil {
 		return err
@@ -62,7 +67,7 @@ func backupCreate(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return err
 	}
 	phase := ""
-	done, err := c.Backup(ctx, client.BackupRequest{To: dir}, func(p client.BackupProgress) {
+	done, err := c.Backup(ctx, client.BackupRequest{To: dir, MaxRate: maxRate}, func(p client.BackupProgress) {
 		if *quiet {
 			return
 		}

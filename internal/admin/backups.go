@@ -4,20 +4,23 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"net/http"
 	"path/filepath"
 	"time"
 
 	"github.com/tenantdb/tenantdb/client"
 	"github.com/tenantdb/tenantdb/internal/apierr"
+	"github.com/tenantdb/tenantdb/internal/backup"
 )
 
 // Backups writes operator backups of the whole server (the node: it
 // holds every store and the keyring).
 type Backups interface {
-	// Backup writes a backup into the repository dir, calling progress as
-	// it advances.
-	Backup(ctx context.Context, dir string, progress func(client.BackupProgress)) (client.BackupDone, error)
+	// Backup writes a backup into the repository dir, reading at most
+	// maxRate bytes per second (0: no limit), calling progress as it
+	// advances.
+	Backup(ctx context.Context, dir string, maxRate int64, progress func(client.BackupProgress)) (client.BackupDone, error)
 }
 
 // ServeBackups adds POST /v1/backups (operator only): a backup of the
@@ -34,11 +37,19 @@ func (h *Handler) ServeBackups(b Backups) {
 		if req.To == "" || !filepath.IsAbs(req.To) {
 			return apierr.Validationf("\"to\" must be the absolute path of the backup repository on the server's machine")
 		}
-		return h.backupStream(c, b, filepath.Clean(req.To))
+		rate := int64(backup.DefaultMaxRate)
+		if req.MaxRate != nil {
+			r := *req.MaxRate
+			if math.IsNaN(r) || r < 0 || r > 1<<20 {
+				return apierr.Validationf("\"max_rate_mib\" must be a number of MiB per second from 0 (no limit) to %d, got %v", 1<<20, r)
+			}
+			rate = int64(r * (1 << 20))
+		}
+		return h.backupStream(c, b, filepath.Clean(req.To), rate)
 	})
 }
 
-func (h *Handler) backupStream(c *call, b Backups, dir string) error {
+func (h *Handler) backupStream(c *call, b Backups, dir string, rate int64) error {
 	rc := http.NewResponseController(c.w)
 	started := false
 	write := func(ev client.BackupEvent) {
@@ -54,7 +65,7 @@ func (h *Handler) backupStream(c *call, b Backups, dir string) error {
 		c.w.Write(append(line, '\n'))
 		rc.Flush()
 	}
-	done, err := b.Backup(c.ctx, dir, func(p client.BackupProgress) { write(client.BackupEvent{Progress: &p}) })
+	done, err := b.Backup(c.ctx, dir, rate, func(p client.BackupProgress) { write(client.BackupEvent{Progress: &p}) })
 	if err != nil {
 		h.recordPlatformOutcome(c, "backup.create", err)
 		if !started {

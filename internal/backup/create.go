@@ -157,6 +157,11 @@ type CreateOptions struct {
 	// tenants destroyed while the backup was written are removed from it
 	// (their Shred may have run before this backup wrote them).
 	Live func(t tenancy.TenantID) bool
+	// MaxRate limits how fast the backup reads, hashes and copies the
+	// stores' files, in bytes per second; 0 does not limit. (The
+	// checkpoint's own copies — a store's WAL, an open silo store — are
+	// not limited.)
+	MaxRate int64
 	// Progress, if set, is called as the backup advances.
 	Progress func(Progress)
 	// Now; nil means time.Now.
@@ -262,6 +267,8 @@ func Create(ctx context.Context, o CreateOptions) (*Manifest, error) {
 	}
 	p := Progress{Phase: "copy", Files: len(files), Bytes: m.Bytes}
 	o.Progress(p)
+	lim := newLimiter(o.MaxRate)
+	defer lowerPriority()()
 	var since int64
 	for _, f := range files {
 		if err := ctx.Err(); err != nil {
@@ -274,7 +281,7 @@ func Create(ctx context.Context, o CreateOptions) (*Manifest, error) {
 			}
 		}
 		if sum == "" {
-			copied, s, err := r.store(f.path, f.size)
+			copied, s, err := r.store(ctx, lim, f.path, f.size)
 			if err != nil {
 				return nil, err
 			}
@@ -352,15 +359,30 @@ func Create(ctx context.Context, o CreateOptions) (*Manifest, error) {
 }
 
 // store puts the file at path into the repository under its SHA-256 and
-// reports whether it was not there yet.
-func (r *Repo) store(path string, size int64) (copied bool, sum string, err error) {
-	sum, n, err := hashFile(path)
+// reports whether it was not there yet. It reads the file once, paced by
+// l: into a temporary file while hashing it, which becomes the blob (or
+// is dropped if the repository has that content already).
+func (r *Repo) store(ctx context.Context, l *limiter, path string, size int64) (copied bool, sum string, err error) {
+	in, err := os.Open(path)
+	if err != nil {
+		return false, "", fmt.Errorf("backup: %w", err)
+	}
+	defer in.Close()
+	tmp, err := os.CreateTemp(filepath.Join(r.dir, tmpDir), "file-*")
+	if err != nil {
+		return false, "", fmt.Errorf("backup: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	defer tmp.Close()
+	h := newHasher()
+	n, err := copyPaced(ctx, l, io.MultiWriter(tmp, h), in, tmp)
 	if err != nil {
 		return false, "", fmt.Errorf("backup: %w", err)
 	}
 	if n != size {
 		return false, "", fmt.Errorf("backup: %s changed while being copied", path)
 	}
+	sum = h.sum()
 	dst := r.blobPath(sum)
 	if st, err := os.Stat(dst); err == nil && st.Size() == n {
 		return false, sum, nil
@@ -368,25 +390,7 @@ func (r *Repo) store(path string, size int64) (copied bool, sum string, err erro
 	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
 		return false, "", fmt.Errorf("backup: %w", err)
 	}
-	tmp, err := os.CreateTemp(filepath.Join(r.dir, tmpDir), "file-*")
-	if err != nil {
-		return false, "", fmt.Errorf("backup: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	in, err := os.Open(path)
-	if err != nil {
-		tmp.Close()
-		return false, "", fmt.Errorf("backup: %w", err)
-	}
-	h := newHasher()
-	_, err = io.Copy(io.MultiWriter(tmp, h), in)
-	in.Close()
-	if err == nil && h.sum() != sum {
-		err = fmt.Errorf("%s changed while being copied", path)
-	}
-	if err == nil {
-		err = tmp.Sync()
-	}
+	err = tmp.Sync()
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}

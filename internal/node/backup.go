@@ -29,7 +29,7 @@ func (n *Node) openBackups() {
 // show`, backup manifests): hex of the first 8 bytes of its check.
 func ServerKeyCheck(check []byte) string { return hex.EncodeToString(check[:8]) }
 
-func (b nodeBackups) Backup(ctx context.Context, dir string, progress func(client.BackupProgress)) (client.BackupDone, error) {
+func (b nodeBackups) Backup(ctx context.Context, dir string, maxRate int64, progress func(client.BackupProgress)) (client.BackupDone, error) {
 	n := b.n
 	if n.backups == nil {
 		return client.BackupDone{}, apierr.Validationf("this server keeps its data in memory: there is nothing to back up")
@@ -56,6 +56,7 @@ func (b nodeBackups) Backup(ctx context.Context, dir string, progress func(clien
 			held = st.Held
 			return keys, err
 		},
+		MaxRate:  maxRate,
 		Live:     n.keys.Stored,
 		Progress: func(p backup.Progress) { progress(client.BackupProgress(p)) },
 	})

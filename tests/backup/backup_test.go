@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -205,7 +207,22 @@ func TestBackupRestoreUnderLoad(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	before1 := w.acked.Load()
-	stdout, stderr, err := cli(t, nil, append([]string{"backup", "create", "--to", repo, "--json"}, opArgs(srv)...)...)
+	// A copy rate that is not a rate is refused before anything is
+	// written, by the server as by the CLI.
+	neg := -1.0
+	_, err := client.New(srv.Endpoint, srv.Operator.Key).Backup(context.Background(), client.BackupRequest{To: repo, MaxRate: &neg}, nil)
+	var ce *client.Error
+	if !errors.As(err, &ce) || ce.Status != http.StatusBadRequest || !strings.Contains(ce.Message, "max_rate_mib") {
+		t.Errorf("backup with max_rate_mib -1: %v; want a 400 naming max_rate_mib", err)
+	}
+	if _, _, err := cli(t, nil, append([]string{"backup", "create", "--to", repo, "--max-rate", "-1"}, opArgs(srv)...)...); err == nil {
+		t.Error("backup create --max-rate -1 succeeded")
+	}
+	if _, err := os.Stat(repo); !os.IsNotExist(err) {
+		t.Errorf("a refused backup created the repository: %v", err)
+	}
+	// The full backup at a copy rate limit, the incremental without one.
+	stdout, stderr, err := cli(t, nil, append([]string{"backup", "create", "--to", repo, "--max-rate", "16", "--json"}, opArgs(srv)...)...)
 	if err != nil {
 		t.Fatalf("backup create: %v\n%s%s", err, stdout, stderr)
 	}
@@ -220,7 +237,7 @@ func TestBackupRestoreUnderLoad(t *testing.T) {
 	// More writes, then an incremental backup under the same writer.
 	load(t, ca, "Shared", "more", 500)
 	before2 := w.acked.Load()
-	stdout, stderr, err = cli(t, nil, append([]string{"backup", "create", "--to", repo, "--json"}, opArgs(srv)...)...)
+	stdout, stderr, err = cli(t, nil, append([]string{"backup", "create", "--to", repo, "--max-rate", "0", "--json"}, opArgs(srv)...)...)
 	if err != nil {
 		t.Fatalf("backup create (2): %v\n%s%s", err, stdout, stderr)
 	}
