@@ -93,6 +93,11 @@ type Config struct {
 	// MaxOpenSilos bounds the tenants' silo stores open at once (idle ones
 	// beyond it are closed, least recently used first).
 	MaxOpenSilos int
+	// RestorePause is how long an in-place tenant restore pauses after
+	// each short step, as a multiple of the step's time (up to 8 times
+	// more while other requests keep coming); 0 turns the pacing off
+	// (TENANTDB_RESTORE_PAUSE).
+	RestorePause float64
 }
 
 // DefaultConfig returns the defaults.
@@ -108,6 +113,7 @@ func DefaultConfig() Config {
 		ShutdownTimeout: 10 * time.Second,
 		StreamRetention: 24 * time.Hour,
 		MaxOpenSilos:    node.DefaultMaxOpenSilos,
+		RestorePause:    node.DefaultRestorePause,
 	}
 }
 
@@ -129,6 +135,13 @@ func (c *Config) applyEnv(getenv func(string) string) error {
 	str("TENANTDB_BACKEND_REGION", &c.BackendRegion)
 	str("TENANTDB_BACKEND_TABLE_PREFIX", &c.BackendTablePrefix)
 	c.Platform.applyEnv(getenv)
+	if v := getenv("TENANTDB_RESTORE_PAUSE"); v != "" {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return fmt.Errorf("TENANTDB_RESTORE_PAUSE must be a number, got %q", v)
+		}
+		c.RestorePause = f
+	}
 	for name, dst := range map[string]*bool{"TENANTDB_DEFAULT_TENANT": &c.DefaultTenant, "TENANTDB_FAIRNESS": &c.Fairness, "TENANTDB_CONN_GATE": &c.ConnGate,
 		"TENANTDB_ALLOW_PRIVATE_WEBHOOKS": &c.AllowPrivateWebhooks} {
 		if v := getenv(name); v != "" {
@@ -176,6 +189,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxOpenSilos < 1 {
 		return errors.New("--max-open-silos must be at least 1")
+	}
+	if !(c.RestorePause >= 0 && c.RestorePause <= 100) {
+		return fmt.Errorf("--restore-pause must be from 0 (no pacing) to 100, got %v", c.RestorePause)
 	}
 	return nil
 }
@@ -226,6 +242,7 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	fs.BoolVar(&cfg.AllowPrivateWebhooks, "allow-private-webhooks", cfg.AllowPrivateWebhooks, "let webhook subscriptions use http:// and loopback, private, link-local or metadata addresses; development and tests only (env TENANTDB_ALLOW_PRIVATE_WEBHOOKS)")
 	fs.DurationVar(&cfg.StreamRollover, "stream-rollover", cfg.StreamRollover, "how long each shard of a new stream is open before it closes and a child starts (0: 4h)")
 	fs.IntVar(&cfg.MaxOpenSilos, "max-open-silos", cfg.MaxOpenSilos, "how many tenants' silo stores may be open at once; idle ones beyond it are closed, least recently used first, and reopen on use")
+	fs.Float64Var(&cfg.RestorePause, "restore-pause", cfg.RestorePause, "how long an in-place tenant restore pauses after each short step, as a multiple of the step's time, up to 8 times more while other requests keep coming: higher leaves more to the other tenants and restores slower; 0 = no pacing (env TENANTDB_RESTORE_PAUSE)")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
 	}
@@ -326,6 +343,10 @@ func (c Config) nodeOptions(endpoint, serverKey string, log *slog.Logger) node.O
 
 		AllowPrivateWebhooks: c.AllowPrivateWebhooks,
 		MaxOpenSilos:         c.MaxOpenSilos,
+		RestorePause:         c.RestorePause,
+	}
+	if c.RestorePause == 0 {
+		o.RestorePause = -1 // NB: the flag's 0 is "no pacing", node's is "the default"
 	}
 	c.benchConfig.apply(&o)
 	return o

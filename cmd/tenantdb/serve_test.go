@@ -59,6 +59,15 @@ func TestServeConfig(t *testing.T) {
 		{name: "bad backend", args: []string{"--backend", "cassandra"}, env: env(), wantErr: "--backend"},
 		{name: "backend settings without backend", args: []string{"--backend-endpoint", "http://e:1"}, env: env(), wantErr: "need --backend"},
 		{name: "stray args", args: []string{"extra"}, env: env(), wantErr: "unexpected arguments"},
+		{name: "restore pause default", env: env(), want: func(c Config) bool {
+			return c.RestorePause == 2 && c.nodeOptions("x", "", nil).RestorePause == 2
+		}},
+		{name: "restore pause env", env: env("TENANTDB_RESTORE_PAUSE", "5"),
+			want: func(c Config) bool { return c.nodeOptions("x", "", nil).RestorePause == 5 }},
+		{name: "restore pause off", args: []string{"--restore-pause", "0"}, env: env("TENANTDB_RESTORE_PAUSE", "5"),
+			want: func(c Config) bool { return c.nodeOptions("x", "", nil).RestorePause < 0 }},
+		{name: "bad restore pause", args: []string{"--restore-pause", "-1"}, env: env(), wantErr: "--restore-pause"},
+		{name: "bad restore pause env", env: env("TENANTDB_RESTORE_PAUSE", "slow"), wantErr: "TENANTDB_RESTORE_PAUSE"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			cfg, err := parseServeConfig(c.args, c.env, io.Discard)

@@ -122,6 +122,9 @@ func (e *Engine) loadPlacements() error {
 type genCount struct {
 	gen uint64
 	n   atomic.Int64
+	// opened counts the handles ever opened in the generation: requests
+	// served (an in-place restore backs off when it grows: rewindpace.go).
+	opened atomic.Uint64
 }
 
 func (g *moveGates) current() *genCount {
@@ -144,6 +147,7 @@ func (e *Engine) trackHandle() (uint64, func()) {
 	for {
 		gc := g.current()
 		gc.n.Add(1)
+		gc.opened.Add(1)
 		if g.cur.Load() == gc {
 			return gc.gen, func() { gc.n.Add(-1) }
 		}

@@ -14,7 +14,12 @@ import (
 //   - after a step it sleeps Options.RewindPause times as long as the
 //     step took, so that it uses at most 1/(1+RewindPause) of the time
 //     (a core, the WAL's commit pipeline and its fsyncs), and a request
-//     arriving meanwhile is delayed by at most one short step.
+//     arriving meanwhile is delayed by at most one short step;
+//   - while requests keep coming (one was served or arrived during the
+//     last step) the pause doubles, up to rewindMaxBackoff times, and it
+//     halves back with every step nobody else needed the server: a
+//     restore beside a busy server works 1/(1+RewindPause·rewindMaxBackoff)
+//     of the time, on an idle one 1/(1+RewindPause).
 //
 // The steps are reading rewindReadStep records of the change log (the
 // state at the time) and writing back rewindChunk keys (one batch, not
@@ -36,18 +41,27 @@ const rewindIdlePoll = 500 * time.Microsecond
 // pauses while it computes the state at the time.
 const rewindReadStep = 256
 
+// rewindMaxBackoff bounds how many times longer than RewindPause a
+// restore pauses while other requests keep coming.
+const rewindMaxBackoff = 8
+
 // rewindPacer paces one restore's steps.
 type rewindPacer struct {
 	e     *Engine
 	ctx   context.Context
 	begin time.Time // the current step's start; zero outside a step
+	// gen and opened are the request handles' generation and count
+	// opened at the step's start; backoff multiplies the pause.
+	gen     *genCount
+	opened  uint64
+	backoff float64
 	// Waited and Paused are the time spent waiting for idle moments and
 	// pausing after steps.
 	Waited, Paused time.Duration
 }
 
 func (e *Engine) rewindPacer(ctx context.Context) *rewindPacer {
-	return &rewindPacer{e: e, ctx: ctx}
+	return &rewindPacer{e: e, ctx: ctx, backoff: 1}
 }
 
 func (p *rewindPacer) on() bool { return p.e.opts.RewindPause > 0 }
@@ -72,6 +86,8 @@ func (p *rewindPacer) start() error {
 		}
 		p.Waited += time.Since(t0)
 	}
+	p.gen = p.e.moves.current()
+	p.opened = p.gen.opened.Load()
 	p.begin = time.Now()
 	return nil
 }
@@ -86,7 +102,12 @@ func (p *rewindPacer) end() error {
 	if !p.on() {
 		return nil
 	}
-	d := time.Duration(float64(took) * p.e.opts.RewindPause)
+	if gc := p.e.moves.current(); gc != p.gen || gc.opened.Load() != p.opened || gc.n.Load() > 0 {
+		p.backoff = min(p.backoff*2, rewindMaxBackoff)
+	} else {
+		p.backoff = max(p.backoff/2, 1)
+	}
+	d := time.Duration(float64(took) * p.e.opts.RewindPause * p.backoff)
 	p.Paused += d
 	return sleepCtx(p.ctx, d)
 }

@@ -109,6 +109,9 @@ type Options struct {
 	// MaxOpenSilos bounds the silo stores open at once (0:
 	// DefaultMaxOpenSilos).
 	MaxOpenSilos int
+	// RestorePause paces in-place tenant restores (engine.Options.
+	// RewindPause): 0 means the default, negative no pacing.
+	RestorePause float64
 
 	// Backend chooses where items live: "" for the embedded engine, or
 	// BackendDynamoDB for a remote engine speaking the DynamoDB API
@@ -169,6 +172,9 @@ func placement(n *Node) lifecycle.Placement {
 	}
 	return n.engine
 }
+
+// DefaultRestorePause is the default pacing of in-place tenant restores.
+const DefaultRestorePause = engine.DefaultRewindPause
 
 // DefaultMaxOpenSilos is the default bound on open silo stores.
 const DefaultMaxOpenSilos = engine.DefaultMaxOpenSilos
@@ -336,6 +342,7 @@ func Open(ctx context.Context, o Options) (_ *Node, err error) {
 		StreamRetention: o.StreamRetention,
 		StreamRollover:  o.StreamRollover,
 		MaxOpenSilos:    o.MaxOpenSilos,
+		RewindPause:     o.RestorePause,
 		Tiers:           catalogTiers{n.catalog},
 		Keys:            n.keys,
 	}

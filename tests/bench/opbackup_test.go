@@ -32,6 +32,10 @@ import (
 //	TENANTDB_BACKUP_BENCH=1000000 [TENANTDB_BACKUP_BENCH_SILOS=20] \
 //	  go test -run TestOperatorBackupBench -v -timeout 60m ./tests/bench/
 //
+// TENANTDB_BACKUP_BENCH_RATES=0,32 runs instead full backups of the same
+// store at each copy rate limit (MiB/s; 0 = none), three rounds, each
+// after 15 s without a backup, and compares the writers' puts/s.
+//
 // TENANTDB_BACKUP_BENCH_SILOS=k adds k tenants with an item each in a
 // silo table, whose stores are open during the backups: writes are then
 // held while the stores are copied at one moment (engine.Checkpoint).
@@ -176,6 +180,87 @@ func TestOperatorBackupBench(t *testing.T) {
 	repo := filepath.Join(scratch, "repo")
 	var full, incr, incr2 client.BackupDone
 	time.Sleep(2 * time.Second) // writers warm up
+	report := func() {
+		t.Logf("| writers (4 conns, PutItem) | seconds | puts/s | p50 ms | p99 ms | max ms |")
+		t.Logf("|---|---|---|---|---|---|")
+		for _, w := range windows {
+			var lat []time.Duration
+			for _, r := range recs {
+				for _, o := range r {
+					if !o.end.Before(w.from) && o.end.Before(w.to) {
+						lat = append(lat, o.lat)
+					}
+				}
+			}
+			slices.Sort(lat)
+			q := func(f float64) float64 {
+				if len(lat) == 0 {
+					return 0
+				}
+				return float64(lat[min(len(lat)-1, int(f*float64(len(lat))))].Microseconds()) / 1000
+			}
+			sec := w.to.Sub(w.from).Seconds()
+			t.Logf("| %s | %.1f | %.0f | %.2f | %.2f | %.1f |", w.label, sec, float64(len(lat))/sec, q(0.5), q(0.99), q(1))
+		}
+	}
+	if rates := os.Getenv("TENANTDB_BACKUP_BENCH_RATES"); rates != "" {
+		// Full backups of the same store into new repositories, at each
+		// rate in turn (MiB/s, 0 = no limit), three rounds, each after a
+		// window without a backup; then writers' puts/s per rate against
+		// the windows without.
+		var rs []float64
+		for _, f := range strings.Split(rates, ",") {
+			r, err := strconv.ParseFloat(f, 64)
+			if err != nil {
+				t.Fatalf("TENANTDB_BACKUP_BENCH_RATES=%q: %v", rates, err)
+			}
+			rs = append(rs, r)
+		}
+		took := map[float64][]float64{}
+		for round := range 3 {
+			for _, r := range rs {
+				phase("no backup", idle)
+				phase(fmt.Sprintf("full backup at %v MiB/s", r), func() error {
+					d, err := adm.Backup(ctx, client.BackupRequest{To: filepath.Join(scratch, fmt.Sprintf("repo-%d-%v", round, r)), MaxRate: &r}, nil)
+					took[r] = append(took[r], d.Seconds)
+					return err
+				})
+			}
+		}
+		phase("no backup", idle)
+		close(stop)
+		ww.Wait()
+		report()
+		rate := func(w window) float64 {
+			k := 0
+			for _, r := range recs {
+				for _, o := range r {
+					if !o.end.Before(w.from) && o.end.Before(w.to) {
+						k++
+					}
+				}
+			}
+			return float64(k) / w.to.Sub(w.from).Seconds()
+		}
+		median := func(xs []float64) float64 { slices.Sort(xs); return xs[len(xs)/2] }
+		var base []float64
+		per := map[string][]float64{}
+		for _, w := range windows {
+			if w.label == "no backup" {
+				base = append(base, rate(w))
+			} else {
+				per[w.label] = append(per[w.label], rate(w))
+			}
+		}
+		b := median(base)
+		t.Logf("writers without a backup: median %.0f puts/s over %d windows", b, len(base))
+		for _, r := range rs {
+			label := fmt.Sprintf("full backup at %v MiB/s", r)
+			m := median(per[label])
+			t.Logf("%s: backup %.1f s (median of %v), writers median %.0f puts/s = %.2f× without", label, median(took[r]), took[r], m, m/b)
+		}
+		return
+	}
 	phase("no backup (1)", idle)
 	phase("full backup", func() (err error) {
 		full, err = adm.Backup(ctx, client.BackupRequest{To: repo}, nil)
@@ -230,27 +315,7 @@ func TestOperatorBackupBench(t *testing.T) {
 	}
 	t.Logf("verify (read and hash every file) %.2f s; restore (verify, copy, sync) %.2f s; repository %s, after prune --keep 1 %s (%d files, %s removed)",
 		verifySec, restoreSec, human(repoBefore), human(duBytes(t, repo)), pr.Files, human(pr.Bytes))
-	t.Logf("| writers (4 conns, PutItem) | seconds | puts/s | p50 ms | p99 ms | max ms |")
-	t.Logf("|---|---|---|---|---|---|")
-	for _, w := range windows {
-		var lat []time.Duration
-		for _, r := range recs {
-			for _, o := range r {
-				if !o.end.Before(w.from) && o.end.Before(w.to) {
-					lat = append(lat, o.lat)
-				}
-			}
-		}
-		slices.Sort(lat)
-		q := func(f float64) float64 {
-			if len(lat) == 0 {
-				return 0
-			}
-			return float64(lat[min(len(lat)-1, int(f*float64(len(lat))))].Microseconds()) / 1000
-		}
-		sec := w.to.Sub(w.from).Seconds()
-		t.Logf("| %s | %.1f | %.0f | %.2f | %.2f | %.1f |", w.label, sec, float64(len(lat))/sec, q(0.5), q(0.99), q(1))
-	}
+	report()
 }
 
 // duBytes is the disk space the files under dir take (allocated blocks,
