@@ -110,14 +110,45 @@ func TestConnGateShedAndCancel(t *testing.T) {
 	if _, err := m.AcquireConn(context.Background(), tid(2)); !errors.Is(err, ErrConnShed) {
 		t.Fatalf("AcquireConn past the timeout: got %v, want ErrConnShed", err)
 	}
+	rel()
+	if in, q := m.conns.stats(); in != 0 || q != 0 {
+		t.Fatalf("after the shed wait: inflight %d, queued %d; want 0, 0", in, q)
+	}
+
+	// NB: the cancellation must win against the queue timeout however
+	// slowly the goroutines run, so this gate's timeout is out of reach
+	// and the wait is cancelled only once it is queued.
+	m = newManager(t, Options{DB: memDB(t), ConnInflight: 1, ConnQueueTimeout: time.Hour})
+	rel = mustAcquireConn(t, m, tid(1))
 	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(5*time.Millisecond, cancel)
-	if _, err := m.AcquireConn(ctx, tid(2)); !errors.Is(err, context.Canceled) {
+	errc := make(chan error, 1)
+	go func() {
+		_, err := m.AcquireConn(ctx, tid(2))
+		errc <- err
+	}()
+	waitQueued(t, m, 1)
+	cancel()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled AcquireConn: got %v, want context.Canceled", err)
 	}
 	rel()
 	if in, q := m.conns.stats(); in != 0 || q != 0 {
 		t.Fatalf("inflight %d, queued %d; want 0, 0", in, q)
+	}
+}
+
+// waitQueued waits until n connections wait in m's connection gate.
+func waitQueued(t *testing.T, m *Manager, n int) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, q := m.conns.stats(); q == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d connections never waited in the gate", n)
+		}
+		time.Sleep(100 * time.Microsecond)
 	}
 }
 

@@ -38,9 +38,12 @@ type gate struct {
 	totalQueue int           // waiting requests in total
 	timeout    time.Duration // longest wait in a queue
 
-	// Tenants seen in the current and the previous contention window.
-	window            int64
-	seenCur, seenPrev int
+	// Tenants seen in the current and the previous contention window, and
+	// how many of the current window's were in the previous one too.
+	window                      int64
+	prevValid                   bool // seenPrev counts window-1
+	seenCur, seenPrev, seenBoth int
+	busy                        list.List // flows with requests running or waiting
 
 	inflight int
 	queued   int
@@ -63,6 +66,7 @@ type flow struct {
 	deficit  float64
 	waiters  list.List // of *waiter, FIFO
 	elem     *list.Element
+	busyElem *list.Element // in gate.busy while inflight > 0 or waiters queued
 }
 
 type waiter struct {
@@ -89,23 +93,61 @@ func newGate(limit, soloCap, sharedCap, queueLimit, totalQueue int, timeout time
 // see notes that f makes a request at now. REQUIRES: g.mu.
 func (g *gate) see(f *flow, now time.Time) {
 	w := now.UnixNano() / int64(contentionWindow)
+	// NB: requests race to the mutex with times read before it; one read
+	// just before a window boundary must not reset the window after it.
+	w = max(w, g.window)
 	if w != g.window {
+		g.prevValid = w == g.window+1
 		g.seenPrev = 0
-		if w == g.window+1 {
+		if g.prevValid {
 			g.seenPrev = g.seenCur
 		}
-		g.seenCur, g.window = 0, w
+		g.seenCur, g.seenBoth, g.window = 0, 0, w
+		// NB: a tenant with requests running or queued is active however
+		// long ago it made them (slow requests, a long queue): it is seen
+		// in every window it stays busy.
+		for e := g.busy.Front(); e != nil; e = e.Next() {
+			g.mark(e.Value.(*flow))
+		}
 	}
-	if f.window != w {
-		f.window = w
-		g.seenCur++
+	g.mark(f)
+}
+
+// mark counts f as seen in the current window. REQUIRES: g.mu.
+func (g *gate) mark(f *flow) {
+	if f.window == g.window {
+		return
+	}
+	if g.prevValid && f.window == g.window-1 {
+		g.seenBoth++
+	}
+	f.window = g.window
+	g.seenCur++
+}
+
+// active returns the number of tenants active now: seen in the current
+// or the previous window. REQUIRES: g.mu.
+func (g *gate) active() int {
+	return g.seenCur + g.seenPrev - g.seenBoth
+}
+
+// track keeps f in g.busy while it has requests running or waiting.
+// REQUIRES: g.mu.
+func (g *gate) track(f *flow) {
+	busy := f.inflight > 0 || f.waiters.Len() > 0
+	switch {
+	case busy && f.busyElem == nil:
+		f.busyElem = g.busy.PushBack(f)
+	case !busy && f.busyElem != nil:
+		g.busy.Remove(f.busyElem)
+		f.busyElem = nil
 	}
 }
 
 // capOf returns how many requests f may run now. REQUIRES: g.mu.
 func (g *gate) capOf(f *flow) int {
 	c := g.soloCap
-	if max(g.seenCur, g.seenPrev) > 1 {
+	if g.active() > 1 {
 		c = g.sharedCap
 	}
 	if f.max > 0 {
@@ -133,6 +175,7 @@ func (g *gate) acquire(ctx context.Context, f *flow, weight float64, max int, no
 		// on every release), so taking the slot is fair.
 		g.inflight++
 		f.inflight++
+		g.track(f)
 		g.mu.Unlock()
 		return false, nil
 	}
@@ -150,6 +193,7 @@ func (g *gate) acquire(ctx context.Context, f *flow, weight float64, max int, no
 	if f.elem == nil {
 		f.elem = g.ring.PushBack(f)
 	}
+	g.track(f)
 	g.mu.Unlock()
 
 	var timeout <-chan time.Time
@@ -174,6 +218,7 @@ func (g *gate) acquire(ctx context.Context, f *flow, weight float64, max int, no
 		return true, err
 	}
 	g.unqueue(w)
+	g.track(f)
 	return true, err
 }
 
@@ -192,6 +237,7 @@ func (g *gate) release(f *flow, cost float64) {
 func (g *gate) releaseLocked(f *flow, cost float64) {
 	g.inflight--
 	f.inflight--
+	g.track(f)
 	if cost > 1 && f.elem != nil {
 		// NB: only a flow still competing pays; an idle one starts afresh.
 		f.deficit = max(f.deficit-(cost-1), -maxDebt)
@@ -257,6 +303,7 @@ func (g *gate) dispatch() {
 		w.granted = true
 		g.inflight++
 		f.inflight++
+		g.track(f)
 		if g.onGrant != nil {
 			g.onGrant(f.tenant)
 		}

@@ -315,3 +315,85 @@ func TestSharedCapWhileOthersActive(t *testing.T) {
 		}
 	}
 }
+
+// TestActiveTenants: a tenant counts as active while it has requests
+// running (however long ago it made them) and for the window after its
+// last request, also when the other tenant's request falls in the next
+// window; a request read before a window boundary but locked after one
+// does not reset the count.
+func TestActiveTenants(t *testing.T) {
+	ctx := context.Background()
+	mustRun := func(g *gate, f *flow, now time.Time) {
+		t.Helper()
+		if waited, err := g.acquire(ctx, f, 1, 0, now); err != nil || waited {
+			t.Fatalf("acquire of %v: waited=%v err=%v", f.tenant, waited, err)
+		}
+	}
+	// mustQueue starts an acquire of f at now and waits until it is queued.
+	mustQueue := func(g *gate, f *flow, now time.Time) <-chan error {
+		t.Helper()
+		_, before := g.stats()
+		got := make(chan error, 1)
+		go func() { _, err := g.acquire(ctx, f, 1, 0, now); got <- err }()
+		for _, q := g.stats(); q == before; _, q = g.stats() {
+			time.Sleep(50 * time.Microsecond)
+		}
+		return got
+	}
+
+	// a fills both slots, and its requests are still running two windows
+	// later when b arrives: a freed slot goes to b, not to a's waiter.
+	g := newGate(2, 2, 1, 100, 100, 0)
+	a, b := &flow{tenant: tid(1)}, &flow{tenant: tid(2)}
+	w0 := time.Unix(1000, 0)
+	mustRun(g, a, w0)
+	mustRun(g, a, w0)
+	moreA := mustQueue(g, a, w0)
+	later := w0.Add(2 * contentionWindow)
+	gotB := mustQueue(g, b, later)
+	if n := g.active(); n != 2 {
+		t.Fatalf("active tenants = %d with a's requests running and b waiting, want 2", n)
+	}
+	g.release(a, 0)
+	if err := <-gotB; err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-moreA:
+		t.Fatal("a, with a request running, got a second slot while b was active")
+	default:
+	}
+	g.release(b, 0)
+	g.release(a, 0)
+	if err := <-moreA; err != nil {
+		t.Fatal(err)
+	}
+	g.release(a, 0)
+
+	// a's last request at the end of a window, b's at the start of the
+	// next: both are active.
+	g = newGate(2, 2, 1, 100, 100, 0)
+	a, b = &flow{tenant: tid(1)}, &flow{tenant: tid(2)}
+	end := w0.Add(contentionWindow - time.Millisecond)
+	mustRun(g, a, end)
+	g.release(a, 0)
+	mustRun(g, b, end.Add(2*time.Millisecond))
+	if n := g.active(); n != 2 {
+		t.Fatalf("active tenants = %d across a window boundary, want 2", n)
+	}
+	mustRun(g, a, end.Add(3*time.Millisecond)) // a second window for a: counted once
+	if n := g.active(); n != 2 {
+		t.Fatalf("active tenants = %d after a's second request, want 2", n)
+	}
+	g.release(a, 0)
+	// A time read before the boundary, locked after it, changes nothing.
+	mustRun(g, a, end)
+	if n := g.active(); n != 2 || g.window != end.Add(2*time.Millisecond).UnixNano()/int64(contentionWindow) {
+		t.Fatalf("a late time moved the window: active %d", n)
+	}
+	g.release(a, 0)
+	g.release(b, 0)
+	if g.busy.Len() != 0 {
+		t.Fatalf("%d flows busy after every release", g.busy.Len())
+	}
+}
