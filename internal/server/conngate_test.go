@@ -19,6 +19,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tenantdb/tenantdb/internal/quota"
 	"github.com/tenantdb/tenantdb/internal/sigv4"
@@ -33,6 +34,30 @@ type countingGate struct {
 	held     atomic.Int64
 	waiting  atomic.Int64
 	acquired atomic.Int64
+	reg      *prometheus.Registry // the quota.Manager's metrics
+}
+
+// queued returns the number of requests waiting in the connection gate's
+// queue (waiting counts them from before they reach it).
+func (g *countingGate) queued() int {
+	mfs, err := g.reg.Gather()
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "tenantdb_admission_queued" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "class" && l.GetValue() == "conn" {
+					return int(m.GetGauge().GetValue())
+				}
+			}
+		}
+	}
+	g.t.Fatal("no tenantdb_admission_queued{class=\"conn\"} gauge")
+	return 0
 }
 
 func (g *countingGate) AcquireConn(ctx context.Context, tenant tenancy.TenantID) (func(), error) {
@@ -122,13 +147,14 @@ func startGatedServer(t *testing.T, o quota.Options) (*testServer, *countingGate
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	o.DB, o.Logger = db, slog.New(slog.DiscardHandler)
+	reg := prometheus.NewRegistry()
+	o.DB, o.Logger, o.Registerer = db, slog.New(slog.DiscardHandler), reg
 	m, err := quota.New(o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { m.Close() })
-	g := &countingGate{t: t, next: m}
+	g := &countingGate{t: t, next: m, reg: reg}
 	auth := &tenantAuth{keys: map[string]tenancy.TenantID{keyA: tenantA, keyB: tenantB}}
 	ts := startServer(t, func(so *Options) {
 		so.ConnGate = g
@@ -137,9 +163,15 @@ func startGatedServer(t *testing.T, o quota.Options) (*testServer, *countingGate
 	return ts, g, auth
 }
 
-// newClient returns an HTTP client with its own keep-alive connections.
+// newClient returns an HTTP client with its own keep-alive connection.
+//
+// NB: one connection at most, so that a request after another reuses the
+// first one's connection (and so is gated as a bound connection's). With
+// more, a request sent before the transport has put the previous
+// response's connection back in its idle pool (its read loop does that
+// after the body's EOF, concurrently) dials a new, unbound connection.
 func newClient(t *testing.T) *http.Client {
-	tr := &http.Transport{MaxIdleConnsPerHost: 64}
+	tr := &http.Transport{MaxConnsPerHost: 1}
 	t.Cleanup(tr.CloseIdleConnections)
 	return &http.Client{Transport: tr, Timeout: 10 * time.Second}
 }
@@ -232,6 +264,9 @@ func TestConnGateTenantShare(t *testing.T) {
 
 	entered := make(chan tenancy.TenantID, 10)
 	unblockA := make(chan struct{})
+	var unblockOnce sync.Once
+	releaseA := func() { unblockOnce.Do(func() { close(unblockA) }) }
+	t.Cleanup(releaseA) // a failed test still lets the server shut down
 	auth.setHook(func(tenant tenancy.TenantID) {
 		entered <- tenant
 		if tenant == tenantA {
@@ -264,11 +299,12 @@ func TestConnGateTenantShare(t *testing.T) {
 			t.Fatalf("entered %v, want tenant a", tn)
 		}
 	}
-	// Its third request waits for a slot, and then so does tenant b's.
+	// Its third request waits for a slot, and then so does tenant b's (in
+	// the gate's queue: waiting counts a request before it gets there).
 	go send(a[2], keyA)
-	waitFor(t, "tenant a's third request waits", func() bool { return g.waiting.Load() == 1 })
+	waitFor(t, "tenant a's third request waits", func() bool { return g.queued() == 1 })
 	go send(b, keyB)
-	waitFor(t, "tenant b's request waits", func() bool { return g.waiting.Load() == 2 })
+	waitFor(t, "tenant b's request waits", func() bool { return g.queued() == 2 })
 
 	unblockA <- struct{}{} // one of a's requests finishes
 	if tn := next("the freed slot's request"); tn != tenantB {
@@ -285,7 +321,7 @@ func TestConnGateTenantShare(t *testing.T) {
 		t.Fatalf("%v entered while tenant a was at its share", tn)
 	case <-time.After(50 * time.Millisecond):
 	}
-	close(unblockA)
+	releaseA()
 	for i := 0; i < 2; i++ {
 		if err := <-errs; err != nil {
 			t.Fatal(err)
