@@ -1,7 +1,6 @@
 package atrest
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,14 +17,7 @@ import (
 )
 
 func streamsOf(srv *harness.Server, c harness.Credential) *dynamodbstreams.Client {
-	return dynamodbstreams.New(dynamodbstreams.Options{
-		Region:       harness.Region,
-		BaseEndpoint: aws.String(srv.Endpoint),
-		Credentials: aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
-			return aws.Credentials{AccessKeyID: c.AccessKeyID, SecretAccessKey: c.SecretAccessKey}, nil
-		}),
-		RetryMaxAttempts: 1,
-	})
+	return srv.Streams(c)
 }
 
 // streamImages returns every image (old and new) of every record c's

@@ -20,14 +20,7 @@ import (
 
 // streamsClient returns a DynamoDB Streams client for c on srv's endpoint.
 func streamsClient(srv *harness.Server, c harness.Credential) *dynamodbstreams.Client {
-	return dynamodbstreams.New(dynamodbstreams.Options{
-		Region:       harness.Region,
-		BaseEndpoint: aws.String(srv.Endpoint),
-		Credentials: aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
-			return aws.Credentials{AccessKeyID: c.AccessKeyID, SecretAccessKey: c.SecretAccessKey}, nil
-		}),
-		RetryMaxAttempts: 1,
-	})
+	return srv.Streams(c)
 }
 
 // createStreamTable creates table name (pk S) with a stream of view type

@@ -15,6 +15,7 @@ import (
 
 	"github.com/tenantdb/tenantdb/client"
 	"github.com/tenantdb/tenantdb/internal/admin"
+	"github.com/tenantdb/tenantdb/internal/sdkhttp"
 	"github.com/tenantdb/tenantdb/tests/harness"
 )
 
@@ -57,7 +58,7 @@ func TestSiloTierStoreIsolation(t *testing.T) {
 				Credentials: aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
 					return aws.Credentials{AccessKeyID: c.AccessKeyID, SecretAccessKey: c.SecretAccessKey}, nil
 				}),
-				HTTPClient: &http.Client{Transport: st.rec}})
+				HTTPClient: sdkhttp.OwnBody(&http.Client{Transport: st.rec})}) // NB: no retries (see sdkhttp)
 		}
 		st.App, st.Admin = mk(app), mk(st.adminKey)
 		return st

@@ -24,14 +24,7 @@ import (
 // see exactly its own records through the same stream ARN.
 
 func streamsOf(srv *harness.Server, c harness.Credential) *dynamodbstreams.Client {
-	return dynamodbstreams.New(dynamodbstreams.Options{
-		Region:       harness.Region,
-		BaseEndpoint: aws.String(srv.Endpoint),
-		Credentials: aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
-			return aws.Credentials{AccessKeyID: c.AccessKeyID, SecretAccessKey: c.SecretAccessKey}, nil
-		}),
-		RetryMaxAttempts: 1,
-	})
+	return srv.Streams(c)
 }
 
 func errCode(err error) string {

@@ -29,14 +29,7 @@ func (a *actor) verifyStream(ctx context.Context, srv *harness.Server, cred harn
 		return a.fail("DescribeTable %s: %v", tb, err)
 	}
 	arn := aws.ToString(d.Table.LatestStreamArn)
-	sc := dynamodbstreams.New(dynamodbstreams.Options{
-		Region:       harness.Region,
-		BaseEndpoint: aws.String(srv.Endpoint),
-		Credentials: aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
-			return aws.Credentials{AccessKeyID: cred.AccessKeyID, SecretAccessKey: cred.SecretAccessKey}, nil
-		}),
-		RetryMaxAttempts: 1,
-	})
+	sc := srv.Streams(cred)
 	ds, err := sc.DescribeStream(ctx, &dynamodbstreams.DescribeStreamInput{StreamArn: aws.String(arn)})
 	if err != nil {
 		return a.fail("DescribeStream %s: %v", tb, err)
