@@ -364,7 +364,7 @@ func TestStaleStreamsClosedOnLoad(t *testing.T) {
 	stale, err := env.e.clog.Create(changelog.StreamConfig{Table: tb.ID, View: changelog.NewAndOldImage, Name: "Tbl", Hidden: true})
 	noErr(t, err)
 	env.reopen()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		st, err := env.e.clog.Stream(tb.ID, stale.ID)
 		noErr(t, err)

@@ -40,6 +40,15 @@ func TestLegacySiloStoresMigrate(t *testing.T) {
 	a := env.tenant(tenancy.RoleApp)
 	tdir := filepath.Join(siloDir, a.p.Tenant.String())
 	aside := t.TempDir()
+	// offline changes the silo directory with the engine closed: an open
+	// engine's background pass may migrate (open, copy, remove) stores of
+	// the old layout at any time.
+	offline := func(change func()) {
+		t.Helper()
+		must(t, env.e.Close())
+		change()
+		env.e = env.open()
+	}
 
 	// Old layout: each table's data in a store of its own.
 	for i := range 30 {
@@ -47,19 +56,12 @@ func TestLegacySiloStoresMigrate(t *testing.T) {
 	}
 	ns := keyspace.Namespace(a.p.Tenant, a.p.Env)
 	oldCeil := ceilingIn(t, env, a.p.Tenant, ns)
-	env.reopen()
-	if err := os.Rename(filepath.Join(tdir, siloStoreName), filepath.Join(aside, "t1")); err != nil {
-		t.Fatal(err)
-	}
+	offline(func() {
+		must(t, os.Rename(filepath.Join(tdir, siloStoreName), filepath.Join(aside, "t1")))
+	})
 	for i := range 20 {
 		a.put("Tab2", attr.Item{"pk": sval(fmt.Sprint(i)), "v": sval("two")})
 	}
-	env.reopen()
-	must(t, os.Rename(filepath.Join(tdir, siloStoreName), filepath.Join(tdir, fmt.Sprint(t2.ID))))
-	must(t, os.Rename(filepath.Join(aside, "t1"), filepath.Join(tdir, fmt.Sprint(t1.ID))))
-	// A copy of T1's old store, to play a crash after its copy.
-	must(t, exec.Command("cp", "-a", filepath.Join(tdir, fmt.Sprint(t1.ID)), filepath.Join(aside, "t1copy")).Run())
-
 	check := func(when string) {
 		t.Helper()
 		for i := range 30 {
@@ -84,9 +86,16 @@ func TestLegacySiloStoresMigrate(t *testing.T) {
 			t.Fatalf("%s: tenant directory holds %v (%v), want only %q", when, names, err, siloStoreName)
 		}
 	}
-	env.reopen()
+	offline(func() {
+		must(t, os.Rename(filepath.Join(tdir, siloStoreName), filepath.Join(tdir, fmt.Sprint(t2.ID))))
+		must(t, os.Rename(filepath.Join(aside, "t1"), filepath.Join(tdir, fmt.Sprint(t1.ID))))
+		// A copy of T1's old store, to play a crash after its copy.
+		if out, err := exec.Command("cp", "-a", filepath.Join(tdir, fmt.Sprint(t1.ID)), filepath.Join(aside, "t1copy")).CombinedOutput(); err != nil {
+			t.Fatalf("copying T1's old store: %v\n%s", err, out)
+		}
+	})
 	// Nobody uses the tenant: the background pass moves its old stores.
-	for deadline := time.Now().Add(30 * time.Second); ; {
+	for deadline := time.Now().Add(2 * time.Minute); ; {
 		ents, _ := os.ReadDir(tdir)
 		if len(ents) == 1 && ents[0].Name() == siloStoreName {
 			break
@@ -103,10 +112,10 @@ func TestLegacySiloStoresMigrate(t *testing.T) {
 	// A crash after T1's old store was copied but before it was removed
 	// (nothing is written in between: the store is not used before its
 	// migration is done): the copy runs again.
-	env.reopen()
-	must(t, os.Rename(filepath.Join(aside, "t1copy"), filepath.Join(tdir, fmt.Sprint(t1.ID))))
-	must(t, os.MkdirAll(filepath.Join(tdir, "99.migrated"), 0o700)) // a removal cut short
-	env.reopen()
+	offline(func() {
+		must(t, os.Rename(filepath.Join(aside, "t1copy"), filepath.Join(tdir, fmt.Sprint(t1.ID))))
+		must(t, os.MkdirAll(filepath.Join(tdir, "99.migrated"), 0o700)) // a removal cut short
+	})
 	check("after a repeated copy")
 	a.put("Tab1", attr.Item{"pk": sval("new"), "v": sval("after")})
 	env.reopen()
