@@ -36,7 +36,7 @@ func newChrome(t *testing.T) *chrome {
 	}
 	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancel := chromedp.NewContext(actx)
-	ctx, cancelT := context.WithTimeout(ctx, 90*time.Second)
+	ctx, cancelT := context.WithTimeout(ctx, 3*time.Minute) // a bound, not a timing
 	t.Cleanup(func() { cancelT(); cancel(); cancelA() })
 	return &chrome{t: t, ctx: ctx, shots: t.ArtifactDir()}
 }
@@ -57,7 +57,7 @@ func (c *chrome) run(what string, steps ...chromedp.Action[chromedp.Void]) {
 
 func (c *chrome) text(sel string) string {
 	c.t.Helper()
-	s, err := chromedp.Run(c.ctx, chromedp.Text(chromedp.CSS(sel)))
+	s, err := readElement(c.ctx, sel, "innerText")
 	if err != nil {
 		c.fail("read "+sel, err)
 	}

@@ -3,6 +3,7 @@ package console_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"image"
 	"image/color"
@@ -76,7 +77,7 @@ func TestBrowser(t *testing.T) {
 	defer cancelA()
 	ctx, cancel := chromedp.NewContext(actx)
 	defer cancel()
-	ctx, cancelT := context.WithTimeout(ctx, 60*time.Second)
+	ctx, cancelT := context.WithTimeout(ctx, 3*time.Minute) // a bound, not a timing: loaded CI machines are slow
 	defer cancelT()
 
 	fail := func(what string, err error) {
@@ -92,9 +93,11 @@ func TestBrowser(t *testing.T) {
 		}
 	}
 	// until waits for the JavaScript predicate js to hold on the page the
-	// browser shows (after a form submission, the next page).
+	// browser shows (after a form submission, the next page), once it has
+	// loaded.
 	until := func(what, js string) {
 		t.Helper()
+		js = `document.readyState === "complete" && (` + js + `)`
 		for {
 			ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](js))
 			if err == nil && ok {
@@ -125,22 +128,16 @@ func TestBrowser(t *testing.T) {
 			}
 		}
 	}
-	text := func(sel string) string {
+	read := func(sel, prop string) string {
 		t.Helper()
-		s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
+		v, err := readElement(ctx, sel, prop)
 		if err != nil {
 			fail("read "+sel, err)
 		}
-		return s
+		return v
 	}
-	value := func(sel string) string {
-		t.Helper()
-		s, err := chromedp.Run(ctx, chromedp.Value(chromedp.CSS(sel)))
-		if err != nil {
-			fail("read "+sel, err)
-		}
-		return s
-	}
+	text := func(sel string) string { t.Helper(); return read(sel, "innerText") }
+	value := func(sel string) string { t.Helper(); return read(sel, "value") }
 	signIn := func(key string) {
 		t.Helper()
 		run("sign in",
@@ -337,4 +334,36 @@ func smallPNG(in []byte) ([]byte, error) {
 	var out bytes.Buffer
 	err = (&png.Encoder{CompressionLevel: png.BestCompression}).Encode(&out, p)
 	return out.Bytes(), err
+}
+
+// readElement returns the JavaScript property prop of the first element
+// sel matches on the page the browser shows, waiting until there is one
+// (or ctx ends). For "innerText", an element not laid out (hidden) has
+// none, as with chromedp.Text.
+//
+// NB: evaluated in the page, not through chromedp's node queries: after a
+// click or a submit that loads a page, chromedp may find a node in its
+// copy of the DOM and then lose it when the document is updated under it
+// ("No node with given id found"), however the test waited for the page.
+func readElement(ctx context.Context, sel, prop string) (string, error) {
+	q, err := json.Marshal(sel)
+	if err != nil {
+		return "", err
+	}
+	js := fmt.Sprintf(`(() => {
+		const e = document.querySelector(%s);
+		if (!e) return [];
+		if (%q === "innerText" && !(e.offsetWidth || e.offsetHeight || e.getClientRects().length)) return [""];
+		return [String(e[%[2]q])];
+	})()`, q, prop)
+	for {
+		v, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](js))
+		if err == nil && len(v) == 1 {
+			return v[0], nil
+		}
+		if ctx.Err() != nil {
+			return "", fmt.Errorf("no element %s: %v (%w)", sel, err, ctx.Err())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
