@@ -106,7 +106,10 @@ func randHex(n int) string {
 func newWorld(t *testing.T) *world {
 	t.Helper()
 	srv := harness.Start(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	// A safety net, not a speed goal: under -race on a loaded machine, over
+	// a gateway that waits out the fleet's staleness bound at each narrowing
+	// change, the attacks take minutes; the package's -timeout still holds.
+	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	t.Cleanup(cancel)
 	w := &world{srv: srv, ctx: ctx, admin: srv.Admin(), never: "iso_never_" + randHex(4), noted: map[string]bool{}, lekB: map[string]lekSet{}}
 
