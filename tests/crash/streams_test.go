@@ -86,6 +86,7 @@ func streamsOf(srv *harness.Server, c harness.Credential) *dynamodbstreams.Clien
 			return aws.Credentials{AccessKeyID: c.AccessKeyID, SecretAccessKey: c.SecretAccessKey}, nil
 		}),
 		RetryMaxAttempts: 1,
+		HTTPClient:       harness.HTTPClient(),
 	})
 }
 

@@ -407,6 +407,7 @@ func TestSessionAcrossGateways(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := dynamodb.New(dynamodb.Options{Region: harness.Region, BaseEndpoint: aws.String(b.Endpoint), RetryMaxAttempts: 1,
+		HTTPClient: harness.HTTPClient(),
 		Credentials: aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
 			return aws.Credentials{AccessKeyID: sess.AccessKeyID, SecretAccessKey: sess.SecretAccessKey, SessionToken: sess.SessionToken}, nil
 		})})

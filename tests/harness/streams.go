@@ -5,6 +5,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+
+	"github.com/tenantdb/tenantdb/internal/sdkhttp"
 )
 
 // Streams returns a DynamoDB Streams client of s for credential c. Like
@@ -22,3 +24,7 @@ func (s *Server) Streams(c Credential) *dynamodbstreams.Client {
 		HTTPClient:       httpClient,
 	})
 }
+
+// HTTPClient returns the HTTP client the harness's SDK clients share, for
+// a test that builds its own client (other credentials, other options).
+func HTTPClient() sdkhttp.Doer { return httpClient }
