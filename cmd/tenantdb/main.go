@@ -66,7 +66,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if err := c.run(ctx, args[1:], stdout, stderr); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return 2
+			return 0 // asked for, printed: as Go's flag.ExitOnError does
 		}
 		fmt.Fprintf(stderr, "tenantdb %s: %v\n", c.name, err)
 		return 1
