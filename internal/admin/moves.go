@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/tenantdb/tenantdb/client"
+	"github.com/tenantdb/tenantdb/internal/apierr"
 	"github.com/tenantdb/tenantdb/internal/audit"
 	"github.com/tenantdb/tenantdb/internal/catalog"
 	"github.com/tenantdb/tenantdb/internal/keyspace"
@@ -29,12 +30,18 @@ type Moves interface {
 // move is audited in the tenant's log and the platform's; its end (done
 // or failed, also after a restart resumed it) in the tenant's log. A
 // move of all the tenant's shared tables ends by setting its tier in the
-// catalog (tenant.tier in its log and the platform's).
+// catalog (tenant.tier in its log and the platform's). With m nil (a
+// gateway over a remote engine) both answer a ValidationException saying
+// so, after the same permission check.
 func (h *Handler) ServeMoves(m Moves) {
+	unavailable := apierr.Validationf("moves between the pool and silo stores need the embedded engine, and this server is a gateway over a remote one (spread a hot tenant with tenantdb tenant shard)")
 	h.handle("POST /v1/tenants/{tenant}/moves", operatorOnly, func(c *call) error {
 		var req client.MoveRequest
 		if err := decode(c.r, &req); err != nil {
 			return err
+		}
+		if m == nil {
+			return unavailable
 		}
 		sts, err := m.StartMove(c.ctx, c.s, req.Table, req.To)
 		if err != nil {
@@ -46,12 +53,18 @@ func (h *Handler) ServeMoves(m Moves) {
 		return WriteJSON(c.w, http.StatusAccepted, movesOut(sts))
 	})
 	h.handle("GET /v1/tenants/{tenant}/moves", operatorOnly, func(c *call) error {
+		if m == nil {
+			return unavailable
+		}
 		sts, err := m.Moves(c.ctx, c.s)
 		if err != nil {
 			return err
 		}
 		return WriteJSON(c.w, http.StatusOK, movesOut(sts))
 	})
+	if m == nil {
+		return
+	}
 	m.SetMoveHook(func(tenant tenancy.TenantID, st schema.MoveStatus) {
 		// NB: no request: the move runs (or resumed) in the background.
 		s := tenancy.SystemScope(tenant, "move")

@@ -413,6 +413,7 @@ func Open(ctx context.Context, o Options) (_ *Node, err error) {
 		adm.ServeShards(nil)
 	} else {
 		adm.ServeShards(n.remote)
+		adm.ServeMoves(nil)
 		adm.ServeTransfers(transfer.Unavailable("they read a snapshot of the embedded engine, and this server is a gateway over a remote one"))
 		adm.ServeSubscriptions(webhook.Unavailable("they follow the embedded engine's change log, and this server is a gateway over a remote one"))
 	}
