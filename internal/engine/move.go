@@ -345,10 +345,9 @@ func (e *Engine) moveStatus(tenant tenancy.TenantID, table uint64) (schema.MoveS
 // errMoveGone ends a move whose table or tenant is gone.
 var errMoveGone = errors.New("engine: the table or tenant is gone")
 
-func (e *Engine) runMove(r *moveRun, rec moveRecord) {
-	defer e.wg.Done()
-	tenant := rec.tenant()
-	tt := tenantTable{tenant, rec.Table}
+// untilClosed returns a context that ends when the engine closes (or
+// cancel is called), for background work that outlives its request.
+func (e *Engine) untilClosed() (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
 		select {
@@ -357,6 +356,14 @@ func (e *Engine) runMove(r *moveRun, rec moveRecord) {
 		case <-ctx.Done():
 		}
 	}()
+	return ctx, cancel
+}
+
+func (e *Engine) runMove(r *moveRun, rec moveRecord) {
+	defer e.wg.Done()
+	tenant := rec.tenant()
+	tt := tenantTable{tenant, rec.Table}
+	ctx, cancel := e.untilClosed()
 	defer cancel()
 	err := e.move(ctx, r, &rec)
 	if errors.Is(err, errClosing) || e.stopping() {

@@ -147,14 +147,7 @@ func (e *Engine) resumeTierMoves() {
 func (e *Engine) runTierMove(r *moveRun, rec tierRecord) {
 	defer e.wg.Done()
 	tenant := rec.tenant()
-	ctx, cancel := context.WithCancel(context.Background())
-	go func() {
-		select {
-		case <-e.closed:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
+	ctx, cancel := e.untilClosed()
 	defer cancel()
 	err := e.tierMove(ctx, r, &rec)
 	if errors.Is(err, errClosing) || e.stopping() {
