@@ -66,12 +66,29 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if err := c.run(ctx, args[1:], stdout, stderr); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return 0 // asked for, printed: as Go's flag.ExitOnError does
+			if askedForHelp(args[1:]) {
+				return 0 // asked for and printed, as Go's flag.ExitOnError does
+			}
+			return 2 // usage printed for a command line missing its command
 		}
 		fmt.Fprintf(stderr, "tenantdb %s: %v\n", c.name, err)
 		return 1
 	}
 	return 0
+}
+
+// askedForHelp reports whether args ask for help (-h, -help, --help
+// before any "--").
+func askedForHelp(args []string) bool {
+	for _, a := range args {
+		switch a {
+		case "-h", "-help", "--help", "--h":
+			return true
+		case "--":
+			return false
+		}
+	}
+	return false
 }
 
 // valueFlags are the global client flags that take a value.

@@ -407,6 +407,12 @@ func TestDialRefusesPrivate(t *testing.T) {
 	r, _ := f.m.st.get(tenant, v.ID)
 	r.URL = strings.Replace(rc.srv.URL, "http://", "https://", 1)
 	f.m.st.put(tenant, r, nil, false)
+	// NB: the running worker caches the subscription; a rebinding changes
+	// no record, so tell it the stored one changed (as the Manager's own
+	// changes do), or it may deliver to the public address it read.
+	if w := f.m.worker(tenant, v.ID); w != nil {
+		w.poke()
+	}
 	f.log.put(tenant, "live", "tb1", changelog.Insert, nil, item("a", "1"))
 	var ds []Attempt
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline) && len(ds) == 0; time.Sleep(10 * time.Millisecond) {
