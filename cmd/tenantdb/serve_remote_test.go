@@ -27,68 +27,8 @@ import (
 // AWS_PROFILE), and checks that an item written through the gateway
 // lives in the engine.
 func TestServeOverRemoteBackend(t *testing.T) {
+	engine, engineURL, gateway, dir := startGateway(t, "gw-")
 	ctx := context.Background()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	engine, err := node.Open(ctx, node.Options{InMemory: true, Endpoint: l.Addr().String(), DefaultTenant: true})
-	if err != nil {
-		l.Close()
-		t.Fatal(err)
-	}
-	served := make(chan error, 1)
-	go func() { served <- engine.Serve(l) }()
-	t.Cleanup(func() {
-		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		defer cancel()
-		engine.Shutdown(sctx)
-		<-served
-		engine.Close()
-	})
-	engineURL := "http://" + l.Addr().String()
-	creds := filepath.Join(t.TempDir(), "engine-credentials")
-	if err := auth.WriteCredentialsFile(creds, "engine", engine.Bootstrap().Default, "us-east-1", engineURL); err != nil {
-		t.Fatal(err)
-	}
-	for _, v := range []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"} {
-		t.Setenv(v, "")
-	}
-	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", creds)
-	t.Setenv("AWS_CONFIG_FILE", filepath.Join(t.TempDir(), "none"))
-	t.Setenv("AWS_PROFILE", "engine")
-
-	dir := t.TempDir()
-	cfg, err := parseServeConfig([]string{"--addr", "127.0.0.1:0", "--data-dir", dir, "--log-level", "error",
-		"--backend", "dynamodb", "--backend-endpoint", engineURL, "--backend-region", "us-east-1", "--backend-table-prefix", "gw-"},
-		func(string) string { return "" }, os.Stderr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sctx, cancel := context.WithCancel(ctx)
-	out := &lockedBuffer{}
-	done := make(chan error, 1)
-	go func() { done <- serve(sctx, cfg, out) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("serve returned %v", err)
-		}
-	})
-	var gateway string
-	for deadline := time.Now().Add(30 * time.Second); gateway == ""; time.Sleep(10 * time.Millisecond) {
-		if m := listeningRE.FindStringSubmatch(out.String()); m != nil {
-			gateway = m[1]
-		}
-		select {
-		case err := <-done:
-			t.Fatalf("serve returned early: %v\n%s", err, out)
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("serve did not start:\n%s", out)
-		}
-	}
 
 	data, err := os.ReadFile(filepath.Join(dir, "default-credentials"))
 	if err != nil {
@@ -186,4 +126,76 @@ func TestServeOverRemoteBackend(t *testing.T) {
 	if len(parts) != 4 {
 		t.Errorf("40 items under %d engine partition keys, want 4: %v", len(parts), parts)
 	}
+}
+
+// startGateway starts an in-process tenantdb as the engine and `serve
+// --backend dynamodb` over it (tables prefixed prefix), the gateway
+// finding the engine's credential through the AWS chain as any AWS tool;
+// both stop when t ends. It returns the engine, its URL, the gateway's
+// URL and its data directory.
+func startGateway(t *testing.T, prefix string) (engine *node.Node, engineURL, gateway, dir string) {
+	t.Helper()
+	ctx := context.Background()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	engine, err = node.Open(ctx, node.Options{InMemory: true, Endpoint: l.Addr().String(), DefaultTenant: true})
+	if err != nil {
+		l.Close()
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- engine.Serve(l) }()
+	t.Cleanup(func() {
+		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		engine.Shutdown(sctx)
+		<-served
+		engine.Close()
+	})
+	engineURL = "http://" + l.Addr().String()
+	creds := filepath.Join(t.TempDir(), "engine-credentials")
+	if err := auth.WriteCredentialsFile(creds, "engine", engine.Bootstrap().Default, "us-east-1", engineURL); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"} {
+		t.Setenv(v, "")
+	}
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", creds)
+	t.Setenv("AWS_CONFIG_FILE", filepath.Join(t.TempDir(), "none"))
+	t.Setenv("AWS_PROFILE", "engine")
+
+	dir = t.TempDir()
+	cfg, err := parseServeConfig([]string{"--addr", "127.0.0.1:0", "--data-dir", dir, "--log-level", "error",
+		"--backend", "dynamodb", "--backend-endpoint", engineURL, "--backend-region", "us-east-1", "--backend-table-prefix", prefix},
+		func(string) string { return "" }, os.Stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	out := &lockedBuffer{}
+	done := make(chan error, 1)
+	go func() { done <- serve(sctx, cfg, out) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve returned %v", err)
+		}
+	})
+	for deadline := time.Now().Add(30 * time.Second); gateway == ""; time.Sleep(10 * time.Millisecond) {
+		if m := listeningRE.FindStringSubmatch(out.String()); m != nil {
+			gateway = m[1]
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("serve returned early: %v\n%s", err, out)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("serve did not start:\n%s", out)
+		}
+	}
+
+	return engine, engineURL, gateway, dir
 }
