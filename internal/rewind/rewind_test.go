@@ -164,7 +164,13 @@ func TestStartFailResume(t *testing.T) {
 		t.Fatalf("finished restore: %+v", st)
 	}
 	for _, s := range []tenancy.Scope{adm, plat} {
-		if got := actions(t, log, s); got != "tenant.restore:ok tenant.restore.failed:error tenant.restore.resume:ok tenant.restore.done:ok" {
+		// NB: the state says done before the done record is appended.
+		want := "tenant.restore:ok tenant.restore.failed:error tenant.restore.resume:ok tenant.restore.done:ok"
+		got := actions(t, log, s)
+		for deadline := time.Now().Add(10 * time.Second); got != want && time.Now().Before(deadline); got = actions(t, log, s) {
+			time.Sleep(5 * time.Millisecond)
+		}
+		if got != want {
 			t.Errorf("audit after the resume: %q", got)
 		}
 	}
