@@ -101,6 +101,12 @@ type Options struct {
 	// step took, leaving the other tenants that share of the WAL and the
 	// CPU. 0 means DefaultRewindPause; negative, no pacing at all.
 	RewindPause float64
+	// RewindGCRate bounds the garbage collections an in-place restore
+	// brings about (rewindpace.go): after a step it pauses at least until
+	// its allocations come to RewindGCRate collection cycles a second.
+	// 0 means DefaultRewindGCRate; negative, no such bound (RewindPause
+	// alone); RewindPause < 0 turns it off too.
+	RewindGCRate float64
 
 	// Keys holds the tenants' data keys, under which every item, index
 	// entry and change record is sealed (values.go); nil means an
@@ -195,6 +201,9 @@ type Engine struct {
 	nfences  atomic.Int32
 	// rewinding holds the namespaces whose restore RunRewind is running.
 	rewinding sync.Map
+	// rewindSteps counts the restore steps begun and ended (odd while
+	// one runs; rewindpace.go).
+	rewindSteps atomic.Uint64
 
 	// clog is the change log; streams caches the descriptors of streams
 	// receiving changes ([table, stream] -> changelog.Stream).
@@ -247,6 +256,9 @@ func Open(db *storage.DB, opts Options) (_ *Engine, err error) {
 	}
 	if opts.RewindPause == 0 {
 		opts.RewindPause = DefaultRewindPause
+	}
+	if opts.RewindGCRate == 0 {
+		opts.RewindGCRate = DefaultRewindGCRate
 	}
 	if opts.SiloIdle == 0 {
 		opts.SiloIdle = DefaultSiloIdle

@@ -41,14 +41,16 @@ func rbItem(i int, v string) attr.Item {
 //     items (default 60,000), of which the big tenant holds
 //     TENANTDB_RB_BIG (default 10,000); after the time T every tenant
 //     overwrites 10% of its items, deletes 5% and creates 5% more.
-//   - one-tenant: the big tenant restored to T, then undone, six times
-//     (twelve restores), alternately with the default pacing
-//     (Options.RewindPause, rewindpace.go) and without;
+//   - one-tenant: the big tenant restored to T, then undone, in
+//     TENANTDB_RB_ROUNDS rounds (default 9) that take turns among the
+//     default pacing (Options.RewindPause and RewindGCRate,
+//     rewindpace.go), the pacing by the steps' time alone
+//     (RewindGCRate < 0) and none;
 //   - whole-store: every tenant restored to T, one after the other, without
 //     the pacing — the whole store's worth of the same work;
 //   - while they run, 32 small tenants issue GetItem and PutItem at a
 //     paced 400 requests/s; their p50/p99 latency during the one-tenant
-//     restores (paced and not) against the same load with no restore,
+//     restores (by pacing mode) against the same load with no restore,
 //     measured just before each; and each round's p99 during its
 //     restores ÷ its p99 in a window right after them as long as they
 //     took (and ÷ the 3 s before), with the medians over the rounds.
@@ -139,6 +141,8 @@ func BenchmarkTenantRestoreInStore(b *testing.B) {
 			during    []time.Duration
 			idle      []time.Duration
 			after     []time.Duration // the window after a round's restores
+			tagged    [3][]rbTagged   // during the restores of each pacing mode: what each request overlapped
+			modeR     atomic.Int32
 			afterWin  atomic.Bool
 			stop      = make(chan struct{})
 			wg        sync.WaitGroup
@@ -160,6 +164,7 @@ func BenchmarkTenantRestoreInStore(b *testing.B) {
 					}
 					i := rng.Intn(sizes[1])
 					r0, a0 := restoring.Load(), afterWin.Load()
+					tag := rbTagStart(env.e)
 					t0 := time.Now()
 					var err error
 					if rng.Intn(2) == 0 {
@@ -168,6 +173,7 @@ func BenchmarkTenantRestoreInStore(b *testing.B) {
 						_, err = env.e.PutItem(testCtx, a.scope("PutItem"), &wire.PutItemInput{TableName: "Bench", Item: rbItem(i+sizes[1]*2, "load")})
 					}
 					d := time.Since(t0)
+					cls := tag.end(env.e)
 					if err != nil {
 						b.Error(err)
 						return
@@ -178,6 +184,7 @@ func BenchmarkTenantRestoreInStore(b *testing.B) {
 					mu.Lock()
 					if r0 && restoring.Load() {
 						during = append(during, d)
+						tagged[modeR.Load()] = append(tagged[modeR.Load()], rbTagged{d, cls})
 					} else if !r0 && !restoring.Load() && a0 == afterWin.Load() {
 						if a0 {
 							after = append(after, d)
@@ -200,15 +207,23 @@ func BenchmarkTenantRestoreInStore(b *testing.B) {
 			}
 			return r, time.Since(t0)
 		}
-		var one, unpaced []time.Duration
-		var keys int64
-		var duringUnpaced, duringPaced []time.Duration
+		// NB: the rounds take turns among the pacing modes: the default
+		// (each step's time and the garbage collections its allocations
+		// bring about, rewindpace.go), by the steps' time alone (the
+		// pacing before §19c) and none (RewindPause < 0).
+		modes := []struct {
+			name      string
+			pause, gc float64
+		}{{"paced", DefaultRewindPause, DefaultRewindGCRate}, {"paced by time only", DefaultRewindPause, -1}, {"unpaced", -1, -1}}
+		durs := make([][]time.Duration, len(modes))
+		pooled := make([][]time.Duration, len(modes))
 		// Each round's p99 in the 3 s before its restores, during them,
-		// and in a window after them as long as they took, paced rounds
-		// and unpaced. NB: on a machine whose load comes in bursts, a
-		// longer window more likely holds one: the p99 of 3 s is not the
-		// baseline of one of 20 s; the window after is.
-		var roundsPaced, roundsUnpaced [][3]time.Duration
+		// and in a window after them as long as they took, by mode. NB: on
+		// a machine whose load comes in bursts, a longer window more
+		// likely holds one: the p99 of 3 s is not the baseline of one of
+		// 20 s; the window after is.
+		rounds := make([][][3]time.Duration, len(modes))
+		var keys int64
 		idleFrom := 0
 		pct := func(ds []time.Duration, p float64) time.Duration {
 			slices.Sort(ds)
@@ -234,52 +249,61 @@ func BenchmarkTenantRestoreInStore(b *testing.B) {
 			}
 			return qa[len(qa)/2], qb[len(qb)/2]
 		}
-		for round := range 6 {
-			// NB: odd rounds without the pause (RewindPause < 0).
-			env.e.opts.RewindPause = DefaultRewindPause
-			if round%2 == 1 {
-				env.e.opts.RewindPause = -1
-			}
+		for round := range envInt("TENANTDB_RB_ROUNDS", 9) {
+			m := round % len(modes)
+			env.e.opts.RewindPause, env.e.opts.RewindGCRate = modes[m].pause, modes[m].gc
+			modeR.Store(int32(m))
 			measure.Store(true)
+			p0 := rbSample(db)
 			time.Sleep(3 * time.Second) // the baseline window
+			p1 := rbSample(db)
+			stopTrace := rbTrace(b, round)
 			restoring.Store(true)
 			r, d1 := run(tenants[0], at)
 			keys = r.Tables[0].Keys
 			_, d2 := run(tenants[0], r.UndoTo)
 			restoring.Store(false)
+			stopTrace()
+			p2 := rbSample(db)
 			afterWin.Store(true)
 			time.Sleep(d1 + d2)
 			afterWin.Store(false)
 			measure.Store(false)
+			p3 := rbSample(db)
+			b.Logf("round %d (%s) before %v", round, modes[m].name, rbDiff(p0, p1))
+			b.Logf("round %d (%s) during %v", round, modes[m].name, rbDiff(p1, p2))
+			b.Logf("round %d (%s) after  %v", round, modes[m].name, rbDiff(p2, p3))
 			mu.Lock()
 			rp := [3]time.Duration{pct(slices.Clone(idle[idleFrom:]), .99), pct(slices.Clone(during), .99), pct(slices.Clone(after), .99)}
 			idleFrom = len(idle)
 			after = after[:0]
-			if round%2 == 1 {
-				unpaced = append(unpaced, d1, d2)
-				duringUnpaced = append(duringUnpaced, during...)
-				roundsUnpaced = append(roundsUnpaced, rp)
-			} else {
-				one = append(one, d1, d2)
-				duringPaced = append(duringPaced, during...)
-				roundsPaced = append(roundsPaced, rp)
-			}
+			durs[m] = append(durs[m], d1, d2)
+			pooled[m] = append(pooled[m], during...)
+			rounds[m] = append(rounds[m], rp)
 			during = during[:0]
 			mu.Unlock()
 		}
 		close(stop)
 		wg.Wait()
+		one, unpaced := durs[0], durs[len(modes)-1]
 		slices.Sort(one)
 		slices.Sort(unpaced)
 		med, medUnpaced := one[len(one)/2], unpaced[len(unpaced)/2]
 		// NB: logged before the whole store's restore, which may take long.
 		b.Logf("one tenant: %d of %d items changed since T; restores %v, median %v (%.0f keys/s)", keys, big, one, med.Round(time.Millisecond), float64(keys)/med.Seconds())
-		b.Logf("one tenant without the pacing: restores %v, median %v", unpaced, medUnpaced.Round(time.Millisecond))
-		b.Logf("other tenants: %d requests without a restore p50 %v p99 %v; %d during paced restores p50 %v p99 %v; %d during unpaced p50 %v p99 %v",
-			len(idle), pct(idle, .5), pct(idle, .99), len(duringPaced), pct(duringPaced, .5), pct(duringPaced, .99), len(duringUnpaced), pct(duringUnpaced, .5), pct(duringUnpaced, .99))
-		mp, mpb := ratios("paced", roundsPaced)
-		mup, mupb := ratios("unpaced", roundsUnpaced)
-		b.Logf("other tenants' p99 during ÷ after (as long), median of %d rounds: paced %.2f×, unpaced %.2f×; during ÷ 3 s before: paced %.2f×, unpaced %.2f×", len(roundsPaced), mp, mup, mpb, mupb)
+		b.Logf("other tenants: %d requests without a restore p50 %v p99 %v", len(idle), pct(idle, .5), pct(idle, .99))
+		var mp float64
+		for i, md := range modes {
+			slices.Sort(durs[i])
+			b.Logf("%s: restores %v, median %v; others during them: %d requests p50 %v p99 %v", md.name, durs[i], durs[i][len(durs[i])/2].Round(time.Millisecond),
+				len(pooled[i]), pct(pooled[i], .5), pct(pooled[i], .99))
+			rbAttribute(b, "during "+md.name, tagged[i], pct(idle, .99))
+			ma, mb := ratios(md.name, rounds[i])
+			b.Logf("%s: others' p99 during ÷ after (as long), median of %d rounds %.2f×; during ÷ 3 s before %.2f×", md.name, len(rounds[i]), ma, mb)
+			if i == 0 {
+				mp = ma
+			}
+		}
 
 		// The whole store, without the pacing (nobody else is served):
 		// compared with the one tenant's unpaced median.
@@ -301,7 +325,7 @@ func BenchmarkTenantRestoreInStore(b *testing.B) {
 		b.ReportMetric(med.Seconds(), "one-tenant-s")
 		b.ReportMetric(whole.Seconds(), "whole-store-s")
 		b.ReportMetric(float64(pct(idle, .99).Microseconds()), "others-p99-idle-µs")
-		b.ReportMetric(float64(pct(duringPaced, .99).Microseconds()), "others-p99-during-µs")
+		b.ReportMetric(float64(pct(pooled[0], .99).Microseconds()), "others-p99-during-µs")
 		env.e.Close()
 		db.Close()
 	}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"runtime/metrics"
 	"time"
 )
 
@@ -20,6 +21,16 @@ import (
 //     halves back with every step nobody else needed the server: a
 //     restore beside a busy server works 1/(1+RewindPause·rewindMaxBackoff)
 //     of the time, on an idle one 1/(1+RewindPause).
+//
+//   - and it pauses at least until the memory the step allocated is
+//     within Options.RewindGCRate garbage collections a second: the
+//     collector runs whenever the program has allocated its heap goal's
+//     headroom (the goal less the heap found live), so a restore that
+//     allocates faster than the others' requests makes it run more often,
+//     and every cycle stops the world twice, takes a P of two for its
+//     marking and makes allocating requests assist it. Measured
+//     (BENCHMARKS.md §19c): the garbage collector, not the CPU the steps
+//     take nor the store's stalls, is what raised the others' tail.
 //
 // The steps are reading rewindReadStep records of the change log (the
 // state at the time) and writing back rewindChunk keys (one batch, not
@@ -55,13 +66,36 @@ type rewindPacer struct {
 	gen     *genCount
 	opened  uint64
 	backoff float64
+	// allocs0 is the process's allocated bytes at the step's start.
+	allocs0 uint64
+	mem     []metrics.Sample // rewindMemMetrics
 	// Waited and Paused are the time spent waiting for idle moments and
-	// pausing after steps.
-	Waited, Paused time.Duration
+	// pausing after steps; GCPaused the part of Paused that the
+	// allocation bound (RewindGCRate) added.
+	Waited, Paused, GCPaused time.Duration
 }
 
+// rewindMemMetrics are what the pacer reads of the runtime: the bytes
+// allocated so far, the heap goal and the heap live at the last cycle.
+var rewindMemMetrics = [...]string{"/gc/heap/allocs:bytes", "/gc/heap/goal:bytes", "/gc/heap/live:bytes"}
+
+// rewindMinHeadroom is the least allocation a garbage collection cycle is
+// taken to allow (the runtime's smallest heap goal is 4 MB).
+const rewindMinHeadroom = 1 << 20
+
+// DefaultRewindGCRate is Options.RewindGCRate's default: a restore's
+// allocations bring about at most two garbage collections a second.
+const DefaultRewindGCRate = 2.0
+
 func (e *Engine) rewindPacer(ctx context.Context) *rewindPacer {
-	return &rewindPacer{e: e, ctx: ctx, backoff: 1}
+	p := &rewindPacer{e: e, ctx: ctx, backoff: 1}
+	if e.opts.RewindGCRate > 0 {
+		p.mem = make([]metrics.Sample, len(rewindMemMetrics))
+		for i, n := range rewindMemMetrics {
+			p.mem[i].Name = n
+		}
+	}
+	return p
 }
 
 func (p *rewindPacer) on() bool { return p.e.opts.RewindPause > 0 }
@@ -89,6 +123,11 @@ func (p *rewindPacer) start() error {
 	p.gen = p.e.moves.current()
 	p.opened = p.gen.opened.Load()
 	p.begin = time.Now()
+	p.e.rewindSteps.Add(1)
+	if p.on() && p.mem != nil {
+		metrics.Read(p.mem[:1])
+		p.allocs0 = p.mem[0].Value.Uint64()
+	}
 	return nil
 }
 
@@ -99,6 +138,7 @@ func (p *rewindPacer) end() error {
 	}
 	took := time.Since(p.begin)
 	p.begin = time.Time{}
+	p.e.rewindSteps.Add(1)
 	if !p.on() {
 		return nil
 	}
@@ -108,8 +148,31 @@ func (p *rewindPacer) end() error {
 		p.backoff = max(p.backoff/2, 1)
 	}
 	d := time.Duration(float64(took) * p.e.opts.RewindPause * p.backoff)
+	if gd := p.gcPause(took); gd > d {
+		p.GCPaused += gd - d
+		d = gd
+	}
 	p.Paused += d
 	return sleepCtx(p.ctx, d)
+}
+
+// gcPause returns how long a step that took took must be followed by a
+// pause for its allocations to bring about at most RewindGCRate garbage
+// collections a second. NB: the allocations are the process's during the
+// step, the restore's and whatever the others allocated meanwhile: on a
+// busy server the restore slows down the more.
+func (p *rewindPacer) gcPause(took time.Duration) time.Duration {
+	if p.mem == nil {
+		return 0
+	}
+	metrics.Read(p.mem)
+	allocs, goal, live := p.mem[0].Value.Uint64(), p.mem[1].Value.Uint64(), p.mem[2].Value.Uint64()
+	headroom := uint64(rewindMinHeadroom)
+	if goal > live+headroom {
+		headroom = goal - live
+	}
+	cycles := float64(allocs-p.allocs0) / float64(headroom)
+	return time.Duration(cycles/p.e.opts.RewindGCRate*float64(time.Second)) - took
 }
 
 // step ends the current step and starts the next one.

@@ -58,3 +58,32 @@ func TestRewindPacerBacksOff(t *testing.T) {
 		t.Fatalf("unpaced restore paused %v, waited %v, backoff %v", q.Paused, q.Waited, q.backoff)
 	}
 }
+
+var rewindSink []byte
+
+// TestRewindPacerBoundsGC: a step that allocates much is followed by a
+// pause long enough for its allocations to bring about at most
+// RewindGCRate garbage collections a second; with RewindGCRate < 0 (or
+// no pacing) there is none.
+func TestRewindPacerBoundsGC(t *testing.T) {
+	for _, tc := range []struct {
+		pause, gc float64
+		want      bool
+	}{{0.001, 20, true}, {0.001, -1, false}, {-1, 20, false}} {
+		e := &Engine{}
+		e.opts.RewindPause, e.opts.RewindGCRate = tc.pause, tc.gc
+		p := e.rewindPacer(context.Background())
+		if err := p.start(); err != nil {
+			t.Fatal(err)
+		}
+		for range 64 {
+			rewindSink = make([]byte, 1<<20) // 64 MB: many cycles' headroom
+		}
+		if err := p.end(); err != nil {
+			t.Fatal(err)
+		}
+		if got := p.GCPaused > 0; got != tc.want {
+			t.Errorf("RewindPause %v, RewindGCRate %v: paused %v for the allocations, want a pause: %v", tc.pause, tc.gc, p.GCPaused, tc.want)
+		}
+	}
+}
