@@ -22,8 +22,9 @@ import (
 //     restore beside a busy server works 1/(1+RewindPause·rewindMaxBackoff)
 //     of the time, on an idle one 1/(1+RewindPause).
 //
-//   - and it pauses at least until the memory the step allocated is
-//     within Options.RewindGCRate garbage collections a second: the
+//   - and, while requests keep coming, it pauses at least until the
+//     memory the step allocated is within Options.RewindGCRate garbage
+//     collections a second: the
 //     collector runs whenever the program has allocated its heap goal's
 //     headroom (the goal less the heap found live), so a restore that
 //     allocates faster than the others' requests makes it run more often,
@@ -142,13 +143,17 @@ func (p *rewindPacer) end() error {
 	if !p.on() {
 		return nil
 	}
+	busy := false
 	if gc := p.e.moves.current(); gc != p.gen || gc.opened.Load() != p.opened || gc.n.Load() > 0 {
 		p.backoff = min(p.backoff*2, rewindMaxBackoff)
+		busy = true
 	} else {
 		p.backoff = max(p.backoff/2, 1)
 	}
 	d := time.Duration(float64(took) * p.e.opts.RewindPause * p.backoff)
-	if gd := p.gcPause(took); gd > d {
+	// NB: the collections matter only to requests: a restore alone (no
+	// request during its last steps) allocates as fast as it works.
+	if gd := p.gcPause(took); (busy || p.backoff > 1) && gd > d {
 		p.GCPaused += gd - d
 		d = gd
 	}

@@ -61,20 +61,24 @@ func TestRewindPacerBacksOff(t *testing.T) {
 
 var rewindSink []byte
 
-// TestRewindPacerBoundsGC: a step that allocates much is followed by a
-// pause long enough for its allocations to bring about at most
-// RewindGCRate garbage collections a second; with RewindGCRate < 0 (or
-// no pacing) there is none.
+// TestRewindPacerBoundsGC: a step that allocates much while requests
+// are served is followed by a pause long enough for its allocations to
+// bring about at most RewindGCRate garbage collections a second; with
+// RewindGCRate < 0, no pacing or no request, there is none.
 func TestRewindPacerBoundsGC(t *testing.T) {
 	for _, tc := range []struct {
-		pause, gc float64
-		want      bool
-	}{{0.001, 20, true}, {0.001, -1, false}, {-1, 20, false}} {
+		pause, gc  float64
+		busy, want bool
+	}{{0.001, 20, true, true}, {0.001, 20, false, false}, {0.001, -1, true, false}, {-1, 20, true, false}} {
 		e := &Engine{}
 		e.opts.RewindPause, e.opts.RewindGCRate = tc.pause, tc.gc
 		p := e.rewindPacer(context.Background())
 		if err := p.start(); err != nil {
 			t.Fatal(err)
+		}
+		if tc.busy { // a request served while the step runs
+			_, done := e.trackHandle()
+			done()
 		}
 		for range 64 {
 			rewindSink = make([]byte, 1<<20) // 64 MB: many cycles' headroom
@@ -83,7 +87,7 @@ func TestRewindPacerBoundsGC(t *testing.T) {
 			t.Fatal(err)
 		}
 		if got := p.GCPaused > 0; got != tc.want {
-			t.Errorf("RewindPause %v, RewindGCRate %v: paused %v for the allocations, want a pause: %v", tc.pause, tc.gc, p.GCPaused, tc.want)
+			t.Errorf("RewindPause %v, RewindGCRate %v, a request %v: paused %v for the allocations, want a pause: %v", tc.pause, tc.gc, tc.busy, p.GCPaused, tc.want)
 		}
 	}
 }
