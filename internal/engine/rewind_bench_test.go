@@ -42,10 +42,11 @@ func rbItem(i int, v string) attr.Item {
 //     TENANTDB_RB_BIG (default 10,000); after the time T every tenant
 //     overwrites 10% of its items, deletes 5% and creates 5% more.
 //   - one-tenant: the big tenant restored to T, then undone, in
-//     TENANTDB_RB_ROUNDS rounds (default 9) that take turns among the
+//     TENANTDB_RB_ROUNDS rounds (default 12) that take turns among the
 //     default pacing (Options.RewindPause and RewindGCRate,
 //     rewindpace.go), the pacing by the steps' time alone
-//     (RewindGCRate < 0) and none;
+//     (RewindGCRate < 0), the same with a pause three times as long, and
+//     none;
 //   - whole-store: every tenant restored to T, one after the other, without
 //     the pacing — the whole store's worth of the same work;
 //   - while they run, 32 small tenants issue GetItem and PutItem at a
@@ -141,7 +142,7 @@ func BenchmarkTenantRestoreInStore(b *testing.B) {
 			during    []time.Duration
 			idle      []time.Duration
 			after     []time.Duration // the window after a round's restores
-			tagged    [3][]rbTagged   // during the restores of each pacing mode: what each request overlapped
+			tagged    [4][]rbTagged   // during the restores of each pacing mode: what each request overlapped
 			modeR     atomic.Int32
 			afterWin  atomic.Bool
 			stop      = make(chan struct{})
@@ -210,11 +211,14 @@ func BenchmarkTenantRestoreInStore(b *testing.B) {
 		// NB: the rounds take turns among the pacing modes: the default
 		// (each step's time and the garbage collections its allocations
 		// bring about, rewindpace.go), by the steps' time alone (the
-		// pacing before §19c) and none (RewindPause < 0).
+		// pacing before §19c), the same with a pause three times as long
+		// (about as slow as the default: is it only slower?) and none
+		// (RewindPause < 0).
 		modes := []struct {
 			name      string
 			pause, gc float64
-		}{{"paced", DefaultRewindPause, DefaultRewindGCRate}, {"paced by time only", DefaultRewindPause, -1}, {"unpaced", -1, -1}}
+		}{{"paced", DefaultRewindPause, DefaultRewindGCRate}, {"paced by time only", DefaultRewindPause, -1},
+			{"paced by time only, pause x3", 3 * DefaultRewindPause, -1}, {"unpaced", -1, -1}}
 		durs := make([][]time.Duration, len(modes))
 		pooled := make([][]time.Duration, len(modes))
 		// Each round's p99 in the 3 s before its restores, during them,
@@ -249,7 +253,7 @@ func BenchmarkTenantRestoreInStore(b *testing.B) {
 			}
 			return qa[len(qa)/2], qb[len(qb)/2]
 		}
-		for round := range envInt("TENANTDB_RB_ROUNDS", 9) {
+		for round := range envInt("TENANTDB_RB_ROUNDS", 3*len(modes)) {
 			m := round % len(modes)
 			env.e.opts.RewindPause, env.e.opts.RewindGCRate = modes[m].pause, modes[m].gc
 			modeR.Store(int32(m))

@@ -20,18 +20,17 @@ import (
 //     last step) the pause doubles, up to rewindMaxBackoff times, and it
 //     halves back with every step nobody else needed the server: a
 //     restore beside a busy server works 1/(1+RewindPause·rewindMaxBackoff)
-//     of the time, on an idle one 1/(1+RewindPause).
-//
-//   - and, while requests keep coming, it pauses at least until the
-//     memory the step allocated is within Options.RewindGCRate garbage
-//     collections a second: the
-//     collector runs whenever the program has allocated its heap goal's
-//     headroom (the goal less the heap found live), so a restore that
-//     allocates faster than the others' requests makes it run more often,
-//     and every cycle stops the world twice, takes a P of two for its
-//     marking and makes allocating requests assist it. Measured
-//     (BENCHMARKS.md §19c): the garbage collector, not the CPU the steps
-//     take nor the store's stalls, is what raised the others' tail.
+//     of the time, on an idle one 1/(1+RewindPause);
+//   - and, if a request came since the previous step ended, it pauses at
+//     least until the memory the step allocated is within
+//     Options.RewindGCRate garbage collections a second: the collector
+//     runs whenever the program has allocated its heap goal's headroom
+//     (the goal less the heap found live), so a restore that allocates
+//     faster than the others' requests makes it run more often, and
+//     every cycle stops the world twice, takes a P of two for its marking
+//     and makes allocating requests assist it. Measured (BENCHMARKS.md
+//     §19c): the garbage collector, not the CPU the steps take nor the
+//     store's stalls, is what raised the others' tail.
 //
 // The steps are reading rewindReadStep records of the change log (the
 // state at the time) and writing back rewindChunk keys (one batch, not
@@ -67,6 +66,9 @@ type rewindPacer struct {
 	gen     *genCount
 	opened  uint64
 	backoff float64
+	// lastGen and lastOpened are the same at the previous step's end.
+	lastGen    *genCount
+	lastOpened uint64
 	// allocs0 is the process's allocated bytes at the step's start.
 	allocs0 uint64
 	mem     []metrics.Sample // rewindMemMetrics
@@ -90,6 +92,8 @@ const DefaultRewindGCRate = 2.0
 
 func (e *Engine) rewindPacer(ctx context.Context) *rewindPacer {
 	p := &rewindPacer{e: e, ctx: ctx, backoff: 1}
+	p.lastGen = e.moves.current()
+	p.lastOpened = p.lastGen.opened.Load()
 	if e.opts.RewindGCRate > 0 {
 		p.mem = make([]metrics.Sample, len(rewindMemMetrics))
 		for i, n := range rewindMemMetrics {
@@ -143,17 +147,19 @@ func (p *rewindPacer) end() error {
 	if !p.on() {
 		return nil
 	}
-	busy := false
-	if gc := p.e.moves.current(); gc != p.gen || gc.opened.Load() != p.opened || gc.n.Load() > 0 {
+	gc := p.e.moves.current()
+	if gc != p.gen || gc.opened.Load() != p.opened || gc.n.Load() > 0 {
 		p.backoff = min(p.backoff*2, rewindMaxBackoff)
-		busy = true
 	} else {
 		p.backoff = max(p.backoff/2, 1)
 	}
-	d := time.Duration(float64(took) * p.e.opts.RewindPause * p.backoff)
 	// NB: the collections matter only to requests: a restore alone (no
-	// request during its last steps) allocates as fast as it works.
-	if gd := p.gcPause(took); (busy || p.backoff > 1) && gd > d {
+	// request since the previous step ended: during its pause, its wait
+	// or this step) allocates as fast as it works.
+	busy := gc != p.lastGen || gc.opened.Load() != p.lastOpened || gc.n.Load() > 0
+	p.lastGen, p.lastOpened = gc, gc.opened.Load()
+	d := time.Duration(float64(took) * p.e.opts.RewindPause * p.backoff)
+	if gd := p.gcPause(took); busy && gd > d {
 		p.GCPaused += gd - d
 		d = gd
 	}
