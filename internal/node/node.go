@@ -301,6 +301,8 @@ func Open(ctx context.Context, o Options) (_ *Node, err error) {
 	// NB: a gateway's token buckets are the fleet's, in the engine: a
 	// tenant's capacity holds across gateways (quota.Options.Fleet).
 	var fleet quota.Leaser
+	var storageSrc quota.StorageSource = engineStorage{n}
+	var alone func(context.Context) bool // a gateway alone skips the quota change's settle
 	if n.remote != nil {
 		quotaCtl = ctl
 		capacity := n.remote.Capacity()
@@ -312,13 +314,17 @@ func Open(ctx context.Context, o Options) (_ *Node, err error) {
 			return est.Present(keyspace.TenantRecord(id))
 		}
 		fleet = capacity
+		n.remote.SetTenantCheck(capacity.Alive) // storage counters, as buckets
+		storageSrc = remoteStorage{n.remote}
+		alone = n.remote.Alone
 	}
 	if n.quotas, err = quota.New(quota.Options{
 		DB:             n.db,
 		Control:        quotaCtl,
 		MaxStale:       stale,
 		Settle:         settle(stale),
-		Storage:        engineStorage{n},
+		Alone:          alone,
+		Storage:        storageSrc,
 		Logger:         log.With("component", "quota"),
 		Registerer:     reg,
 		Disabled:       !o.Fairness,
@@ -411,8 +417,10 @@ func Open(ctx context.Context, o Options) (_ *Node, err error) {
 		}
 		adm.ServeSubscriptions(n.webhooks)
 		adm.ServeShards(nil)
+		adm.ServeGateways(nil)
 	} else {
 		adm.ServeShards(n.remote)
+		adm.ServeGateways(n.remote)
 		adm.ServeMoves(nil)
 		adm.ServeTransfers(transfer.Unavailable("they read a snapshot of the embedded engine, and this server is a gateway over a remote one"))
 		adm.ServeSubscriptions(webhook.Unavailable("they follow the embedded engine's change log, and this server is a gateway over a remote one"))
@@ -612,8 +620,8 @@ func firstErr(errs []error) error {
 // opened after the quota manager that asks for it.
 type engineStorage struct{ n *Node }
 
-func (s engineStorage) TenantStorage(ctx context.Context, t tenancy.TenantID) ([]quota.TableStorage, error) {
-	return s.n.engine.TenantStorage(ctx, t)
+func (s engineStorage) TenantStorage(ctx context.Context, sc tenancy.Scope) ([]quota.TableStorage, error) {
+	return s.n.engine.TenantStorage(ctx, sc.Tenant())
 }
 
 // The engine is the server's backend; the quota decorator stands between.

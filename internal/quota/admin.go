@@ -141,7 +141,7 @@ func (m *Manager) SetQuota(ctx context.Context, s tenancy.Scope, table string, u
 	}
 	m.applyLocked(st, m.now(), false)
 	st.mu.Unlock()
-	if m.opts.Settle > 0 && next != cur {
+	if m.opts.Settle > 0 && next != cur && (m.opts.Alone == nil || !m.opts.Alone(ctx)) {
 		// NB: every other gateway read its copy before the write, so it
 		// has expired when this returns (Options.Settle).
 		t := time.NewTimer(m.opts.Settle)

@@ -60,7 +60,13 @@ func (m *Manager) SampleStorage(ctx context.Context) {
 			}
 			return true
 		}
-		st, err := m.storage.TenantStorage(ctx, k.tenant)
+		sc, ok := m.scopes.Load(k.tenant)
+		if !ok {
+			// Touched only by TTL expiry since this process started: no
+			// scope of the tenant to read its storage with yet.
+			return true
+		}
+		st, err := m.storage.TenantStorage(ctx, sc.(tenancy.Scope))
 		if err == nil {
 			err = m.meter.writeStorage(k, st)
 		}
@@ -235,7 +241,7 @@ func (m *Manager) Usage(ctx context.Context, s tenancy.Scope, from, to time.Time
 		return a.Table < b.Table
 	})
 	if m.storage != nil {
-		st, err := m.storage.TenantStorage(ctx, t)
+		st, err := m.storage.TenantStorage(ctx, s)
 		if err != nil {
 			return nil, apierr.Wrap(apierr.Internal, err, "reading storage statistics")
 		}

@@ -10,10 +10,13 @@ import (
 // TableStorage is what one table holds for one tenant environment.
 type TableStorage = schema.TableStorage
 
-// StorageSource reports a tenant's storage per table, as the backend that
-// stores the tables counts it (the embedded engine's TenantStorage reads
-// its statistics counters). Usage reports call it; quota never reads a
-// backend's records itself.
+// StorageSource reports the storage per table of scope s's tenant (every
+// environment), as the backend that stores the tables counts it: the
+// embedded engine's TenantStorage reads its statistics counters, a
+// gateway's the engine's storage counters (internal/remote, storage.go).
+// Usage reports call it with the scope the guard admitted; the hourly
+// samples with the scope of a request of the tenant (Manager.SampleStorage).
+// Quota never reads a backend's records itself.
 type StorageSource interface {
-	TenantStorage(ctx context.Context, t tenancy.TenantID) ([]TableStorage, error)
+	TenantStorage(ctx context.Context, s tenancy.Scope) ([]TableStorage, error)
 }

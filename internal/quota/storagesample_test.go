@@ -19,7 +19,7 @@ type fakeStorage struct {
 	calls int
 }
 
-func (f *fakeStorage) TenantStorage(context.Context, tenancy.TenantID) ([]TableStorage, error) {
+func (f *fakeStorage) TenantStorage(context.Context, tenancy.Scope) ([]TableStorage, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls++

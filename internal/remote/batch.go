@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/tenantdb/tenantdb/internal/apierr"
+	"github.com/tenantdb/tenantdb/internal/resolve"
 	"github.com/tenantdb/tenantdb/internal/tenancy"
 	"github.com/tenantdb/tenantdb/internal/wire"
 )
@@ -287,6 +288,9 @@ func (b *Backend) BatchWriteItem(ctx context.Context, s tenancy.Scope, in *wire.
 		if err != nil {
 			return nil, engineErr(err, strip)
 		}
+		for _, o := range from {
+			b.meterDrift(o.p.tg) // no old items: recounted (storage.go)
+		}
 	}
 	out := &wire.BatchWriteItemOutput{UnprocessedItems: map[string][]wire.WriteRequest{}}
 	for _, r := range res.UnprocessedItems[b.table] {
@@ -354,6 +358,7 @@ func (b *Backend) TransactWriteItems(ctx context.Context, s tenancy.Scope, in *w
 	var moving []*movingTx // by item; their extra actions follow the items
 	var extras []types.TransactWriteItem
 	var owners []int
+	var written []resolve.Target
 	for i, ti := range in.TransactItems {
 		var err error
 		var table string
@@ -372,6 +377,7 @@ func (b *Backend) TransactWriteItems(ctx context.Context, s tenancy.Scope, in *w
 				owners = append(owners, i)
 			}
 			table, ns = mv.table, mv.p.tg.Namespace
+			written = append(written, mv.p.tg)
 			counts[table]++
 			tableIDs = append(tableIDs, mv.p.tg.Table.ID)
 			continue
@@ -401,6 +407,9 @@ func (b *Backend) TransactWriteItems(ctx context.Context, s tenancy.Scope, in *w
 			return nil, err
 		}
 		tableIDs = append(tableIDs, tg.Table.ID)
+		if ti.ConditionCheck == nil {
+			written = append(written, tg)
+		}
 	}
 	var life []byte
 	if in.ClientRequestToken != nil {
@@ -420,6 +429,7 @@ func (b *Backend) TransactWriteItems(ctx context.Context, s tenancy.Scope, in *w
 	if err != nil {
 		return nil, engineErr(movingTxErr(txErr(err, in, comp), in, moving, owners), strip)
 	}
+	b.meterDrift(written...) // no old items: recounted (storage.go)
 	var total float64
 	for _, cc := range res.ConsumedCapacity {
 		total += aws.ToFloat64(cc.CapacityUnits)

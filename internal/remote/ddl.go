@@ -272,7 +272,7 @@ const attrDropped = "dropped"
 // tombstone of table t (dropped at dropped), so that its name can be
 // created again.
 func (b *Backend) settleDrop(ctx context.Context, t *schema.Table, ns []byte, dropped int64, committed time.Time) error {
-	if d := b.opts.Settle - time.Since(committed); d > 0 {
+	if d := b.opts.Settle - time.Since(committed); d > 0 && !b.Alone(ctx) { // NB: no other gateway holds the definition (fleet.go)
 		tm := time.NewTimer(d)
 		select {
 		case <-tm.C:

@@ -168,14 +168,16 @@ func (b *Backend) PutItem(ctx context.Context, s tenancy.Scope, in *wire.PutItem
 		ConditionExpression:                 str(in.ConditionExpression),
 		ExpressionAttributeNames:            in.ExpressionAttributeNames,
 		ExpressionAttributeValues:           toValues(in.ExpressionAttributeValues),
-		ReturnValues:                        types.ReturnValue(in.ReturnValues),
+		ReturnValues:                        types.ReturnValueAllOld, // storage metering (storage.go); no extra capacity
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailure(in.ReturnValuesOnConditionCheckFailure),
 		ReturnConsumedCapacity:              types.ReturnConsumedCapacityTotal,
 	}, b.observe(p))
 	if err != nil {
 		return nil, b.oldOnFailure(ctx, engineErr(err, strip), physKeyOf(item), in.ReturnValuesOnConditionCheckFailure)
 	}
-	out := &wire.PutItemOutput{Attributes: strip(res.Attributes), ConsumedCapacity: capacity(res.ConsumedCapacity, in.TableName, in.ReturnConsumedCapacity)}
+	old := strip(res.Attributes)
+	b.meterWrite(p, old, in.Item)
+	out := &wire.PutItemOutput{Attributes: returned(in.ReturnValues, old), ConsumedCapacity: capacity(res.ConsumedCapacity, in.TableName, in.ReturnConsumedCapacity)}
 	out.U = wire.Usage{WriteUnits: units(res.ConsumedCapacity), Table: in.TableName}
 	return out, nil
 }
@@ -265,14 +267,16 @@ func (b *Backend) DeleteItem(ctx context.Context, s tenancy.Scope, in *wire.Dele
 		ConditionExpression:                 str(in.ConditionExpression),
 		ExpressionAttributeNames:            in.ExpressionAttributeNames,
 		ExpressionAttributeValues:           toValues(in.ExpressionAttributeValues),
-		ReturnValues:                        types.ReturnValue(in.ReturnValues),
+		ReturnValues:                        types.ReturnValueAllOld, // storage metering (storage.go); no extra capacity
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailure(in.ReturnValuesOnConditionCheckFailure),
 		ReturnConsumedCapacity:              types.ReturnConsumedCapacityTotal,
 	}, b.observe(p))
 	if err != nil {
 		return nil, b.oldOnFailure(ctx, engineErr(err, strip), key, in.ReturnValuesOnConditionCheckFailure)
 	}
-	out := &wire.DeleteItemOutput{Attributes: strip(res.Attributes), ConsumedCapacity: capacity(res.ConsumedCapacity, in.TableName, in.ReturnConsumedCapacity)}
+	old := strip(res.Attributes)
+	b.meterWrite(p, old, nil)
+	out := &wire.DeleteItemOutput{Attributes: returned(in.ReturnValues, old), ConsumedCapacity: capacity(res.ConsumedCapacity, in.TableName, in.ReturnConsumedCapacity)}
 	out.U = wire.Usage{WriteUnits: units(res.ConsumedCapacity), Table: in.TableName}
 	return out, nil
 }
@@ -401,7 +405,7 @@ func (b *Backend) UpdateItem(ctx context.Context, s tenancy.Scope, in *wire.Upda
 		ConditionExpression:                 cond,
 		ExpressionAttributeNames:            names,
 		ExpressionAttributeValues:           values,
-		ReturnValues:                        types.ReturnValue(in.ReturnValues),
+		ReturnValues:                        types.ReturnValueAllOld, // storage metering (storage.go); no extra capacity
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailure(onFailure),
 		ReturnConsumedCapacity:              types.ReturnConsumedCapacityTotal,
 	}, b.observe(p))
@@ -413,14 +417,9 @@ func (b *Backend) UpdateItem(ctx context.Context, s tenancy.Scope, in *wire.Upda
 	if err != nil {
 		return nil, b.oldOnFailure(ctx, engineErr(err, strip), key, in.ReturnValuesOnConditionCheckFailure)
 	}
-	attrs := strip(res.Attributes)
-	if in.ReturnValues == "UPDATED_OLD" || in.ReturnValues == "UPDATED_NEW" {
-		for _, k := range p.tg.Table.KeyNames() {
-			delete(attrs, k) // set by the gateway, never by the client
-		}
-		if len(attrs) == 0 {
-			attrs = nil
-		}
+	attrs, err := b.meterUpdate(ctx, p, key, in, strip(res.Attributes))
+	if err != nil {
+		return nil, err
 	}
 	out := &wire.UpdateItemOutput{Attributes: attrs, ConsumedCapacity: capacity(res.ConsumedCapacity, in.TableName, in.ReturnConsumedCapacity)}
 	out.U = wire.Usage{WriteUnits: units(res.ConsumedCapacity), Table: in.TableName}

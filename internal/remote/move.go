@@ -202,6 +202,7 @@ func (b *Backend) movingWrite(ctx context.Context, p place, pks []string, m muta
 		for _, cc := range res.ConsumedCapacity {
 			wu += aws.ToFloat64(cc.CapacityUnits)
 		}
+		b.meterWrite(p, plan.old, plan.neu)
 		return &movedWrite{old: plan.old, neu: plan.neu, units: plan.units + wu}, nil
 	}
 	return nil, apierr.New(apierr.ProvisionedThroughputExceeded, "The item was written concurrently %d times while its shard changed; retry", maxRetries)

@@ -90,6 +90,11 @@ type Backend struct {
 	reg  registry
 	lays layouts
 	auto autoShard
+	// meter holds the storage deltas not yet flushed (storage.go); fleet
+	// this gateway's registration (fleet.go).
+	meter   *storageMeter
+	fleetMu sync.Mutex
+	fleet   *fleet
 
 	// ttlOff says why the engine's TTL is not available ("" when it is;
 	// ttl.go).
@@ -122,7 +127,7 @@ func Open(ctx context.Context, o Options) (*Backend, error) {
 	if o.Account == "" {
 		o.Account = "000000000000"
 	}
-	b := &Backend{db: o.Client, table: o.TablePrefix + "tenantdb", opts: o, log: o.Logger}
+	b := &Backend{db: o.Client, table: o.TablePrefix + "tenantdb", opts: o, log: o.Logger, meter: newStorageMeter()}
 	b.bg, b.stop = context.WithCancel(context.Background())
 	if b.log == nil {
 		b.log = slog.New(slog.DiscardHandler)
@@ -130,15 +135,21 @@ func Open(ctx context.Context, o Options) (*Backend, error) {
 	if err := b.ensureTable(ctx); err != nil {
 		return nil, err
 	}
+	if err := b.registerGateway(ctx, o.Endpoint); err != nil { // fleet.go
+		b.stop()
+		return nil, err
+	}
 	var err error
 	b.res, err = resolve.New(ctx, catalog{b}, resolve.Options{Region: o.Region, Account: o.Account, MaxTenantTables: o.MaxTenantTables,
 		MaxStale: o.DefinitionsMaxStale})
 	if err != nil {
+		b.Close()
 		return nil, err
 	}
 	go b.resumeChanges(b.bg) // shard changes a gateway left (migrate.go)
 	b.ensureTTL(ctx)
 	go b.resumeTTLJobs(b.bg) // TTL syncs a gateway left (ttl.go)
+	go b.meterLoop(b.bg)     // storage counters (storage.go)
 	return b, nil
 }
 
@@ -148,7 +159,8 @@ func (b *Backend) Close() error {
 	if b.stop != nil {
 		b.stop()
 	}
-	return nil
+	b.deregister(context.Background())          // fleet.go
+	return b.flushStorage(context.Background()) // the last second's storage deltas
 }
 
 // Table returns the name of the engine table.

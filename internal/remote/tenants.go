@@ -188,8 +188,11 @@ func (b *Backend) DropTenant(ctx context.Context, s tenancy.Scope) error {
 		}
 		in.ExclusiveStartKey = out.LastEvaluatedKey
 	}
-	// Its capacity buckets (capacity.go).
+	// Its capacity buckets (capacity.go) and storage counters (storage.go).
 	if err := b.sweepCapacity(ctx, s.Tenant().String()); err != nil {
+		return err
+	}
+	if err := b.dropStorage(ctx, prefix); err != nil {
 		return err
 	}
 	b.res.ForgetTenant(s.Tenant())
@@ -205,7 +208,10 @@ func (b *Backend) SweepTenant(ctx context.Context, s tenancy.Scope) error {
 	if !s.Valid() || s.Tenant().IsZero() {
 		return apierr.New(apierr.Validation, "no tenant to sweep")
 	}
-	return b.sweepCapacity(ctx, s.Tenant().String())
+	if err := b.sweepCapacity(ctx, s.Tenant().String()); err != nil {
+		return err
+	}
+	return b.dropStorage(ctx, resolve.TenantPrefix(s))
 }
 
 // ReviveTenant has nothing to lift: DropTenant leaves no mark.

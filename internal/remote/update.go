@@ -166,6 +166,7 @@ func (b *Backend) updateItem(ctx context.Context, p place, key map[string]types.
 		if err != nil {
 			return nil, engineErr(err, strip)
 		}
+		b.meterWrite(p, c.old, c.neu)
 		out := &wire.UpdateItemOutput{ConsumedCapacity: capacity(res.ConsumedCapacity, in.TableName, in.ReturnConsumedCapacity)}
 		switch in.ReturnValues {
 		case "ALL_OLD":

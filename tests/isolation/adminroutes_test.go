@@ -52,6 +52,7 @@ var adminRouteBodies = map[string]string{
 	"GET /v1/tenants/{tenant}/quota":              "",
 	"PUT /v1/tenants/{tenant}/quota":              `{"read_units":1}`,
 	"GET /v1/tenants/{tenant}/usage":              "",
+	"GET /v1/gateways":                            "",
 	"POST /v1/tenants/{tenant}/exports":           `{}`,
 	"POST /v1/tenants/{tenant}/imports":           `{"table":"iso_ns","items":[{"pk":{"S":"p0"},"sk":{"S":"s0"},"v":{"S":"planted"}}]}`,
 
