@@ -97,6 +97,8 @@ type storageMeter struct {
 	// (SetTenantCheck); nil: counters are written without it.
 	alive func(tenant string) *types.ConditionCheck
 	noTx  atomic.Bool
+	// recounting is set while runRecounts runs.
+	recounting atomic.Bool
 
 	mu      sync.Mutex
 	pending map[collKey]sizeDelta
@@ -211,7 +213,12 @@ func (b *Backend) meterLoop(ctx context.Context) {
 		if err := b.flushStorage(ctx); err != nil && ctx.Err() == nil {
 			b.log.Warn("remote: storage counters not flushed; kept for the next flush", "error", err)
 		}
-		b.runRecounts(ctx)
+		if b.meter.recounting.CompareAndSwap(false, true) {
+			go func() {
+				defer b.meter.recounting.Store(false)
+				b.runRecounts(ctx) // NB: not in the flush loop: a recount waits two flush intervals
+			}()
+		}
 	}
 }
 
@@ -367,44 +374,59 @@ func (b *Backend) runRecounts(ctx context.Context) {
 		keys = append(keys, k)
 	}
 	m.mu.Unlock()
+	sem := make(chan struct{}, recountParallel)
+	var wg sync.WaitGroup
 	for _, k := range keys {
-		bytes, err := b.recount(ctx, k)
-		m.mu.Lock()
-		delete(m.running, k)
-		wait := m.recount
-		if d := time.Duration(bytes / RecountRate * int64(time.Second)); d > wait {
-			wait = d
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			b.recountDue(ctx, k)
+		}()
+	}
+	wg.Wait()
+}
+
+// recountParallel bounds the recounts a gateway runs at once.
+const recountParallel = 8
+
+// recountDue recounts k and sets when it may be recounted again.
+func (b *Backend) recountDue(ctx context.Context, k collKey) {
+	m := b.meter
+	bytes, err := b.recount(ctx, k)
+	m.mu.Lock()
+	delete(m.running, k)
+	wait := m.recount
+	if d := time.Duration(bytes / RecountRate * int64(time.Second)); d > wait {
+		wait = d
+	}
+	m.next[k] = time.Now().Add(wait)
+	if err != nil && ctx.Err() == nil {
+		if _, marked := m.due[k]; !marked {
+			m.due[k] = time.Now() // tried again after the wait
 		}
-		m.next[k] = time.Now().Add(wait)
-		if err != nil && ctx.Err() == nil {
-			if _, marked := m.due[k]; !marked {
-				m.due[k] = time.Now() // tried again after the wait
-			}
-		}
-		m.mu.Unlock()
-		if err != nil && ctx.Err() == nil {
-			b.log.Warn("remote: storage recount failed; retried later", "error", err)
-		}
+	}
+	m.mu.Unlock()
+	if err != nil && ctx.Err() == nil {
+		b.log.Warn("remote: storage recount failed; retried later", "error", err)
 	}
 }
 
 // recount reads collection k item by item (strongly consistent) and
-// corrects its counters: the difference between what it counted and the
-// counters read before it started is added, together with the recount
-// mark (so two recounts never both correct). It returns the bytes
-// counted.
+// corrects its counters: it waits until every gateway has flushed the
+// deltas of the writes acknowledged before its Query began (two flush
+// intervals), reads the counters, and adds the difference between what it
+// counted and them, together with the recount mark (so two recounts never
+// both correct; deltas flushed after the read are kept by the ADD). It
+// returns the bytes counted.
 //
-// NB: a write flushed while the Query ran is counted by the Query if it
-// came before the item's read, and again by its delta: the error a
-// recount leaves is at most the size changes of the writes acknowledged
-// during it (and the flush interval before it).
+// NB: exact when no write of the collection is acknowledged from the
+// Query's start to the counters' read; otherwise the error it leaves is
+// at most the size changes of those writes (a write the Query saw whose
+// delta came after the read counts twice; one it missed whose delta came
+// before, not at all), plus the deltas of a gateway stalled longer.
 func (b *Backend) recount(ctx context.Context, k collKey) (int64, error) {
-	got, err := b.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &b.table, Key: statKey(k), ConsistentRead: aws.Bool(true)})
-	if err != nil {
-		return 0, engineErr(err, strip)
-	}
-	before := sizeDelta{counterOf(got.Item, attrItems), counterOf(got.Item, attrBytes), counterOf(got.Item, attrIBytes)}
-	rc := counterOf(got.Item, attrRC)
+	start := time.Now()
 	t, err := b.res.TableByID(ctx, k.table, []byte(k.ns))
 	if err != nil {
 		return 0, err
@@ -442,6 +464,21 @@ func (b *Backend) recount(ctx context.Context, k collKey) (int64, error) {
 			in.ExclusiveStartKey = out.LastEvaluatedKey
 		}
 	}
+	if d := time.Until(start.Add(2 * b.meter.every)); d > 0 {
+		tm := time.NewTimer(d)
+		select {
+		case <-tm.C:
+		case <-ctx.Done():
+			tm.Stop()
+			return 0, ctx.Err()
+		}
+	}
+	got, err := b.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &b.table, Key: statKey(k), ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		return 0, engineErr(err, strip)
+	}
+	before := sizeDelta{counterOf(got.Item, attrItems), counterOf(got.Item, attrBytes), counterOf(got.Item, attrIBytes)}
+	rc := counterOf(got.Item, attrRC)
 	fix := sizeDelta{counted.items - before.items, counted.bytes - before.bytes, counted.ibytes - before.ibytes}
 	if _, err := b.writeStats(ctx, k.tenant, []*types.Update{b.addUpdate(k, fix, &rc)}); err != nil && !errors.Is(err, errRecountRaced) {
 		return counted.bytes, err

@@ -236,6 +236,16 @@ func TestStorageAcrossGateways(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := recount(t, ca[1], "stor")
+	// The gateways that made them recount them (RecountDelay, then a
+	// recount of at least two flush intervals), without any report.
+	start := time.Now()
+	for got := engineCounters(t, f, a.TenantID); got != want; got = engineCounters(t, f, a.TenantID) {
+		if time.Since(start) > 15*time.Second {
+			t.Fatalf("A's counters after a batch and a transaction: %v, a recount %v", got, want)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Logf("A's counters after a batch and a transaction equal a recount after %v", time.Since(start).Round(time.Millisecond))
 	for gi, g := range gws {
 		var got [3]int64
 		within(t, fmt.Sprintf("A's usage report through gateway %d equals a recount", gi), func() bool {
