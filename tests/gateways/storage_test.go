@@ -17,6 +17,7 @@ import (
 
 	"github.com/tenantdb/tenantdb/client"
 	"github.com/tenantdb/tenantdb/internal/keyspace"
+	"github.com/tenantdb/tenantdb/internal/node"
 	"github.com/tenantdb/tenantdb/internal/tenancy"
 	"github.com/tenantdb/tenantdb/tests/harness"
 )
@@ -271,7 +272,9 @@ func TestStorageAcrossGateways(t *testing.T) {
 // after writes loses its unflushed size changes; the recount that a
 // report starts for counters never recounted restores them. The report
 // is read with the tenantdb CLI, and `tenantdb gateways` lists the
-// fleet.
+// fleet. The killed gateway counts as alive until its lease ends (a
+// quota change settles), then is no longer listed, and a quota change
+// on the gateway left alone returns without the settle.
 func TestStorageAfterKill(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: builds and kills a tenantdb process")
@@ -323,6 +326,21 @@ func TestStorageAfterKill(t *testing.T) {
 		}
 	}
 	victim.Kill(t) // before its next flush, most likely
+	// Its record is alive until its lease ends: a narrowing change
+	// through the other gateway still settles.
+	units := 100.0
+	setQuota := func() time.Duration {
+		t.Helper()
+		units++
+		start := time.Now()
+		if _, err := a.Admin().SetQuota(ctx, key.TenantID, "", client.QuotaUpdate{ReadUnits: &units}); err != nil {
+			t.Fatal(err)
+		}
+		return time.Since(start)
+	}
+	if d := setQuota(); d < node.FleetSettle {
+		t.Errorf("a quota change while the killed gateway's lease runs returned after %v, before the settle (%v)", d, node.FleetSettle)
+	}
 	want := recount(t, a.Client(key), "killed")
 	var got [3]int64
 	start := time.Now()
@@ -360,5 +378,17 @@ func TestStorageAfterKill(t *testing.T) {
 			t.Fatalf("the killed gateway is still listed: %+v", gws)
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+	// Alone now: a quota change needs no settle (one of three tries, on
+	// a loaded machine).
+	fast := false
+	for range 3 {
+		if d := setQuota(); d < node.FleetSettle {
+			fast = true
+			break
+		}
+	}
+	if !fast {
+		t.Errorf("a quota change on the only live gateway still settled")
 	}
 }
