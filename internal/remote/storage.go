@@ -365,6 +365,11 @@ func (b *Backend) runRecounts(ctx context.Context) {
 	now := time.Now()
 	var keys []collKey
 	m.mu.Lock()
+	for k, at := range m.next {
+		if now.After(at) {
+			delete(m.next, k) // NB: bounds the map by the collections recounted recently
+		}
+	}
 	for k, at := range m.due {
 		if now.Before(at) || now.Before(m.next[k]) || m.running[k] {
 			continue

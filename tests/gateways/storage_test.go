@@ -261,6 +261,16 @@ func TestStorageAcrossGateways(t *testing.T) {
 	if r.Items != want[0] || r.StorageBytes != want[1]+want[2] {
 		t.Errorf("A's report totals: %d items, %d bytes; want %d, %d", r.Items, r.StorageBytes, want[0], want[1]+want[2])
 	}
+	// The hour's per-table storage sample (taken after A's first flush).
+	sampled := false
+	for _, th := range r.TableHours {
+		if th.Table == "stor" && th.Sampled && th.Items > 0 && th.StorageBytes > 0 {
+			sampled = true
+		}
+	}
+	if !sampled {
+		t.Errorf("A's table hours carry no storage sample of stor: %+v", r.TableHours)
+	}
 	// B's storage is B's three items only.
 	wb := recount(t, cb, "stor")
 	if got := reported(t, gws[0], b.TenantID, "stor"); got != wb || got[0] != 3 {
