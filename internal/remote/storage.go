@@ -602,29 +602,6 @@ func (b *Backend) TenantStorage(ctx context.Context, s tenancy.Scope) ([]Collect
 	return res, nil
 }
 
-// RecountStorage flushes this gateway's deltas and recounts every
-// collection of scope s's tenant (found in the registry, tenants.go), so
-// that its counters are exact but for writes made meanwhile (tests, and
-// an operator who wants exact figures at once).
-func (b *Backend) RecountStorage(ctx context.Context, s tenancy.Scope) error {
-	if !s.Valid() || s.Tenant().IsZero() {
-		return apierr.New(apierr.Validation, "no tenant to recount")
-	}
-	if err := b.flushStorage(ctx); err != nil {
-		return err
-	}
-	keys, err := b.tenantColls(ctx, s)
-	if err != nil {
-		return err
-	}
-	for _, k := range keys {
-		if _, err := b.recount(ctx, k); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // tenantColls lists the collections of scope s's tenant, in every
 // environment, from the registry (one Query).
 func (b *Backend) tenantColls(ctx context.Context, s tenancy.Scope) ([]collKey, error) {

@@ -402,3 +402,51 @@ func TestStorageAfterKill(t *testing.T) {
 		t.Errorf("a quota change on the only live gateway still settled")
 	}
 }
+
+// TestAloneSkipsSettle: a gateway that is the only live one over the
+// engine returns a table drop and a quota change without the fleet's
+// settle; once a second gateway registered, both settle again.
+func TestAloneSkipsSettle(t *testing.T) {
+	f := harness.StartCluster(t, 1, harness.Options{})
+	a := f.Gateways[0]
+	ctx := context.Background()
+	key := a.NewTenant(t, "alone", "app")
+	op := a.Client(a.Operator)
+	units := 100.0
+	timed := func(what string) time.Duration {
+		t.Helper()
+		start := time.Now()
+		switch what {
+		case "quota":
+			units++
+			if _, err := a.Admin().SetQuota(ctx, key.TenantID, "", client.QuotaUpdate{ReadUnits: &units}); err != nil {
+				t.Fatal(err)
+			}
+		case "drop":
+			createTable(t, a, "dropped")
+			start = time.Now()
+			if _, err := op.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String("dropped")}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return time.Since(start)
+	}
+	for _, what := range []string{"quota", "drop"} {
+		fast := false
+		for range 3 { // on a loaded machine, one of three
+			if d := timed(what); d < node.FleetSettle {
+				fast = true
+				break
+			}
+		}
+		if !fast {
+			t.Errorf("%s on the only gateway: settled every time", what)
+		}
+	}
+	f.StartGateway(t, t.TempDir())
+	for _, what := range []string{"quota", "drop"} {
+		if d := timed(what); d < node.FleetSettle {
+			t.Errorf("%s with a second gateway: returned after %v, before the settle (%v)", what, d, node.FleetSettle)
+		}
+	}
+}
