@@ -95,7 +95,7 @@ func (d *sizeDelta) add(o sizeDelta) {
 type storageMeter struct {
 	// alive returns a check that holds while the tenant (hex id) exists
 	// (SetTenantCheck); nil: counters are written without it.
-	alive func(tenant string) *types.ConditionCheck
+	alive atomic.Pointer[func(tenant string) *types.ConditionCheck]
 	noTx  atomic.Bool
 	// recounting is set while runRecounts runs.
 	recounting atomic.Bool
@@ -123,7 +123,7 @@ func newStorageMeter() *storageMeter {
 // has not yet seen a tenant's deletion cannot bring its counters back
 // (the node gives the tenant record's presence; as Capacity.Alive).
 func (b *Backend) SetTenantCheck(alive func(tenant string) *types.ConditionCheck) {
-	b.meter.alive = alive
+	b.meter.alive.Store(&alive)
 }
 
 // statPK is the counters' collection of the tenant whose prefix is prefix.
@@ -313,8 +313,8 @@ func (b *Backend) writeStats(ctx context.Context, tenant string, ups []*types.Up
 		for _, u := range ups {
 			acts = append(acts, types.TransactWriteItem{Update: u})
 		}
-		if m.alive != nil {
-			acts = append(acts, types.TransactWriteItem{ConditionCheck: m.alive(tenant)})
+		if alive := m.alive.Load(); alive != nil && *alive != nil {
+			acts = append(acts, types.TransactWriteItem{ConditionCheck: (*alive)(tenant)})
 		}
 		var tok [16]byte
 		rand.Read(tok[:])
