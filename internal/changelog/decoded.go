@@ -35,6 +35,7 @@ type decodedRecord struct {
 	raw     []byte // the stored value
 	rec     Record
 	eventID string
+	seqNum  string // rec's SequenceNumber as the Streams API shows it
 	size    int
 }
 
@@ -45,21 +46,22 @@ const (
 	decodedFactor = 4
 )
 
-// get returns the record decoded from raw at key, if cached.
-func (c *decodedCache) get(key, raw []byte) (Record, string, bool) {
+// get returns the record decoded from raw at key, if cached; the caller
+// must not change it.
+func (c *decodedCache) get(key, raw []byte) *decodedRecord {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	d := c.m[string(key)]
 	if d == nil || !bytes.Equal(d.raw, raw) {
-		return Record{}, "", false
+		return nil
 	}
-	return d.rec, d.eventID, true
+	return d
 }
 
-// put keeps rec (decoded from raw at key, which put keeps: the caller
-// must not change it) and its event id.
-func (c *decodedCache) put(key, raw []byte, rec Record, eventID string) {
-	size := (len(raw) + len(key)) * decodedFactor
+// put keeps d, the record decoded from d.raw at key (put keeps d and its
+// bytes: the caller must not change them).
+func (c *decodedCache) put(key []byte, d *decodedRecord) {
+	size := (len(d.raw) + len(key)) * decodedFactor
 	if size > decodedBudget/8 {
 		return // a huge record would push out everything else
 	}
@@ -69,12 +71,14 @@ func (c *decodedCache) put(key, raw []byte, rec Record, eventID string) {
 		c.m = map[string]*decodedRecord{}
 	}
 	k := string(key)
+	d.size = size
 	if old := c.m[k]; old != nil {
+		// NB: replaced, not changed: a reader may hold the old one.
 		c.bytes -= old.size
-		old.raw, old.rec, old.eventID, old.size = raw, rec, eventID, size
+		c.m[k] = d
 		c.bytes += size
 	} else {
-		c.m[k] = &decodedRecord{raw: raw, rec: rec, eventID: eventID, size: size}
+		c.m[k] = d
 		c.fifo = append(c.fifo, k)
 		c.bytes += size
 	}

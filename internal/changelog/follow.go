@@ -193,7 +193,11 @@ func (l *Log) Follow(db *storage.DB, ns []byte, table uint64, from Cursor, limit
 		if err != nil {
 			return FollowPage{}, err
 		}
-		got = append(got, es...)
+		if got == nil {
+			got = es // NB: one stream (the usual case): no copy
+		} else {
+			got = append(got, es...)
+		}
 		full = full || more
 	}
 	slices.SortFunc(got, func(a, b Entry) int {
@@ -244,6 +248,7 @@ func (l *Log) followStream(snap *storage.Snapshot, ns []byte, s Stream, from Cur
 		// not after from: continue there.
 		k = binary.BigEndian.Uint32(key[len(key)-12:])
 	}
+	var scratch []byte // opened records, one at a time
 	for ; ok; ok = it.Next() {
 		key := it.Key()
 		seq := seqOf(key)
@@ -253,16 +258,20 @@ func (l *Log) followStream(snap *storage.Snapshot, ns []byte, s Stream, from Cur
 		if len(out) == limit {
 			return out, true, nil
 		}
-		r, eventID, err := l.followRecord(ns, s, key, it.Value(), seq)
+		if out == nil {
+			out = make([]Entry, 0, min(limit, 64))
+		}
+		var d *decodedRecord
+		d, scratch, err = l.followRecord(ns, s, key, it.Value(), seq, scratch)
 		if err != nil {
 			return nil, false, fmt.Errorf("changelog: reading record: %w", err)
 		}
 		out = append(out, Entry{
-			Record:         r,
+			Record:         d.rec,
 			Stream:         s.ID,
-			Next:           Cursor{Stream: s.ID, Shard: r.Shard, Seq: seq},
-			EventID:        eventID,
-			SequenceNumber: FormatSequenceNumber(Position{Shard: r.Shard, Seq: seq}),
+			Next:           Cursor{Stream: s.ID, Shard: d.rec.Shard, Seq: seq},
+			EventID:        d.eventID,
+			SequenceNumber: d.seqNum,
 		})
 	}
 	return out, false, it.Error()
@@ -433,30 +442,38 @@ func (l *Log) TrimmedUntil(db *storage.DB, ns []byte, table uint64) (time.Time, 
 }
 
 // followRecord returns the record stored as raw at key (of stream s in
-// namespace ns, numbered seq) and its event id, decoded once for all of
-// Follow's readers (decodedCache).
+// namespace ns, numbered seq) with its event id and sequence number,
+// decoded once for all of Follow's readers (decodedCache). scratch is a
+// buffer to open the record into (returned, perhaps grown, for the next).
 //
 // NB: the images of a record returned here may be shared with other
-// readers of the log: Follow's callers never modify them.
-func (l *Log) followRecord(ns []byte, s Stream, key, raw []byte, seq uint64) (Record, string, error) {
-	if r, eventID, ok := l.decoded.get(key, raw); ok {
+// readers of the log: Follow's callers never modify them, nor the
+// returned decodedRecord.
+func (l *Log) followRecord(ns []byte, s Stream, key, raw []byte, seq uint64, scratch []byte) (*decodedRecord, []byte, error) {
+	if d := l.decoded.get(key, raw); d != nil {
 		// NB: the tenant's key decides on a hit too (a destroyed key
 		// fails the read, as opening the record would).
 		if _, err := l.recordKey(key); err != nil {
-			return Record{}, "", err
+			return nil, scratch, err
 		}
-		return r, eventID, nil
+		return d, scratch, nil
 	}
-	plain, err := l.open(key, raw)
+	// NB: decodeRecord copies what it keeps, so the plaintext can go to
+	// a buffer reused for the next record.
+	plain, err := l.openTo(scratch[:0], key, raw)
 	if err != nil {
-		return Record{}, "", err
+		return nil, scratch, err
+	}
+	if len(raw) == 0 || &plain[0] != &raw[0] {
+		scratch = plain // NB: a legacy record is its own plaintext: never reuse raw
 	}
 	r, err := decodeRecord(plain)
 	if err != nil {
-		return Record{}, "", err
+		return nil, scratch, err
 	}
 	r.Shard, r.Seq = binary.BigEndian.Uint32(key[len(key)-12:]), seq
-	eventID := l.EventID(ns, s, seq)
-	l.decoded.put(key, raw, r, eventID)
-	return r, eventID, nil
+	d := &decodedRecord{raw: raw, rec: r, eventID: l.EventID(ns, s, seq),
+		seqNum: FormatSequenceNumber(Position{Shard: r.Shard, Seq: seq})}
+	l.decoded.put(key, d)
+	return d, scratch, nil
 }

@@ -103,6 +103,8 @@ type Log struct {
 	seen   shardsSeen
 
 	decoded decodedCache // records Follow decoded last, shared by its readers
+	idMACs  sync.Pool    // HMACs keyed with idKey, reused by EventID
+	streams streamsCache // tables' stream descriptors as last decoded
 }
 
 // New returns the change log whose stream descriptors live in main.
@@ -361,18 +363,27 @@ func (l *Log) Streams(table uint64) ([]Stream, error) {
 	lo, hi := keyspace.StreamDescriptors(table)
 	it := l.main.NewIter(lo, hi)
 	defer it.Close()
-	var out []Stream
+	var ids []uint64
+	var raw [][]byte
 	for ok := it.First(); ok; ok = it.Next() {
 		k := it.Key()
-		id := beUint64(k[len(k)-8:])
-		s, err := decodeStream(table, id, it.Value())
+		ids = append(ids, beUint64(k[len(k)-8:]))
+		raw = append(raw, it.Value())
+	}
+	if err := it.Error(); err != nil {
+		return nil, fmt.Errorf("changelog: listing streams: %w", err)
+	}
+	if out, ok := l.streams.get(table, ids, raw); ok {
+		return out, nil
+	}
+	var out []Stream
+	for i, id := range ids {
+		s, err := decodeStream(table, id, raw[i])
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, s)
 	}
-	if err := it.Error(); err != nil {
-		return nil, fmt.Errorf("changelog: listing streams: %w", err)
-	}
+	l.streams.put(table, ids, raw, out)
 	return out, nil
 }

@@ -258,13 +258,16 @@ func decodeRecord(v []byte) (Record, error) {
 	flags := v[2]
 	r.Expired = flags&flagExpired != 0
 	rest := v[recordHeader:]
+	// NB: one copy of the images for all three items' strings (the items
+	// never refer to v).
+	srest := string(rest)
 	next := func() (attr.Item, error) {
 		n, k := binary.Uvarint(rest)
 		if k <= 0 || n > uint64(len(rest)-k) {
 			return nil, errBadRecord
 		}
-		it, err := attr.DecodeItem(rest[k : k+int(n)])
-		rest = rest[k+int(n):]
+		it, err := attr.DecodeItemIn(rest[k:k+int(n)], srest[k:k+int(n)])
+		rest, srest = rest[k+int(n):], srest[k+int(n):]
 		if err != nil {
 			return nil, fmt.Errorf("%w: %v", errBadRecord, err)
 		}

@@ -55,7 +55,12 @@ func (l *Log) seal(k, v []byte) ([]byte, error) {
 }
 
 // open returns the encodeRecord encoding of the record stored as v at k.
-func (l *Log) open(k, v []byte) ([]byte, error) {
+func (l *Log) open(k, v []byte) ([]byte, error) { return l.openTo(nil, k, v) }
+
+// openTo is open appending the encoding to dst (empty, its capacity
+// reused). NB: a record appended before encryption is returned as v
+// itself, not in dst.
+func (l *Log) openTo(dst, k, v []byte) ([]byte, error) {
 	if len(v) < recordHeader {
 		return nil, errBadRecord
 	}
@@ -69,8 +74,10 @@ func (l *Log) open(k, v []byte) ([]byte, error) {
 	if v[0] != recordSealed {
 		return nil, errBadRecord
 	}
-	out := make([]byte, recordHeader, len(v))
-	copy(out, v[:recordHeader])
+	out := append(dst[:0], v[:recordHeader]...)
+	if cap(out) < len(v) {
+		out = append(make([]byte, 0, len(v)), out...)
+	}
 	out[0] = recordV1
 	out, err = key.Open(out, v[recordHeader:], recordAAD(k, v[:recordHeader]))
 	if err != nil {

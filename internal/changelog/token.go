@@ -9,6 +9,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"hash"
 	"strconv"
 	"strings"
 	"time"
@@ -66,7 +67,21 @@ const seqDigits = 30
 // FormatSequenceNumber returns the SequenceNumber of position p. Sequence
 // numbers of one stream increase with the records' order in a namespace.
 func FormatSequenceNumber(p Position) string {
-	return fmt.Sprintf("%010d%020d", p.Shard, p.Seq)
+	// NB: what fmt.Sprintf("%010d%020d", p.Shard, p.Seq) writes (every
+	// record a consumer reads gets one; TestFormatSequenceNumber).
+	var b [seqDigits]byte
+	putDigits(b[:10], uint64(p.Shard))
+	putDigits(b[10:], p.Seq)
+	return string(b[:])
+}
+
+// putDigits writes v in decimal into all of b, zero-padded on the left;
+// b is long enough for v (20 digits hold every uint64).
+func putDigits(b []byte, v uint64) {
+	for i := len(b) - 1; i >= 0; i-- {
+		b[i] = byte('0' + v%10)
+		v /= 10
+	}
 }
 
 // ParseSequenceNumber is the inverse of FormatSequenceNumber; ok is false
@@ -91,15 +106,32 @@ func ParseSequenceNumber(s string) (p Position, ok bool) {
 // EventID returns the eventID of the record with sequence number seq of
 // stream s in namespace ns: 32 hex digits, unique, and revealing nothing.
 func (l *Log) EventID(ns []byte, s Stream, seq uint64) string {
-	m := hmac.New(sha256.New, l.idKey)
-	var b [25]byte
+	// NB: a keyed HMAC is reused (Reset restores the keyed state), not
+	// made per record: hmac.New hashes the key's pads every time.
+	m, _ := l.idMACs.Get().(*idMAC)
+	if m == nil {
+		m = &idMAC{h: hmac.New(sha256.New, l.idKey)}
+	}
+	m.h.Reset()
+	b := m.in[:]
 	b[0] = 'e'
 	binary.BigEndian.PutUint64(b[1:], s.Table)
 	binary.BigEndian.PutUint64(b[9:], s.ID)
 	binary.BigEndian.PutUint64(b[17:], seq)
-	m.Write(b[:])
-	m.Write(ns)
-	return hex.EncodeToString(m.Sum(nil)[:16])
+	m.h.Write(b)
+	m.h.Write(ns)
+	var out [32]byte
+	hex.Encode(out[:], m.h.Sum(m.sum[:0])[:16])
+	l.idMACs.Put(m)
+	return string(out[:])
+}
+
+// idMAC is an HMAC keyed for event ids with its buffers, which would
+// escape to the heap on every call if they were on the stack.
+type idMAC struct {
+	h   hash.Hash
+	in  [25]byte
+	sum [sha256.Size]byte
 }
 
 // Iterator is what a shard iterator stands for: a position in one shard

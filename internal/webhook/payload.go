@@ -83,6 +83,10 @@ func quoted(s string) []byte {
 // the two equal).
 type encoder struct {
 	region, arnPrefix []byte // quoted region; `"arn:...:table/<name>/stream/`
+	// The label of the stream last encoded (a table's records are in one
+	// stream but for the moment of a switch).
+	labelOf uint64
+	label   string
 }
 
 func (s source) encoder(table string) *encoder {
@@ -109,11 +113,11 @@ func (c *encoder) append(dst []byte, e changelog.Entry) []byte {
 		dst = attr.AppendItemJSON(dst, e.Old)
 	}
 	dst = append(dst, `,"SequenceNumber":`...)
-	dst = append(dst, quoted(e.SequenceNumber)...)
+	dst = appendQuoted(dst, e.SequenceNumber)
 	dst = append(dst, `,"SizeBytes":`...)
 	dst = strconv.AppendInt(dst, int64(e.SizeBytes()), 10)
 	dst = append(dst, `,"StreamViewType":"NEW_AND_OLD_IMAGES"},"eventID":`...)
-	dst = append(dst, quoted(e.EventID)...)
+	dst = appendQuoted(dst, e.EventID)
 	dst = append(dst, `,"eventName":"`...)
 	dst = append(dst, e.Event.String()...)
 	dst = append(dst, `","eventSource":"aws:dynamodb","eventVersion":"1.1"`...)
@@ -122,8 +126,25 @@ func (c *encoder) append(dst []byte, e changelog.Entry) []byte {
 	}
 	dst = append(dst, `,"eventSourceARN":`...)
 	dst = append(dst, c.arnPrefix...)
-	dst = append(dst, changelog.Stream{ID: e.Stream}.Label()...)
+	if c.label == "" || c.labelOf != e.Stream {
+		c.labelOf, c.label = e.Stream, changelog.Stream{ID: e.Stream}.Label()
+	}
+	dst = append(dst, c.label...)
 	return append(dst, `"}`...)
+}
+
+// appendQuoted appends s as a JSON string: as it is, quoted, when it has
+// only letters and digits (sequence numbers, event ids), else as
+// encoding/json writes it.
+func appendQuoted(dst []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
+			return append(dst, quoted(s)...)
+		}
+	}
+	dst = append(dst, '"')
+	dst = append(dst, s...)
+	return append(dst, '"')
 }
 
 // appendItem is attr.AppendItemJSON, with null for a nil item (as

@@ -1,7 +1,6 @@
 package webhook
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -46,6 +45,7 @@ type worker struct {
 	filterOf        time.Time // the record's Updated the filter was compiled for
 	enc             *encoder
 	encFor          string
+	batch           batch // the delivery being made, its buffer reused
 	// cached is the subscription as last read (at cachedAt); it is read
 	// again when dirty (the Manager changed it) or after recheckEvery.
 	cached   *record
@@ -188,18 +188,21 @@ func (w *worker) step(s tenancy.Scope, r *record, gen uint64, pos position) {
 		// after that answer is never filtered or signed by the old one.
 		return
 	}
-	var recs []json.RawMessage
+	if w.enc == nil || w.encFor != r.Table {
+		w.enc, w.encFor = w.m.src.encoder(r.Table), r.Table
+	}
+	// NB: the records are encoded straight into the delivery's body, a
+	// buffer the worker reuses (batch.go); what encode(recs) would make
+	// of them, byte for byte.
+	bt := &w.batch
+	bt.reset()
 	var first, last string
-	next, size := page.Next, 0
+	next := page.Next
 	for i, e := range page.Entries {
 		if !w.filter.Match(e.Record) {
 			continue
 		}
-		if w.enc == nil || w.encFor != r.Table {
-			w.enc, w.encFor = w.m.src.encoder(r.Table), r.Table
-		}
-		b := json.RawMessage(w.enc.append(nil, e))
-		if len(recs) > 0 && size+len(b) > maxBody {
+		if !bt.add(w.enc, e) {
 			next = page.Entries[i-1].Next
 			break
 		}
@@ -207,9 +210,8 @@ func (w *worker) step(s tenancy.Scope, r *record, gen uint64, pos position) {
 			first = e.SequenceNumber
 		}
 		last = e.SequenceNumber
-		recs = append(recs, b)
-		size += len(b)
 	}
+	n := bt.len()
 	// NB: under load (changelog.Pacer) a read that found less than a
 	// full batch (and delivers all of it) makes the next read wait for
 	// the window: one delivery carries the window's changes instead of
@@ -218,7 +220,7 @@ func (w *worker) step(s tenancy.Scope, r *record, gen uint64, pos position) {
 	// load the next read starts at once, and adds no lag.
 	w.pace.Window = w.m.o.Window
 	w.nextRead = w.pace.Next(readAt, len(page.Entries), len(page.Entries) >= r.BatchSize || next != page.Next)
-	if len(recs) == 0 {
+	if n == 0 {
 		if next != from {
 			x := st(w).begin(w.t)
 			pos.Cursor = next.String()
@@ -233,19 +235,14 @@ func (w *worker) step(s tenancy.Scope, r *record, gen uint64, pos position) {
 		}
 		return
 	}
-	body, err := encode(recs)
-	if err != nil {
-		w.m.log.Error("encoding a delivery", "tenant", w.t, "subscription", w.id, "err", err)
-		w.sleep(w.backoff())
-		return
-	}
+	body := bt.body()
 	if d := w.delay(s); d > 0 {
 		w.sleep(d)
 		return
 	}
-	status, lat, derr := w.post(s, r, body, len(recs))
+	status, lat, derr := w.post(s, r, body, n, bt.sender())
 	now := w.m.o.Now()
-	a := Attempt{Time: now, Status: status, LatencyMS: float64(lat.Microseconds()) / 1000, Records: len(recs), FirstSequence: first, LastSequence: last}
+	a := Attempt{Time: now, Status: status, LatencyMS: float64(lat.Microseconds()) / 1000, Records: n, FirstSequence: first, LastSequence: last}
 	if derr != nil {
 		a.Error = derr.Error()
 	}
@@ -291,7 +288,7 @@ func (w *worker) step(s tenancy.Scope, r *record, gen uint64, pos position) {
 		a.Outcome = "dead-lettered"
 		x.attempt(w.id, w.attemptN, a)
 		w.deadN++
-		x.deadLetter(w.id, DeadLetter{N: w.deadN, Time: now, Status: status, Error: a.Error, Records: recs})
+		x.deadLetter(w.id, DeadLetter{N: w.deadN, Time: now, Status: status, Error: a.Error, Records: bt.records()})
 		if w.commit(gen, x, true, position{Cursor: next.String()}) {
 			w.deadCount++
 		}
@@ -337,7 +334,7 @@ func (w *worker) redrive(s tenancy.Scope, r *record, gen uint64, pos position) {
 		x.b.Close()
 		return
 	}
-	status, lat, derr := w.post(s, r, body, len(d.Records))
+	status, lat, derr := w.post(s, r, body, len(d.Records), &sentBody{})
 	a := Attempt{Time: w.m.o.Now(), Status: status, LatencyMS: float64(lat.Microseconds()) / 1000, Records: len(d.Records)}
 	if len(d.Records) > 0 {
 		a.FirstSequence, a.LastSequence = sequenceOf(d.Records[0]), sequenceOf(d.Records[len(d.Records)-1])
@@ -424,8 +421,9 @@ func (w *worker) disable(gen uint64, r *record, reason string) {
 
 // post sends one delivery and returns the status (0 without a response)
 // and how long it took. It holds one of the tenant's delivery slots while
-// the request is in flight.
-func (w *worker) post(s tenancy.Scope, r *record, body []byte, n int) (int, time.Duration, error) {
+// the request is in flight. The transport reads body through sent, which
+// says when it is done with it.
+func (w *worker) post(s tenancy.Scope, r *record, body []byte, n int, sent *sentBody) (int, time.Duration, error) {
 	secrets := w.secrets(r)
 	slot := w.m.slot(w.t)
 	select {
@@ -435,10 +433,14 @@ func (w *worker) post(s tenancy.Scope, r *record, body []byte, n int) (int, time
 	}
 	defer func() { <-slot }()
 	start := time.Now()
-	req, err := http.NewRequestWithContext(w.ctx, http.MethodPost, r.URL, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(w.ctx, http.MethodPost, r.URL, sent.reader(body))
 	if err != nil {
 		return 0, 0, err
 	}
+	// NB: what NewRequest sets for a *bytes.Reader body, which this is
+	// not: the length (not chunked), and a way to read it again.
+	req.ContentLength = int64(len(body))
+	req.GetBody = func() (io.ReadCloser, error) { return sent.reader(body), nil }
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "tenantdb-webhook/1")
 	req.Header.Set("Tenantdb-Subscription", r.ID)
