@@ -34,6 +34,8 @@ type worker struct {
 
 	scanned atomic.Uint64 // items read by the running rebuild
 
+	groups groupCache // owned by follow
+
 	mu          sync.Mutex
 	caughtUp    bool
 	behindSince time.Time // commit time of the oldest change read but not yet folded in
@@ -168,6 +170,7 @@ func (w *worker) follow(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	w.groups.reset()
 	var nextRead time.Time // under load, after a page not full, the next read waits for the window
 	pace := changelog.Pacer{Window: svc.o.Window}
 	for {
@@ -264,7 +267,8 @@ func (w *worker) follow(ctx context.Context) error {
 // cursor in one batch, then writes the materialised items it changed.
 func (w *worker) apply(ctx context.Context, sc tenancy.Scope, p *progress, page *FollowPage) error {
 	svc := w.svc
-	f := newFold(w.c, w.tenant.String(), func(k string) (*groupState, error) { return svc.st.group(w.ns, w.def.Name, k) })
+	read := func(k string) (*groupState, error) { return svc.st.group(w.ns, w.def.Name, k) }
+	f := newFold(w.c, w.tenant.String(), func(k string) (*groupState, error) { return w.groups.load(k, read) })
 	np := *p
 	np.Skip = slices.Clone(p.Skip)
 	for i := range page.Entries {
@@ -290,8 +294,10 @@ func (w *worker) apply(ctx context.Context, sc tenancy.Scope, p *progress, page 
 		np.Skip = nil
 	}
 	if err := w.write(func() error { return svc.st.commit(w.ns, w.def.Name, f.touched, &np, false, false) }); err != nil {
+		w.groups.reset()
 		return err
 	}
+	w.groups.committed(f.touched)
 	*p = np
 	now := svc.o.Now()
 	for i := range page.Entries {
@@ -327,6 +333,7 @@ func (w *worker) write(write func() error) error {
 // in one batch; p becomes the new progress.
 func (w *worker) rebuild(ctx context.Context, sc tenancy.Scope, p *progress) error {
 	svc := w.svc
+	w.groups.reset() // NB: the rebuild replaces every group
 	old, err := svc.st.groups(w.ns, w.def.Name)
 	if err != nil {
 		return err
