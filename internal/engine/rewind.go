@@ -211,6 +211,10 @@ func (e *Engine) RewindStatus(ctx context.Context, s tenancy.Scope) (r Rewind, o
 	if err := tenantOnly(s); err != nil {
 		return Rewind{}, false, err
 	}
+	// NB: under rewindMu: RunRewind saves the done record and lifts the
+	// fence under it, so a restore read as done has no fence left.
+	e.rewindMu.Lock()
+	defer e.rewindMu.Unlock()
 	p, err := e.loadRewind(resolve.Namespace(s))
 	if err != nil || p == nil {
 		return Rewind{}, false, err

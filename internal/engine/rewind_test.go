@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -386,5 +387,45 @@ func TestRewindTTL(t *testing.T) {
 	noErr(t, err)
 	if got := a.allItems("Expiring"); len(got) != 0 {
 		t.Errorf("A at the restore time: %v", got)
+	}
+}
+
+// TestRewindDoneUnfenced: a restore that RewindStatus reports done has
+// lifted its fence, so the tenant's next read is served (a status read
+// between the done record and the fence's removal answered done while
+// reads were still refused).
+func TestRewindDoneUnfenced(t *testing.T) {
+	env := streamsOpen(t)
+	a, b := env.tenant(tenancy.RoleAdmin), env.tenant(tenancy.RoleAdmin)
+	rewindTable(t, env, "Dfx", a, b)
+	env.clock.Set(env.clock.Now().Add(2 * time.Second))
+	for round := 0; round < 30; round++ {
+		a.setVG("Dfx", "k", fmt.Sprint(round))
+		env.clock.Set(env.clock.Now().Add(10 * time.Millisecond))
+		at := env.clock.Now()
+		env.clock.Set(env.clock.Now().Add(10 * time.Millisecond))
+		a.setVG("Dfx", "k", "later")
+		env.clock.Set(env.clock.Now().Add(10 * time.Millisecond))
+		r, err := env.e.BeginRewind(testCtx, a.scope("RestoreTableToPointInTime"), at, nil, "test")
+		noErr(t, err)
+		ran := make(chan error, 1)
+		go func() {
+			_, err := env.e.RunRewind(testCtx, a.scope("RestoreTableToPointInTime"), nil)
+			ran <- err
+		}()
+		for {
+			st, ok, err := env.e.RewindStatus(testCtx, a.scope("RestoreTableToPointInTime"))
+			noErr(t, err)
+			if ok && st.ID == r.ID && st.State == RewindDone {
+				break
+			}
+			runtime.Gosched()
+		}
+		_, err = env.e.GetItem(testCtx, a.scope("GetItem"), &wire.GetItemInput{TableName: "Dfx", Key: itemOf(t, `{"pk":{"S":"k"}}`)})
+		if err != nil {
+			t.Fatalf("round %d: a read right after the restore reads as done: %v", round, err)
+		}
+		noErr(t, <-ran)
+		env.clock.Set(env.clock.Now().Add(10 * time.Millisecond))
 	}
 }
