@@ -91,6 +91,13 @@ type Options struct {
 	// every gateway refuses the key (internal/remote/DESIGN.md, "Fleet
 	// caches"). 0 (one process owns the store) never waits.
 	Settle time.Duration
+	// Alone, if set, reports whether no other process can hold a cached
+	// copy of the control plane (a gateway with no other live gateway):
+	// then a revocation, an expiry or a suspension returns without
+	// Settle, since this process's own caches hear of it at once
+	// (OnChange). A tenant's deletion always settles: what other packages
+	// cache of it (data keys, namespaces' incarnations) is not told.
+	Alone func(context.Context) bool
 }
 
 // Catalog is the control-plane metadata store. Its methods are safe for
@@ -100,6 +107,7 @@ type Catalog struct {
 	now      func() time.Time
 	maxStale time.Duration
 	settleD  time.Duration
+	alone    func(context.Context) bool
 
 	mu        sync.RWMutex
 	tenants   map[tenancy.TenantID]cachedTenant
@@ -117,7 +125,7 @@ func Open(db Store, opts Options) *Catalog {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Catalog{db: db, now: opts.Now, maxStale: opts.MaxStale, settleD: opts.Settle, tenants: make(map[tenancy.TenantID]cachedTenant)}
+	return &Catalog{db: db, now: opts.Now, maxStale: opts.MaxStale, settleD: opts.Settle, alone: opts.Alone, tenants: make(map[tenancy.TenantID]cachedTenant)}
 }
 
 // settle waits Options.Settle from since (when the narrowing write's
@@ -138,6 +146,15 @@ func (c *Catalog) settle(ctx context.Context, since time.Time) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// settleNarrowed is settle for a narrowing that this process's caches
+// hear of at once (Options.Alone).
+func (c *Catalog) settleNarrowed(ctx context.Context, since time.Time) error {
+	if c.settleD > 0 && c.alone != nil && c.alone(ctx) {
+		return nil
+	}
+	return c.settle(ctx, since)
 }
 
 // MaxStale returns Options.MaxStale.

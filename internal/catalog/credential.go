@@ -213,7 +213,7 @@ func (c *Catalog) RevokeCredential(ctx context.Context, s tenancy.Scope, id stri
 		return true
 	})
 	if err == nil {
-		err = c.settle(ctx, time.Now())
+		err = c.settleNarrowed(ctx, time.Now())
 	}
 	return cr, err
 }
@@ -230,7 +230,7 @@ func (c *Catalog) ExpireCredential(ctx context.Context, s tenancy.Scope, id stri
 		return true
 	})
 	if err == nil && c.now().Add(c.settleD).After(at) {
-		err = c.settle(ctx, time.Now()) // NB: narrowing within the bound
+		err = c.settleNarrowed(ctx, time.Now()) // NB: narrowing within the bound
 	}
 	return cr, err
 }

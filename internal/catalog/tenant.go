@@ -346,7 +346,7 @@ func (c *Catalog) setStatus(ctx context.Context, id tenancy.TenantID, s Status) 
 			// NB: narrowing: returns once no gateway can hold the tenant
 			// as it was (Options.Settle); also when it already was so,
 			// since the write that made it so may be that recent.
-			if err := c.settle(ctx, committed); err != nil {
+			if err := c.settleNarrowed(ctx, committed); err != nil {
 				return Tenant{}, err
 			}
 		}

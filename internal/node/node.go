@@ -276,7 +276,11 @@ func Open(ctx context.Context, o Options) (_ *Node, err error) {
 	} else if o.Backend != "" {
 		return nil, errors.New("node: unknown backend " + o.Backend + " (want " + BackendDynamoDB + " or none)")
 	}
-	n.catalog = catalog.Open(ctl, catalog.Options{MaxStale: stale, Settle: settle(stale)})
+	var aloneCat func(context.Context) bool
+	if n.remote != nil {
+		aloneCat = n.remote.Alone // a gateway alone skips a revocation's settle
+	}
+	n.catalog = catalog.Open(ctl, catalog.Options{MaxStale: stale, Settle: settle(stale), Alone: aloneCat})
 	if n.keys, err = openKeys(ctx, o, key, n.catalog, keyStore); err != nil {
 		return nil, err
 	}

@@ -404,8 +404,9 @@ func TestStorageAfterKill(t *testing.T) {
 }
 
 // TestAloneSkipsSettle: a gateway that is the only live one over the
-// engine returns a table drop and a quota change without the fleet's
-// settle; once a second gateway registered, both settle again.
+// engine returns a table drop, a quota change, a key's revocation and a
+// tenant's suspension without the fleet's settle; once a second gateway
+// registered, all settle again.
 func TestAloneSkipsSettle(t *testing.T) {
 	f := harness.StartCluster(t, 1, harness.Options{})
 	a := f.Gateways[0]
@@ -422,6 +423,24 @@ func TestAloneSkipsSettle(t *testing.T) {
 			if _, err := a.Admin().SetQuota(ctx, key.TenantID, "", client.QuotaUpdate{ReadUnits: &units}); err != nil {
 				t.Fatal(err)
 			}
+		case "revoke":
+			k, err := a.Admin().CreateKey(ctx, key.TenantID, client.CreateKeyRequest{Role: "app"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			start = time.Now()
+			if _, err := a.Admin().RevokeKey(ctx, key.TenantID, k.AccessKeyID); err != nil {
+				t.Fatal(err)
+			}
+		case "suspend":
+			if _, err := a.Admin().SuspendTenant(ctx, key.TenantID); err != nil {
+				t.Fatal(err)
+			}
+			d := time.Since(start)
+			if _, err := a.Admin().ResumeTenant(ctx, key.TenantID); err != nil {
+				t.Fatal(err)
+			}
+			return d
 		case "drop":
 			createTable(t, a, "dropped")
 			start = time.Now()
@@ -431,7 +450,7 @@ func TestAloneSkipsSettle(t *testing.T) {
 		}
 		return time.Since(start)
 	}
-	for _, what := range []string{"quota", "drop"} {
+	for _, what := range []string{"quota", "drop", "revoke", "suspend"} {
 		fast := false
 		for range 3 { // on a loaded machine, one of three
 			if d := timed(what); d < node.FleetSettle {
@@ -444,7 +463,7 @@ func TestAloneSkipsSettle(t *testing.T) {
 		}
 	}
 	f.StartGateway(t, t.TempDir())
-	for _, what := range []string{"quota", "drop"} {
+	for _, what := range []string{"quota", "drop", "revoke", "suspend"} {
 		if d := timed(what); d < node.FleetSettle {
 			t.Errorf("%s with a second gateway: returned after %v, before the settle (%v)", what, d, node.FleetSettle)
 		}
