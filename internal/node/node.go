@@ -266,7 +266,7 @@ func Open(ctx context.Context, o Options) (_ *Node, err error) {
 	var keyStore tenantkey.Store
 	if o.Backend == BackendDynamoDB {
 		var est *enginekv.Store
-		if n.remote, est, err = o.Remote.open(ctx, o, log); err != nil {
+		if n.remote, est, err = o.Remote.open(ctx, o, key, log); err != nil {
 			return nil, err
 		}
 		if err := checkFleetKey(ctx, est, key); err != nil {

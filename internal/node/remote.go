@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 
 	"github.com/tenantdb/tenantdb/internal/auth"
 	"github.com/tenantdb/tenantdb/internal/enginekv"
@@ -78,7 +79,7 @@ func settle(stale time.Duration) time.Duration {
 // credentials, memberships, audit, quotas, usage and tenants' wrapped data
 // keys live there, so any gateway started with the same settings shares
 // them (internal/remote/DESIGN.md, "Stage 2+").
-func (r Remote) open(ctx context.Context, o Options, log *slog.Logger) (*remote.Backend, *enginekv.Store, error) {
+func (r Remote) open(ctx context.Context, o Options, key *auth.ServerKey, log *slog.Logger) (*remote.Backend, *enginekv.Store, error) {
 	var lo []func(*config.LoadOptions) error
 	if r.Region != "" {
 		lo = append(lo, config.WithRegion(r.Region))
@@ -101,12 +102,19 @@ func (r Remote) open(ctx context.Context, o Options, log *slog.Logger) (*remote.
 			co.BaseEndpoint = aws.String(r.Endpoint)
 		}
 	})
+	streams := dynamodbstreams.NewFromConfig(cfg, func(so *dynamodbstreams.Options) {
+		if r.Endpoint != "" {
+			so.BaseEndpoint = aws.String(r.Endpoint)
+		}
+	})
 	b, err := remote.Open(ctx, remote.Options{
-		Client:      client,
-		TablePrefix: r.TablePrefix,
-		Region:      o.Region,
-		Endpoint:    o.Endpoint,
-		Logger:      log.With("component", "remote"),
+		Client:       client,
+		Streams:      streams,
+		StreamSecret: key.Derive("tenantdb remote streams v1"),
+		TablePrefix:  r.TablePrefix,
+		Region:       o.Region,
+		Endpoint:     o.Endpoint,
+		Logger:       log.With("component", "remote"),
 
 		DefinitionsMaxStale: FleetStaleness,
 		Settle:              FleetSettle,

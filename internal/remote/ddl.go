@@ -35,15 +35,23 @@ func (b *Backend) CreateTable(ctx context.Context, s tenancy.Scope, in *wire.Cre
 	if err := b.res.MayCreate(s, in.TableName); err != nil {
 		return nil, err
 	}
+	// NB: the stream is validated here and taken out of what BuildTable
+	// sees (it refuses streams for backends without a change log).
+	spec := in.StreamSpecification
+	if spec != nil {
+		if err := checkStreamSpec(spec); err != nil {
+			return nil, err
+		}
+		cp := *in
+		cp.StreamSpecification = nil
+		in = &cp
+	}
 	t, err := engine.BuildTable(in)
 	if err != nil {
 		return nil, err
 	}
 	if len(t.Indexes) > b.opts.IndexSlots {
 		return nil, apierr.New(apierr.LimitExceeded, "The remote backend serves at most %d secondary indexes per table (the engine table's index slots)", b.opts.IndexSlots)
-	}
-	if t.Stream != nil && t.Stream.StreamEnabled != nil && *t.Stream.StreamEnabled {
-		return nil, notServed("A stream")
 	}
 	b.ddl.Lock()
 	defer b.ddl.Unlock()
@@ -52,6 +60,13 @@ func (b *Backend) CreateTable(ctx context.Context, s tenancy.Scope, in *wire.Cre
 	}
 	if t.ID, err = b.nextTableID(ctx); err != nil {
 		return nil, err
+	}
+	if specEnabled(spec) {
+		// NB: the stream's record is written before the definition naming
+		// it; if that fails, only an unused record is left.
+		if err := b.startStream(ctx, t, spec, true); err != nil {
+			return nil, err
+		}
 	}
 	if err := b.register(ctx, b.defNS(s, t), 0); err != nil {
 		return nil, err
@@ -371,11 +386,28 @@ func (b *Backend) UpdateTable(ctx context.Context, s tenancy.Scope, in *wire.Upd
 	if len(c.Indexes) > b.opts.IndexSlots {
 		return nil, apierr.New(apierr.LimitExceeded, "The remote backend serves at most %d secondary indexes per table (the engine table's index slots)", b.opts.IndexSlots)
 	}
+	var endStream uint64 // the stream disabled by this update
 	if sp := in.StreamSpecification; sp != nil {
-		if sp.StreamEnabled == nil || *sp.StreamEnabled {
-			return nil, notServed("A stream")
+		if err := checkStreamSpec(sp); err != nil {
+			return nil, err
 		}
-		return nil, apierr.Validationf("Table already has no enabled stream")
+		switch want, enabled := *sp.StreamEnabled, specEnabled(c.Stream) && c.LatestStream != 0; {
+		case want && enabled:
+			return nil, apierr.Validationf("Table already has an enabled stream: %s", b.res.TableARN(c.Name))
+		case !want && !enabled:
+			return nil, apierr.Validationf("Table already has no enabled stream")
+		case want:
+			if err := b.startStream(ctx, c, sp, false); err != nil {
+				return nil, err
+			}
+		default:
+			// NB: the end is recorded before the definition changes; a
+			// failed change undoes it.
+			endStream, c.Stream = c.LatestStream, nil
+			if err := b.setStreamDisabled(ctx, c.ID, endStream, b.opts.Now()); err != nil {
+				return nil, err
+			}
+		}
 	}
 	if err := engine.CheckSSE(in.SSESpecification); err != nil {
 		return nil, err
@@ -392,6 +424,11 @@ func (b *Backend) UpdateTable(ctx context.Context, s tenancy.Scope, in *wire.Upd
 		}
 	}
 	if err := b.changeDef(ctx, tg, c); err != nil {
+		if endStream != 0 {
+			if derr := b.setStreamDisabled(ctx, c.ID, endStream, time.Time{}); derr != nil {
+				b.log.Warn("undoing the end of a stream of a failed change", "table", c.ID, "err", derr)
+			}
+		}
 		if job != nil {
 			if derr := b.dropTTLJob(ctx, job); derr != nil {
 				b.log.Warn("dropping the backfill job of a failed change", "table", c.ID, "err", derr)
@@ -605,6 +642,7 @@ func (b *Backend) describe(t *schema.Table) *wire.TableDescription {
 		BillingModeSummary:        t.BillingSummary(),
 		DeletionProtectionEnabled: t.DeletionProtection,
 	}
+	b.describeStream(t, d)
 	if t.TableClass != "" {
 		d.TableClassSummary = &wire.TableClassSummary{TableClass: t.TableClass}
 	}

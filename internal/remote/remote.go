@@ -26,6 +26,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 
 	"github.com/tenantdb/tenantdb/internal/apierr"
 	"github.com/tenantdb/tenantdb/internal/dynamo"
@@ -75,6 +76,12 @@ type Options struct {
 	// (DESIGN.md, "Fleet caches"). At least DefinitionsMaxStale; 0 never
 	// waits (one gateway).
 	Settle time.Duration
+	// Streams talks to the engine's DynamoDB Streams (streams.go); nil
+	// refuses streams. StreamSecret (32 bytes or more, the same on every
+	// gateway: derived from the server key) seals tenants' shard
+	// iterators, so that any gateway opens them.
+	Streams      *dynamodbstreams.Client
+	StreamSecret []byte
 }
 
 // Backend serves the DynamoDB operations over the engine. It is safe for
@@ -95,6 +102,8 @@ type Backend struct {
 	meter   *storageMeter
 	fleetMu sync.Mutex
 	fleet   *fleet
+
+	st streamState // DynamoDB Streams (streams.go)
 
 	// ttlOff says why the engine's TTL is not available ("" when it is;
 	// ttl.go).
@@ -133,6 +142,10 @@ func Open(ctx context.Context, o Options) (*Backend, error) {
 		b.log = slog.New(slog.DiscardHandler)
 	}
 	if err := b.ensureTable(ctx); err != nil {
+		return nil, err
+	}
+	if err := b.initStreams(o); err != nil {
+		b.stop()
 		return nil, err
 	}
 	if err := b.registerGateway(ctx, o.Endpoint); err != nil { // fleet.go

@@ -33,3 +33,24 @@ func TestRemoteGateways(t *testing.T) {
 		t.Run(c.name, c.fn)
 	}
 }
+
+// TestRemoteGatewaysStreams runs the Streams tests over two gateways
+// sharing one stand-in engine (requests alternating between them): the
+// gateways serve tenants' streams from the engine table's own stream
+// (internal/remote/DESIGN.md, "Streams"). Over dynalite, which has no
+// Streams, a stream is refused (TestDynaliteRefusesStreams).
+func TestRemoteGatewaysStreams(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: the remote backend's run of the suite over two gateways")
+	}
+	harness.RemoteGatewaysFor(t, 2)
+	for _, c := range []struct {
+		name string
+		fn   func(*testing.T)
+	}{
+		{"StreamsSDK", TestStreamsSDK}, {"StreamsIteratorsAndLifecycle", TestStreamsIteratorsAndLifecycle},
+		{"StreamsFullPages", TestStreamsFullPages}, {"StreamsCLI", TestStreamsCLI},
+	} {
+		t.Run(c.name, c.fn)
+	}
+}
