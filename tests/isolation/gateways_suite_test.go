@@ -24,4 +24,5 @@ func TestIsolationGateways(t *testing.T) {
 	t.Run("TTLIsolation", TestTTLIsolation)
 	t.Run("ShardIsolation", TestShardIsolation)
 	t.Run("OperatorBackupRefusesTenants", TestOperatorBackupRefusesTenants)
+	t.Run("StreamsIsolation", TestStreamsIsolation)
 }

@@ -25,7 +25,7 @@ import (
 func TestDeletedTableStreamsIsolation(t *testing.T) {
 	srv := harness.Start(t)
 	if srv.Remote {
-		t.Skip("remote backend: streams are not served there (README)")
+		t.Skip("remote backend: the streams of deleted tables are not kept readable there (README)")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

@@ -66,9 +66,6 @@ func trimHorizon(t *testing.T, ctx context.Context, sc *dynamodbstreams.Client, 
 
 func TestStreamsIsolation(t *testing.T) {
 	srv := harness.Start(t)
-	if srv.Remote {
-		t.Skip("remote backend: streams are not served there (README)")
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	op := srv.Client(srv.Operator)
