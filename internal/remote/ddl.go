@@ -386,7 +386,7 @@ func (b *Backend) UpdateTable(ctx context.Context, s tenancy.Scope, in *wire.Upd
 	if len(c.Indexes) > b.opts.IndexSlots {
 		return nil, apierr.New(apierr.LimitExceeded, "The remote backend serves at most %d secondary indexes per table (the engine table's index slots)", b.opts.IndexSlots)
 	}
-	var endStream uint64 // the stream disabled by this update
+	var endStream, newStream uint64 // the stream disabled, or enabled, by this update
 	if sp := in.StreamSpecification; sp != nil {
 		if err := checkStreamSpec(sp); err != nil {
 			return nil, err
@@ -397,16 +397,9 @@ func (b *Backend) UpdateTable(ctx context.Context, s tenancy.Scope, in *wire.Upd
 		case !want && !enabled:
 			return nil, apierr.Validationf("Table already has no enabled stream")
 		case want:
-			if err := b.startStream(ctx, c, sp, false); err != nil {
-				return nil, err
-			}
+			// NB: started below, once every other setting is valid.
 		default:
-			// NB: the end is recorded before the definition changes; a
-			// failed change undoes it.
 			endStream, c.Stream = c.LatestStream, nil
-			if err := b.setStreamDisabled(ctx, c.ID, endStream, b.opts.Now()); err != nil {
-				return nil, err
-			}
 		}
 	}
 	if err := engine.CheckSSE(in.SSESpecification); err != nil {
@@ -414,6 +407,19 @@ func (b *Backend) UpdateTable(ctx context.Context, s tenancy.Scope, in *wire.Upd
 	}
 	if err := engine.ApplyTableSettings(c, in); err != nil {
 		return nil, err
+	}
+	// NB: a stream's record is written (or its end recorded) before the
+	// definition changes; a failed change undoes it.
+	if sp := in.StreamSpecification; sp != nil && *sp.StreamEnabled {
+		if err := b.startStream(ctx, c, sp, false); err != nil {
+			return nil, err
+		}
+		newStream = c.LatestStream
+	}
+	if endStream != 0 {
+		if err := b.setStreamDisabled(ctx, c.ID, endStream, b.opts.Now()); err != nil {
+			return nil, err
+		}
 	}
 	var job *ttlJob
 	if len(plan.Created) > 0 {
@@ -424,6 +430,9 @@ func (b *Backend) UpdateTable(ctx context.Context, s tenancy.Scope, in *wire.Upd
 		}
 	}
 	if err := b.changeDef(ctx, tg, c); err != nil {
+		if newStream != 0 {
+			b.dropStreamRec(ctx, c.ID, newStream)
+		}
 		if endStream != 0 {
 			if derr := b.setStreamDisabled(ctx, c.ID, endStream, time.Time{}); derr != nil {
 				b.log.Warn("undoing the end of a stream of a failed change", "table", c.ID, "err", derr)

@@ -211,6 +211,19 @@ func (b *Backend) putStreamRec(ctx context.Context, r *streamRec) error {
 	return nil
 }
 
+// dropStreamRec deletes the record of a stream whose definition change
+// failed (best effort: a record left would be listed as an enabled
+// stream without changes).
+func (b *Backend) dropStreamRec(ctx context.Context, table, id uint64) {
+	_, err := b.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: &b.table, Key: map[string]types.AttributeValue{
+		attrPK: &types.AttributeValueMemberS{Value: streamPK(table)},
+		attrSK: &types.AttributeValueMemberB{Value: streamSK(id)},
+	}})
+	if err != nil {
+		b.log.Warn("dropping the record of a stream not enabled", "table", table, "err", err)
+	}
+}
+
 // setStreamDisabled records when stream id of table was disabled (zero:
 // enabled again, undoing a disable whose definition change failed).
 func (b *Backend) setStreamDisabled(ctx context.Context, table, id uint64, at time.Time) error {
@@ -772,7 +785,10 @@ func (b *Backend) GetRecords(ctx context.Context, s tenancy.Scope, in *wire.GetR
 		return nil, err
 	}
 	out := &wire.GetRecordsOutput{Records: rd.out}
-	out.U = wire.Usage{ReadUnits: 1, Table: tg.Table.Name}
+	// NB: one read unit per engine page read (1 to 4), not one per call as
+	// embedded: a call's cost to the engine grows with every tenant's
+	// changes, and the tenant's quota bounds what its reads cost the fleet.
+	out.U = wire.Usage{ReadUnits: float64(max(rd.pages, 1)), Table: tg.Table.Name}
 	if !rd.drained {
 		next := p
 		switch {
@@ -799,6 +815,7 @@ type recordReader struct {
 
 	out        []wire.Record
 	bytes      int64  // the records' SizeBytes
+	pages      int    // engine pages read
 	lastSeq    string // the engine sequence number of the last record read
 	engineNext string // the engine's iterator after the last page read whole
 	drained    bool
@@ -823,6 +840,7 @@ func (rd *recordReader) read(ctx context.Context, p iterPos) error {
 		if err != nil {
 			return streamEngineErr(err)
 		}
+		rd.pages++
 		for i, er := range res.Records {
 			seen++
 			sr := er.Dynamodb
