@@ -182,6 +182,19 @@ func (r *streamRec) shown(now time.Time) bool {
 	return r.disabled.IsZero() || now.Sub(r.disabled) < streamRetention
 }
 
+// ofDef reports whether r is a stream of t's definition: not newer than
+// its latest stream, or just created (a gateway's definition may be up to
+// DefinitionsMaxStale old). NB: a record newer than the definition and
+// older than that is left by an UpdateTable cut off before it changed the
+// definition: never shown.
+func (r *streamRec) ofDef(t *schema.Table, now time.Time) bool {
+	return r.id <= t.LatestStream || now.Sub(r.created()) < orphanAfter
+}
+
+// orphanAfter is how long a stream's record may be newer than the
+// definition a gateway has.
+const orphanAfter = 5 * time.Second
+
 func (r *streamRec) status() string {
 	if r.disabled.IsZero() {
 		return "ENABLED"
@@ -439,7 +452,7 @@ func (b *Backend) openStream(ctx context.Context, s tenancy.Scope, arn string) (
 		if err != nil {
 			return resolve.Target{}, nil, err
 		}
-		if r != nil && r.shown(b.opts.Now()) {
+		if now := b.opts.Now(); r != nil && r.shown(now) && r.ofDef(tg.Table, now) {
 			return tg, r, nil
 		}
 	}
@@ -504,7 +517,7 @@ func (b *Backend) ListStreams(ctx context.Context, s tenancy.Scope, in *wire.Lis
 			return nil, err
 		}
 		for _, r := range recs {
-			if r.shown(now) {
+			if r.shown(now) && r.ofDef(tg.Table, now) {
 				all = append(all, listed{name, r})
 			}
 		}

@@ -112,3 +112,24 @@ func TestStreamRecordMapping(t *testing.T) {
 		}
 	}
 }
+
+// TestStreamOfDefinition: a stream's record newer than the definition is
+// shown only while a gateway's definition may still be older than it.
+func TestStreamOfDefinition(t *testing.T) {
+	now := time.UnixMilli(1_000_000_000)
+	tbl := &schema.Table{LatestStream: uint64(now.Add(-time.Minute).UnixMilli())}
+	for _, c := range []struct {
+		id   time.Time
+		want bool
+	}{
+		{now.Add(-2 * time.Minute), true},   // an earlier stream
+		{now.Add(-time.Minute), true},       // the latest
+		{now.Add(-time.Second), true},       // just enabled elsewhere
+		{now.Add(-30 * time.Second), false}, // left by a cut-off UpdateTable
+	} {
+		r := &streamRec{id: uint64(c.id.UnixMilli())}
+		if got := r.ofDef(tbl, now); got != c.want {
+			t.Errorf("stream %v: shown %v, want %v", c.id, got, c.want)
+		}
+	}
+}
