@@ -287,18 +287,31 @@ func memDB(t *testing.T) *storage.DB {
 	return db
 }
 
-// waitFor polls show until cond holds.
+// waitFor polls show until cond holds, and returns the show after the
+// one that saw it hold, if cond still holds there.
+//
+// NB: Show reads the progress (state, cursor, applied) and the groups in
+// two reads, so one show can pair the groups of a batch with the
+// progress from before it (applied 0 beside groups that fold 3
+// changes). The progress the next show reads is at least as new as
+// those groups, so once the worker is idle it matches them.
 func waitFor(t *testing.T, s *Service, name string, cond func(Info) bool) Info {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
+	held := false
 	for {
 		in, err := s.Show(context.Background(), testScope(), name)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if cond(in) {
-			return in
+			if held {
+				return in
+			}
+			held = true
+			continue
 		}
+		held = false
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out; last: %+v", in)
 		}
