@@ -252,6 +252,7 @@ func TestFollowLogTrimmedAndTimes(t *testing.T) {
 // follower per tenant (FollowLog and WaitLog) sees exactly its tenant's
 // committed changes, each once, in per-key order.
 func TestFollowLogUnderLoad(t *testing.T) {
+	const followGrace = time.Minute // for the followers to catch up once the writes end
 	env := openEnv(t)
 	env.e.Close()
 	env.opts.Streams, env.opts.StreamRollover = true, time.Second
@@ -279,6 +280,10 @@ func TestFollowLogUnderLoad(t *testing.T) {
 			var cur changelog.Cursor
 			for {
 				pg, err := env.e.FollowLog(ctx, a.scope("GetRecords"), "Load", cur, 7)
+				if err != nil && ctx.Err() != nil {
+					t.Errorf("tenant %d: %d changes followed (to %v), %d committed, %v after the writes ended", i, len(results[i].recs), cur, committed[i].Load(), followGrace)
+					return
+				}
 				if err != nil {
 					t.Error(err)
 					return
@@ -327,7 +332,11 @@ func TestFollowLogUnderLoad(t *testing.T) {
 	}()
 	wg.Wait()
 	close(done)
+	// NB: a follower that misses or repeats a change never sees its count
+	// and would follow forever: it stops, saying so, once ctx ends.
+	stop := time.AfterFunc(followGrace, cancel)
 	fw.Wait()
+	stop.Stop()
 	for i := range tenants {
 		next := map[string]int{}
 		for _, r := range results[i].recs {
