@@ -167,10 +167,6 @@ func (l *Log) Follow(db *storage.DB, ns []byte, table uint64, from Cursor, limit
 	if limit < 1 {
 		return FollowPage{}, fmt.Errorf("changelog: Follow limit %d is not positive", limit)
 	}
-	streams, err := l.Streams(table)
-	if err != nil {
-		return FollowPage{}, err
-	}
 	// NB: the limit is taken before the snapshot: every number below it
 	// is committed (or abandoned) and so in the snapshot if it exists.
 	lim, idle, err := l.store(db).ns(ns).readLimit()
@@ -179,6 +175,16 @@ func (l *Log) Follow(db *storage.DB, ns []byte, table uint64, from Cursor, limit
 	}
 	snap := db.NewSnapshot()
 	defer snap.Close()
+	// NB: the streams are listed after the snapshot: a stream's
+	// descriptor is written before any record goes to it, so every
+	// stream with a record in the snapshot is listed. Listed before the
+	// limit, a stream opened in between (a stream switch) would be
+	// missed while a later-numbered record of the old stream moved the
+	// cursor past its records.
+	streams, err := l.Streams(table)
+	if err != nil {
+		return FollowPage{}, err
+	}
 	mark, err := readTrimMark(snap, ns, table)
 	if err != nil {
 		return FollowPage{}, err
@@ -285,16 +291,17 @@ func (l *Log) followStream(snap *storage.Snapshot, ns []byte, s Stream, from Cur
 // nsState.allocate), so the first record at or after t is the one with
 // the lowest number among them.
 func (l *Log) CursorAt(db *storage.DB, ns []byte, table uint64, t time.Time) (Cursor, error) {
-	streams, err := l.Streams(table)
-	if err != nil {
-		return Cursor{}, err
-	}
 	lim, _, err := l.store(db).ns(ns).readLimit()
 	if err != nil {
 		return Cursor{}, err
 	}
 	snap := db.NewSnapshot()
 	defer snap.Close()
+	// NB: listed after the snapshot, as in Follow.
+	streams, err := l.Streams(table)
+	if err != nil {
+		return Cursor{}, err
+	}
 	tms := t.UnixMilli()
 	mark, err := readTrimMark(snap, ns, table)
 	if err != nil {

@@ -16,15 +16,20 @@ import (
 // included, sees every change exactly once (package aggregate's
 // rebuild).
 func (l *Log) SnapshotAt(db *storage.DB, ns []byte, table uint64) (snap *storage.Snapshot, at Cursor, included []Cursor, err error) {
-	streams, err := l.Streams(table)
+	// NB: as in Follow, the limit is taken before the snapshot: every
+	// number below it is committed or abandoned, so in the snapshot if
+	// it exists; and the streams are listed after it, so every stream
+	// holding a record of the snapshot is (else a record of a stream
+	// opened in between would be counted by the snapshot and followed
+	// again).
+	lim, _, err := l.store(db).ns(ns).readLimit()
 	if err != nil {
 		return nil, Cursor{}, nil, err
 	}
-	// NB: as in Follow, the limit is taken before the snapshot: every
-	// number below it is committed or abandoned, so in the snapshot if
-	// it exists.
-	lim, _, err := l.store(db).ns(ns).readLimit()
+	snap = db.NewSnapshot()
+	streams, err := l.Streams(table)
 	if err != nil {
+		snap.Close()
 		return nil, Cursor{}, nil, err
 	}
 	if lim > 0 {
@@ -33,7 +38,6 @@ func (l *Log) SnapshotAt(db *storage.DB, ns []byte, table uint64) (snap *storage
 	if n := len(streams); n > 0 && at.Seq > 0 {
 		at.Stream = streams[n-1].ID
 	}
-	snap = db.NewSnapshot()
 	for _, s := range streams {
 		es, _, err := l.followStream(snap, ns, s, Cursor{Seq: at.Seq}, math.MaxUint64, math.MaxInt)
 		if err != nil {
