@@ -166,6 +166,24 @@ func dispatchVerb(cmd string, verbs []verb, args []string, stdout, stderr io.Wri
 }
 
 // needArgs checks the number of positional arguments.
+// parse parses args into fs (flags interspersed), wants n positional
+// arguments (what names them in the error) and returns them with the
+// admin client the global flags name.
+func (cf *clientFlags) parse(fs *flag.FlagSet, args []string, n int, what string) ([]string, *client.Client, error) {
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := needArgs(pos, n, what); err != nil {
+		return nil, nil, err
+	}
+	c, err := cf.client()
+	if err != nil {
+		return nil, nil, err
+	}
+	return pos, c, nil
+}
+
 func needArgs(pos []string, n int, what string) error {
 	if len(pos) != n {
 		return fmt.Errorf("want %s, got %d argument(s)", what, len(pos))

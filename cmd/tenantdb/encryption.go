@@ -31,14 +31,7 @@ func serverKeyCmd(ctx context.Context, rotate bool, args []string, stdout, stder
 	}
 	fs, cf := newClientFlagSet(name, stderr, os.Getenv)
 	usageFunc(fs, stderr, "usage: tenantdb "+name+" [flags]")
-	pos, err := parseInterspersed(fs, args)
-	if err != nil {
-		return err
-	}
-	if err := needArgs(pos, 0, "no arguments"); err != nil {
-		return err
-	}
-	c, err := cf.client()
+	_, c, err := cf.parse(fs, args, 0, "no arguments")
 	if err != nil {
 		return err
 	}
@@ -80,14 +73,7 @@ func printEncryption(w *tabwriter.Writer, e client.Encryption) {
 func tenantEncryption(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs, cf := newClientFlagSet("tenant encryption", stderr, os.Getenv)
 	usageFunc(fs, stderr, "usage: tenantdb tenant encryption ID|SLUG [flags]")
-	pos, err := parseInterspersed(fs, args)
-	if err != nil {
-		return err
-	}
-	if err := needArgs(pos, 1, "a tenant ID or slug"); err != nil {
-		return err
-	}
-	c, err := cf.client()
+	pos, c, err := cf.parse(fs, args, 1, "a tenant ID or slug")
 	if err != nil {
 		return err
 	}
@@ -105,14 +91,7 @@ func tenantRotateKey(ctx context.Context, args []string, stdout, stderr io.Write
 	noWait := fs.Bool("no-wait", false, "return once the rotation has started (see tenant encryption for its progress)")
 	interval := fs.Duration("interval", time.Second, "how often to print progress while waiting")
 	usageFunc(fs, stderr, "usage: tenantdb tenant rotate-key ID|SLUG [flags]")
-	pos, err := parseInterspersed(fs, args)
-	if err != nil {
-		return err
-	}
-	if err := needArgs(pos, 1, "a tenant ID or slug"); err != nil {
-		return err
-	}
-	c, err := cf.client()
+	pos, c, err := cf.parse(fs, args, 1, "a tenant ID or slug")
 	if err != nil {
 		return err
 	}

@@ -25,19 +25,12 @@ func tenantMove(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	usageFunc(fs, stderr, "usage: tenantdb tenant move ID|SLUG [--table NAME] --to silo|pool [flags]",
 		"Moves the tenant's data online: copy, catch up from the change log, then a",
 		"cutover that holds only this tenant's writes of the table for a moment.")
-	pos, err := parseInterspersed(fs, args)
+	pos, c, err := cf.parse(fs, args, 1, "a tenant ID or slug")
 	if err != nil {
-		return err
-	}
-	if err := needArgs(pos, 1, "a tenant ID or slug"); err != nil {
 		return err
 	}
 	if req.To != "silo" && req.To != "pool" {
 		return fmt.Errorf("--to must be silo or pool (got %q)", req.To)
-	}
-	c, err := cf.client()
-	if err != nil {
-		return err
 	}
 	started, err := c.MoveTenant(ctx, pos[0], req)
 	if err != nil {
@@ -112,14 +105,7 @@ func waitMoves(ctx context.Context, c *client.Client, tenant string, started []c
 func tenantMoves(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs, cf := newClientFlagSet("tenant moves", stderr, os.Getenv)
 	usageFunc(fs, stderr, "usage: tenantdb tenant moves ID|SLUG [flags]")
-	pos, err := parseInterspersed(fs, args)
-	if err != nil {
-		return err
-	}
-	if err := needArgs(pos, 1, "a tenant ID or slug"); err != nil {
-		return err
-	}
-	c, err := cf.client()
+	pos, c, err := cf.parse(fs, args, 1, "a tenant ID or slug")
 	if err != nil {
 		return err
 	}
