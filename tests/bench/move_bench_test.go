@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -29,37 +28,6 @@ func moveItems() int {
 		return n
 	}
 	return 100_000
-}
-
-// latencies are request latencies with their start times.
-type latencies struct {
-	mu sync.Mutex
-	d  []time.Duration
-	at []time.Time
-}
-
-func (l *latencies) add(at time.Time, d time.Duration) {
-	l.mu.Lock()
-	l.d, l.at = append(l.d, d), append(l.at, at)
-	l.mu.Unlock()
-}
-
-// p99 returns the 99th percentile and the maximum of the requests started
-// in [from, to), and how many there were.
-func (l *latencies) p99(from, to time.Time) (p99, top time.Duration, n int) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var ds []time.Duration
-	for i, d := range l.d {
-		if !l.at[i].Before(from) && l.at[i].Before(to) {
-			ds = append(ds, d)
-		}
-	}
-	if len(ds) == 0 {
-		return 0, 0, 0
-	}
-	slices.Sort(ds)
-	return ds[len(ds)*99/100], ds[len(ds)-1], len(ds)
 }
 
 // BenchmarkMove measures online moves on one on-disk server (synced WAL):
@@ -138,9 +106,9 @@ func BenchmarkMove(b *testing.B) {
 	wg.Wait()
 
 	for range b.N {
-		var la, lo latencies
+		var la, lo harness.Latencies
 		wctx, stop := context.WithCancel(ctx)
-		write := func(ddb *dynamodb.Client, g, perSecond int, lat *latencies) {
+		write := func(ddb *dynamodb.Client, g, perSecond int, lat *harness.Latencies) {
 			defer wg.Done()
 			tick := time.NewTicker(time.Second / time.Duration(perSecond))
 			defer tick.Stop()
@@ -159,7 +127,7 @@ func BenchmarkMove(b *testing.B) {
 					b.Error(err)
 					return
 				}
-				lat.add(start, time.Since(start))
+				lat.Add(start, time.Since(start))
 			}
 		}
 		for g := range 4 {
@@ -173,8 +141,8 @@ func BenchmarkMove(b *testing.B) {
 		time.Sleep(3 * time.Second)
 		baseEnd := time.Now()
 		report := func(name string, from, to time.Time) {
-			p, top, _ := la.p99(from, to)
-			po, _, _ := lo.p99(from, to)
+			p, top, _ := la.P99(from, to)
+			po, _, _ := lo.P99(from, to)
 			b.ReportMetric(float64(p.Microseconds())/1000, name+"-p99-ms")
 			b.ReportMetric(float64(top.Microseconds())/1000, name+"-max-ms")
 			b.ReportMetric(float64(po.Microseconds())/1000, name+"-neighbour-p99-ms")
