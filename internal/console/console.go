@@ -333,6 +333,18 @@ func (h *Handler) show(q *req, name string, p page) {
 	h.render(q.w, http.StatusOK, name, p)
 }
 
+// showTenant shows page name of tenant t, titled title, with data.
+func (h *Handler) showTenant(q *req, t client.Tenant, name, title string, data any) {
+	p := q.page(title, data)
+	p.Tenant = &t
+	h.show(q, name, p)
+}
+
+// tenantURL is the console's path of tenant t's page rest ("/backups").
+func tenantURL(t client.Tenant, rest string) string {
+	return Prefix + "tenants/" + url.PathEscape(t.ID) + rest
+}
+
 func (h *Handler) setCookie(w http.ResponseWriter, r *http.Request, name, value string, maxAge int) {
 	http.SetCookie(w, &http.Cookie{
 		Name:     name,

@@ -73,9 +73,7 @@ func (h *Handler) streams(q *req) {
 		h.fail(q, err)
 		return
 	}
-	p := q.page("Streams of "+t.Name, out.Streams)
-	p.Tenant = &t
-	h.show(q, "streams", p)
+	h.showTenant(q, t, "streams", "Streams of "+t.Name, out.Streams)
 }
 
 // stream describes the latest stream of a table: status, view type and
@@ -128,9 +126,7 @@ func (h *Handler) subscriptions(q *req) {
 		h.fail(q, err)
 		return
 	}
-	p := q.page("Webhook subscriptions of "+t.Name, subs)
-	p.Tenant = &t
-	h.show(q, "subscriptions", p)
+	h.showTenant(q, t, "subscriptions", "Webhook subscriptions of "+t.Name, subs)
 }
 
 type subscriptionData struct {
@@ -155,9 +151,7 @@ func (h *Handler) subscription(q *req) {
 		return
 	}
 	slices.Reverse(ds) // newest first
-	p := q.page("Subscription "+s.ID, subscriptionData{Sub: s, Deliveries: ds})
-	p.Tenant = &t
-	h.show(q, "subscription", p)
+	h.showTenant(q, t, "subscription", "Subscription "+s.ID, subscriptionData{Sub: s, Deliveries: ds})
 }
 
 func (h *Handler) pauseSubscription(q *req) {
@@ -170,7 +164,7 @@ func (h *Handler) pauseSubscription(q *req) {
 		h.fail(q, err)
 		return
 	}
-	h.redirect(q, Prefix+"tenants/"+url.PathEscape(t.ID)+"/subscriptions/"+url.PathEscape(s.ID), "Paused: deliveries stop; the cursor stays.")
+	h.redirect(q, tenantURL(t, "/subscriptions/")+url.PathEscape(s.ID), "Paused: deliveries stop; the cursor stays.")
 }
 
 func (h *Handler) resumeSubscription(q *req) {
@@ -183,7 +177,7 @@ func (h *Handler) resumeSubscription(q *req) {
 		h.fail(q, err)
 		return
 	}
-	h.redirect(q, Prefix+"tenants/"+url.PathEscape(t.ID)+"/subscriptions/"+url.PathEscape(s.ID), "Resumed: deliveries continue from the cursor.")
+	h.redirect(q, tenantURL(t, "/subscriptions/")+url.PathEscape(s.ID), "Resumed: deliveries continue from the cursor.")
 }
 
 // --- backups and point-in-time recovery ---
@@ -270,9 +264,7 @@ func (h *Handler) backups(q *req) {
 		}
 		bd.Recovery = append(bd.Recovery, rc)
 	}
-	p := q.page("Backups of "+t.Name, bd)
-	p.Tenant = &t
-	h.show(q, "backups", p)
+	h.showTenant(q, t, "backups", "Backups of "+t.Name, bd)
 }
 
 func (h *Handler) createBackup(q *req) {
@@ -290,7 +282,7 @@ func (h *Handler) createBackup(q *req) {
 		h.fail(q, err)
 		return
 	}
-	h.redirect(q, Prefix+"tenants/"+url.PathEscape(t.ID)+"/backups", "Created backup "+out.BackupDetails.BackupName+".")
+	h.redirect(q, tenantURL(t, "/backups"), "Created backup "+out.BackupDetails.BackupName+".")
 }
 
 // --- exports and imports ---
@@ -360,9 +352,7 @@ func (h *Handler) exports(q *req) {
 		return
 	}
 	ed.Imports = li.ImportSummaryList
-	p := q.page("Exports and imports of "+t.Name, ed)
-	p.Tenant = &t
-	h.show(q, "exports", p)
+	h.showTenant(q, t, "exports", "Exports and imports of "+t.Name, ed)
 }
 
 // --- aggregates ---
@@ -377,9 +367,7 @@ func (h *Handler) aggregates(q *req) {
 		h.fail(q, err)
 		return
 	}
-	p := q.page("Aggregates of "+t.Name, list)
-	p.Tenant = &t
-	h.show(q, "aggregates", p)
+	h.showTenant(q, t, "aggregates", "Aggregates of "+t.Name, list)
 }
 
 type groupRow struct {
@@ -435,7 +423,5 @@ func (h *Handler) encryption(q *req) {
 		h.fail(q, err)
 		return
 	}
-	p := q.page("Encryption of "+t.Name, e)
-	p.Tenant = &t
-	h.show(q, "encryption", p)
+	h.showTenant(q, t, "encryption", "Encryption of "+t.Name, e)
 }

@@ -223,7 +223,7 @@ func (h *Handler) createTenant(q *req) {
 		h.fail(q, err)
 		return
 	}
-	h.redirect(q, Prefix+"tenants/"+url.PathEscape(t.ID), "Created tenant "+t.Name+".")
+	h.redirect(q, tenantURL(t, ""), "Created tenant "+t.Name+".")
 }
 
 // tenantOf returns the path's tenant as the admin API shows it to the
@@ -253,9 +253,7 @@ func (h *Handler) tenant(q *req) {
 		d.KeysErr = err.Error()
 	}
 	d.Keys = keys
-	p := q.page("Tenant "+t.Name, d)
-	p.Tenant = &t
-	h.show(q, "tenant", p)
+	h.showTenant(q, t, "tenant", "Tenant "+t.Name, d)
 }
 
 func (h *Handler) suspend(q *req) {
@@ -264,7 +262,7 @@ func (h *Handler) suspend(q *req) {
 		h.fail(q, err)
 		return
 	}
-	h.redirect(q, Prefix+"tenants/"+url.PathEscape(t.ID), "Suspended "+t.Name+": its keys are refused until it is resumed.")
+	h.redirect(q, tenantURL(t, ""), "Suspended "+t.Name+": its keys are refused until it is resumed.")
 }
 
 func (h *Handler) resume(q *req) {
@@ -273,7 +271,7 @@ func (h *Handler) resume(q *req) {
 		h.fail(q, err)
 		return
 	}
-	h.redirect(q, Prefix+"tenants/"+url.PathEscape(t.ID), "Resumed "+t.Name+".")
+	h.redirect(q, tenantURL(t, ""), "Resumed "+t.Name+".")
 }
 
 func (h *Handler) deleteForm(q *req) {
@@ -281,9 +279,7 @@ func (h *Handler) deleteForm(q *req) {
 	if !ok {
 		return
 	}
-	p := q.page("Delete "+t.Name, nil)
-	p.Tenant = &t
-	h.show(q, "delete", p)
+	h.showTenant(q, t, "delete", "Delete "+t.Name, nil)
 }
 
 func (h *Handler) deleteTenant(q *req) {
@@ -337,7 +333,7 @@ func (h *Handler) revokeKey(q *req) {
 		h.fail(q, err)
 		return
 	}
-	h.redirect(q, Prefix+"tenants/"+url.PathEscape(t.ID), "Revoked key "+k.AccessKeyID+".")
+	h.redirect(q, tenantURL(t, ""), "Revoked key "+k.AccessKeyID+".")
 }
 
 // --- audit ---

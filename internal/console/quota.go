@@ -3,7 +3,6 @@ package console
 import (
 	"fmt"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -46,9 +45,7 @@ func (h *Handler) quota(q *req) {
 		h.fail(q, err)
 		return
 	}
-	p := q.page("Quota of "+t.Name, qt)
-	p.Tenant = &t
-	h.show(q, "quota", p)
+	h.showTenant(q, t, "quota", "Quota of "+t.Name, qt)
 }
 
 // setQuota changes the tenant's quota or a table's: an empty field keeps
@@ -84,5 +81,5 @@ func (h *Handler) setQuota(q *req) {
 	if table != "" {
 		what = "the quota of table " + table
 	}
-	h.redirect(q, Prefix+"tenants/"+url.PathEscape(t.ID)+"/quota", "Changed "+what+".")
+	h.redirect(q, tenantURL(t, "/quota"), "Changed "+what+".")
 }

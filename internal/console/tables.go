@@ -61,9 +61,7 @@ func (h *Handler) tables(q *req) {
 		}
 		rows = append(rows, row)
 	}
-	p := q.page("Tables of "+t.Name, rows)
-	p.Tenant = &t
-	h.show(q, "tables", p)
+	h.showTenant(q, t, "tables", "Tables of "+t.Name, rows)
 }
 
 type itemRow struct {
@@ -149,9 +147,7 @@ func (h *Handler) browse(q *req) {
 	if len(pg.LastEvaluatedKey) > 0 && string(pg.LastEvaluatedKey) != "null" {
 		bd.Next = base64.RawURLEncoding.EncodeToString(pg.LastEvaluatedKey)
 	}
-	p := q.page("Table "+desc.TableName, bd)
-	p.Tenant = &t
-	h.show(q, "browse", p)
+	h.showTenant(q, t, "browse", "Table "+desc.TableName, bd)
 }
 
 type itemData struct {
@@ -189,9 +185,7 @@ func (h *Handler) item(q *req) {
 		h.render(q.w, http.StatusNotFound, "error", p)
 		return
 	}
-	p := q.page("Item in "+desc.TableName, itemData{Table: desc, Key: q.r.FormValue("key"), JSON: pretty(out.Item)})
-	p.Tenant = &t
-	h.show(q, "item", p)
+	h.showTenant(q, t, "item", "Item in "+desc.TableName, itemData{Table: desc, Key: q.r.FormValue("key"), JSON: pretty(out.Item)})
 }
 
 func (h *Handler) deleteItem(q *req) {
@@ -205,7 +199,7 @@ func (h *Handler) deleteItem(q *req) {
 		h.badRequest(q, "The item key is malformed.")
 		return
 	}
-	back := Prefix + "tenants/" + url.PathEscape(t.ID) + "/tables/" + url.PathEscape(table)
+	back := tenantURL(t, "/tables/") + url.PathEscape(table)
 	if q.r.PostFormValue("confirm") != "yes" {
 		h.redirect(q, back+"/item?key="+url.QueryEscape(q.r.PostFormValue("key")), "Tick the confirmation box to delete the item.")
 		return
@@ -239,7 +233,7 @@ func (h *Handler) putItem(q *req) {
 		h.fail(q, err)
 		return
 	}
-	h.redirect(q, Prefix+"tenants/"+url.PathEscape(t.ID)+"/tables/"+url.PathEscape(table)+"/item?key="+encodeKey(desc.keyOf(it)), "Saved the item.")
+	h.redirect(q, tenantURL(t, "/tables/")+url.PathEscape(table)+"/item?key="+encodeKey(desc.keyOf(it)), "Saved the item.")
 }
 
 func (h *Handler) badRequest(q *req, msg string) {

@@ -104,9 +104,7 @@ func (h *Handler) usage(q *req) {
 		}
 	}
 	d.StorageChart = storageChart("storage-chart", "Storage of the tenant's tables by hour", d.Hours, total)
-	p := q.page("Usage of "+t.Name, d)
-	p.Tenant = &t
-	h.show(q, "usage", p)
+	h.showTenant(q, t, "usage", "Usage of "+t.Name, d)
 }
 
 // hourly returns the window's hours ending at to, oldest first, each with
