@@ -14,9 +14,7 @@ import (
 	"github.com/tenantdb/tenantdb/client"
 	"github.com/tenantdb/tenantdb/internal/attr"
 	"github.com/tenantdb/tenantdb/internal/remote"
-	"github.com/tenantdb/tenantdb/internal/tenancy"
 	"github.com/tenantdb/tenantdb/internal/wire"
-	"github.com/tenantdb/tenantdb/tests/harness"
 )
 
 // TestReshardResumesAfterGatewayEnd: a gateway ends in the middle of a
@@ -25,24 +23,10 @@ import (
 // change from the recorded progress at its start, and every item ends in
 // exactly one shard, its own.
 func TestReshardResumesAfterGatewayEnd(t *testing.T) {
-	engine := harness.Start(t, harness.Options{}) // a plain DynamoDB-API engine
-	db := engine.Client(engine.Default)
-	ctx := context.Background()
-	open := func() *remote.Backend {
-		b, err := remote.Open(ctx, remote.Options{Client: db, TablePrefix: "resume-", Region: harness.Region, ShardCacheTTL: 100 * time.Millisecond})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
-	}
-	s := tenancy.SystemScope(tenancy.NewTenantID(), "test")
-	b1 := open()
-	if _, err := b1.CreateTable(ctx, s, &wire.CreateTableInput{TableName: "tbl",
-		AttributeDefinitions: []wire.AttributeDefinition{{AttributeName: "pk", AttributeType: "S"}},
-		KeySchema:            []wire.KeySchemaElement{{AttributeName: "pk", KeyType: "HASH"}},
-		BillingMode:          "PAY_PER_REQUEST"}); err != nil {
-		t.Fatal(err)
-	}
+	g := startGatewayEnd(t, remote.Options{TablePrefix: "resume-", ShardCacheTTL: 100 * time.Millisecond})
+	ctx, s := context.Background(), g.s
+	b1 := g.open()
+	g.createTable(b1)
 	const items = 1500
 	for i := range items {
 		if _, err := b1.PutItem(ctx, s, &wire.PutItemInput{TableName: "tbl", Item: attr.Item{"pk": attr.Str(fmt.Sprintf("k%d", i)), "v": attr.Str("x")}}); err != nil {
@@ -60,14 +44,8 @@ func TestReshardResumesAfterGatewayEnd(t *testing.T) {
 		return out.Tables[0]
 	}
 	var st client.ShardStatus
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		if st = status(b1); st.Moved > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the migrator moved nothing: %+v", st)
-		}
-	}
+	g.within(30*time.Second, 5*time.Millisecond, func() string { return fmt.Sprintf("the migrator moved nothing: %+v", st) },
+		func() bool { st = status(b1); return st.Moved > 0 })
 	b1.Close() // the gateway ends: its migrator stops mid-change
 	time.Sleep(200 * time.Millisecond)
 	if st = status(b1); st.From != 1 || st.Phase != "move" || st.Moved >= items {
@@ -75,27 +53,17 @@ func TestReshardResumesAfterGatewayEnd(t *testing.T) {
 	}
 	t.Logf("stopped at %+v", st)
 
-	b2 := open() // resumes the change at its start
+	b2 := g.open() // resumes the change at its start
 	defer b2.Close()
-	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		if st = status(b2); st.From == 0 && st.Shards == 8 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the change was not resumed: %+v", st)
-		}
-	}
+	g.within(60*time.Second, 50*time.Millisecond, func() string { return fmt.Sprintf("the change was not resumed: %+v", st) },
+		func() bool { st = status(b2); return st.From == 0 && st.Shards == 8 })
 	// In the engine: every item once, in its own shard (shards 0..7), and
 	// items in every shard.
 	parts := map[string]int{}
 	seen := map[string]bool{}
 	in := &dynamodb.ScanInput{TableName: aws.String("resume-tenantdb"), FilterExpression: aws.String("v = :v"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{":v": &types.AttributeValueMemberS{Value: "x"}}}
-	for {
-		out, err := db.Scan(ctx, in)
-		if err != nil {
-			t.Fatal(err)
-		}
+	g.scan(in, func(out *dynamodb.ScanOutput) {
 		for _, it := range out.Items {
 			k := it["pk"].(*types.AttributeValueMemberS).Value
 			if seen[k] {
@@ -105,11 +73,7 @@ func TestReshardResumesAfterGatewayEnd(t *testing.T) {
 			pk := it["tenantdb:pk"].(*types.AttributeValueMemberS).Value
 			parts[pk[strings.LastIndexByte(pk, '#')+1:]]++
 		}
-		if len(out.LastEvaluatedKey) == 0 {
-			break
-		}
-		in.ExclusiveStartKey = out.LastEvaluatedKey
-	}
+	})
 	if len(seen) != items || len(parts) != 8 {
 		t.Fatalf("%d items in the engine under shards %v, want %d in 8", len(seen), parts, items)
 	}

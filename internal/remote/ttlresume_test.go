@@ -13,9 +13,7 @@ import (
 
 	"github.com/tenantdb/tenantdb/internal/attr"
 	"github.com/tenantdb/tenantdb/internal/remote"
-	"github.com/tenantdb/tenantdb/internal/tenancy"
 	"github.com/tenantdb/tenantdb/internal/wire"
-	"github.com/tenantdb/tenantdb/tests/harness"
 )
 
 // TestTTLJobResumesAfterGatewayEnd: a gateway ends while it gives a
@@ -25,24 +23,10 @@ import (
 // item whose TTL attribute is a number has the copy — counted in the
 // engine — and the job is gone.
 func TestTTLJobResumesAfterGatewayEnd(t *testing.T) {
-	engine := harness.Start(t, harness.Options{}) // a plain DynamoDB-API engine
-	db := engine.Client(engine.Default)
-	ctx := context.Background()
-	open := func() *remote.Backend {
-		b, err := remote.Open(ctx, remote.Options{Client: db, TablePrefix: "ttlresume-", Region: harness.Region})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
-	}
-	s := tenancy.SystemScope(tenancy.NewTenantID(), "test")
-	b1 := open()
-	if _, err := b1.CreateTable(ctx, s, &wire.CreateTableInput{TableName: "tbl",
-		AttributeDefinitions: []wire.AttributeDefinition{{AttributeName: "pk", AttributeType: "S"}},
-		KeySchema:            []wire.KeySchemaElement{{AttributeName: "pk", KeyType: "HASH"}},
-		BillingMode:          "PAY_PER_REQUEST"}); err != nil {
-		t.Fatal(err)
-	}
+	g := startGatewayEnd(t, remote.Options{TablePrefix: "ttlresume-"})
+	ctx, db, s := context.Background(), g.db, g.s
+	b1 := g.open()
+	g.createTable(b1)
 	const items = 1000
 	exp := attr.Num(attr.MustNumber(strconv.FormatInt(time.Now().Add(time.Hour).Unix(), 10))) // not due: the engine's sweeper keeps them
 	for i := range items {
@@ -81,14 +65,8 @@ func TestTTLJobResumesAfterGatewayEnd(t *testing.T) {
 		v, _ := strconv.Atoi(n.Value)
 		return v
 	}
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		if j := job(); j == nil || synced(j) > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the TTL job synced nothing in 30 s")
-		}
-	}
+	g.within(30*time.Second, 5*time.Millisecond, func() string { return "the TTL job synced nothing" },
+		func() bool { j := job(); return j == nil || synced(j) > 0 })
 	b1.Close() // the gateway ends: its job stops between two pages
 	time.Sleep(300 * time.Millisecond)
 	j := job()
@@ -97,27 +75,15 @@ func TestTTLJobResumesAfterGatewayEnd(t *testing.T) {
 	}
 	t.Logf("stopped after %d copies", synced(j))
 
-	b2 := open() // resumes the job at its start
+	b2 := g.open() // resumes the job at its start
 	defer b2.Close()
-	for deadline := time.Now().Add(60 * time.Second); job() != nil; time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the resumed job did not end in 60 s: %v", job())
-		}
-	}
+	var left map[string]types.AttributeValue
+	g.within(60*time.Second, 50*time.Millisecond, func() string { return fmt.Sprintf("the resumed job did not end: %v", left) },
+		func() bool { left = job(); return left == nil })
 	copies := 0
 	in := &dynamodb.ScanInput{TableName: &table, FilterExpression: aws.String("attribute_exists(#t)"),
 		ExpressionAttributeNames: map[string]string{"#t": "tenantdb:ttl"}, Select: types.SelectCount, ConsistentRead: aws.Bool(true)}
-	for {
-		out, err := db.Scan(ctx, in)
-		if err != nil {
-			t.Fatal(err)
-		}
-		copies += int(out.Count)
-		if len(out.LastEvaluatedKey) == 0 {
-			break
-		}
-		in.ExclusiveStartKey = out.LastEvaluatedKey
-	}
+	g.scan(in, func(out *dynamodb.ScanOutput) { copies += int(out.Count) })
 	if copies != items*9/10 {
 		t.Errorf("%d items have the TTL copy, want %d (every item whose exp is a number)", copies, items*9/10)
 	}
