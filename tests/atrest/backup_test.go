@@ -10,6 +10,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/tenantdb/tenantdb/tests/harness"
 )
 
 // TestOperatorBackupShredding: an operator backup (`tenantdb backup
@@ -63,11 +65,7 @@ func TestOperatorBackupShredding(t *testing.T) {
 	if strings.Contains(stderr, b.TenantID) {
 		t.Errorf("restore reports B: %s", stderr)
 	}
-	for _, f := range []string{"operator-credentials", "default-credentials"} {
-		if data, err := os.ReadFile(filepath.Join(dir, f)); err == nil {
-			os.WriteFile(filepath.Join(restored, f), data, 0o600)
-		}
-	}
+	harness.CopyCredentials(t, dir, restored)
 	if _, err := os.Stat(filepath.Join(restored, "tenant-keys", a.TenantID+".shredded")); err != nil {
 		t.Errorf("the restored directory does not mark A's key destroyed: %v", err)
 	}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -24,29 +23,7 @@ import (
 
 var bin string // the tenantdb binary, built once by TestMain
 
-func TestMain(m *testing.M) {
-	code := func() int {
-		if b := os.Getenv(harness.BinEnv); b != "" {
-			bin = b
-			return m.Run()
-		}
-		dir, err := os.MkdirTemp("", "atrest-bin")
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		defer os.RemoveAll(dir)
-		bin = filepath.Join(dir, "tenantdb")
-		cmd := exec.Command("go", "build", "-o", bin, "github.com/tenantdb/tenantdb/cmd/tenantdb")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "go build: %v\n%s", err, out)
-			return 1
-		}
-		return m.Run()
-	}()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(harness.RunWithBinary(m, &bin)) }
 
 func start(t *testing.T, dir string) *harness.Server {
 	t.Helper()

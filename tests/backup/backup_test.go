@@ -28,29 +28,7 @@ import (
 
 var bin string // the tenantdb binary, built once by TestMain
 
-func TestMain(m *testing.M) {
-	code := func() int {
-		if b := os.Getenv(harness.BinEnv); b != "" {
-			bin = b
-			return m.Run()
-		}
-		dir, err := os.MkdirTemp("", "backup-bin")
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		defer os.RemoveAll(dir)
-		bin = filepath.Join(dir, "tenantdb")
-		cmd := exec.Command("go", "build", "-o", bin, "github.com/tenantdb/tenantdb/cmd/tenantdb")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "go build: %v\n%s", err, out)
-			return 1
-		}
-		return m.Run()
-	}()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(harness.RunWithBinary(m, &bin)) }
 
 func start(t *testing.T, dir string, extra ...string) *harness.Server {
 	t.Helper()
@@ -308,7 +286,7 @@ func TestBackupRestoreUnderLoad(t *testing.T) {
 	// prefix of its sequence across both stores (one moment).
 	// NB: the credentials files are not in a backup (plaintext secrets);
 	// the operator keeps them, and the keys in the restored catalog work.
-	copyCredentials(t, dir, restored)
+	harness.CopyCredentials(t, dir, restored)
 	rs := start(t, restored)
 	rc := rs.Client(a)
 	got := present(t, rc, after2)
@@ -367,22 +345,6 @@ func TestBackupRestoreUnderLoad(t *testing.T) {
 	}
 	if leftovers, _ := filepath.Glob(again + ".restoring-*"); len(leftovers) > 0 {
 		t.Errorf("a refused restore left %v", leftovers)
-	}
-}
-
-func copyCredentials(t *testing.T, from, to string) {
-	t.Helper()
-	for _, f := range []string{"operator-credentials", "default-credentials"} {
-		b, err := os.ReadFile(filepath.Join(from, f))
-		if err != nil {
-			continue
-		}
-		if _, err := os.Stat(filepath.Join(to, f)); err == nil {
-			t.Fatalf("%s is in the restored directory: a backup must not carry plaintext credentials", f)
-		}
-		if err := os.WriteFile(filepath.Join(to, f), b, 0o600); err != nil {
-			t.Fatal(err)
-		}
 	}
 }
 
