@@ -13,7 +13,7 @@ import (
 // and decodes its JSON output (nil for none).
 func awsCLI(t *testing.T, srv *harness.Server, c harness.Credential, args ...string) map[string]any {
 	t.Helper()
-	cmd := exec.Command("aws", append([]string{"dynamodb", "--endpoint-url", srv.Endpoint, "--output", "json"}, args...)...)
+	cmd := exec.CommandContext(ctxT(t), "aws", append([]string{"dynamodb", "--endpoint-url", srv.Endpoint, "--output", "json"}, args...)...)
 	cmd.Env = srv.Env(c)
 	out, err := cmd.Output()
 	if err != nil {
@@ -195,7 +195,7 @@ func TestAWSCLI(t *testing.T) {
 	if it, _ := out["Item"].(map[string]any); attrS(it, "title") != "Other tenant" {
 		t.Errorf("get-item: %v", out)
 	}
-	cmd := exec.Command("aws", "dynamodb", "--endpoint-url", srv.Endpoint, "describe-table", "--table-name", "NoSuchTable")
+	cmd := exec.CommandContext(ctxT(t), "aws", "dynamodb", "--endpoint-url", srv.Endpoint, "describe-table", "--table-name", "NoSuchTable")
 	cmd.Env = srv.Env(c)
 	b, err := cmd.CombinedOutput()
 	if err == nil || !strings.Contains(string(b), "ResourceNotFoundException") {

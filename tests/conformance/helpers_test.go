@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"testing"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -21,11 +20,10 @@ func start(t *testing.T) (*harness.Server, *dynamodb.Client) {
 	return srv, srv.Client(srv.Default)
 }
 
-func ctxT(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
+// ctxT is the context of a test's requests: bounded by the test binary's
+// deadline (harness.Context), not by a fixed time a loaded machine can
+// exceed.
+func ctxT(t *testing.T) context.Context { return harness.Context(t) }
 
 func S(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
 func N(v string) types.AttributeValue { return &types.AttributeValueMemberN{Value: v} }

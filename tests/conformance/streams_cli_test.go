@@ -94,7 +94,7 @@ func TestStreamsCLIEveryOperation(t *testing.T) {
 // default tenant's credential and decodes its JSON output.
 func cliJSON(t *testing.T, srv *harness.Server, service string, args ...string) map[string]any {
 	t.Helper()
-	cmd := exec.Command("aws", append([]string{service, "--endpoint-url", srv.Endpoint, "--output", "json"}, args...)...)
+	cmd := exec.CommandContext(ctxT(t), "aws", append([]string{service, "--endpoint-url", srv.Endpoint, "--output", "json"}, args...)...)
 	cmd.Env = srv.Env(srv.Default)
 	out, err := cmd.Output()
 	if err != nil {

@@ -293,7 +293,7 @@ func TestStreamsCLI(t *testing.T) {
 	}
 	cli := func(args ...string) map[string]any {
 		t.Helper()
-		cmd := exec.Command("aws", append([]string{"dynamodbstreams", "--endpoint-url", srv.Endpoint, "--output", "json"}, args...)...)
+		cmd := exec.CommandContext(ctxT(t), "aws", append([]string{"dynamodbstreams", "--endpoint-url", srv.Endpoint, "--output", "json"}, args...)...)
 		cmd.Env = srv.Env(srv.Default)
 		out, err := cmd.Output()
 		if err != nil {
