@@ -472,8 +472,12 @@ func Open(ctx context.Context, o Options) (_ *Node, err error) {
 	if err != nil {
 		return nil, err
 	}
+	var served dynamo.Handler = n.backend
+	if n.remote != nil {
+		served = n.remote.Fence(served) // bounds a write's engine calls (remote/fence.go)
+	}
 	if n.server, err = server.New(server.Options{
-		Backend:   n.backend,
+		Backend:   served,
 		Auth:      dataAuth,
 		Guard:     guard,
 		Admin:     adm,

@@ -65,6 +65,14 @@ const FleetStaleness = time.Second
 // caches").
 const FleetSettle = FleetStaleness + FleetStaleness/10
 
+// FleetWriteFence bounds every engine call a gateway makes for a request
+// that writes, from when the request reached its backend; deleting a
+// tenant or a table deletes its items again once that (+10 % and a
+// second for the call's way to the engine) has passed, so a write
+// admitted before the deletion settled leaves nothing behind
+// (internal/remote/DESIGN.md, "Fencing").
+const FleetWriteFence = 3 * time.Second
+
 // settle is FleetSettle for a gateway (stale > 0), else 0: the embedded
 // server never waits.
 func settle(stale time.Duration) time.Duration {
@@ -119,6 +127,7 @@ func (r Remote) open(ctx context.Context, o Options, key *auth.ServerKey, log *s
 		DefinitionsMaxStale: FleetStaleness,
 		Settle:              FleetSettle,
 		ShardCacheTTL:       FleetStaleness,
+		WriteFence:          FleetWriteFence,
 		AutoShardMax:        r.AutoShardMax,
 	})
 	if err != nil {

@@ -332,14 +332,26 @@ func (b *Backend) nameTaken(ctx context.Context, t *schema.Table, ns []byte) err
 }
 
 // purge deletes the items of a dropped tenant table and then its drop
-// record. A purge cut short by the gateway's end leaves the record for a
-// later sweep (not yet written: see DESIGN.md).
+// record; with a WriteFence, twice: again fenceWait after the first,
+// when no write a gateway admitted with the table's definition can still
+// reach the engine (fence.go). A purge cut short by the gateway's end
+// leaves the record for a later sweep (not yet written: see DESIGN.md).
 func (b *Backend) purge(ctx context.Context, p place) {
-	for _, pk := range p.shardPKs() {
-		if err := b.deleteCollection(ctx, pk); err != nil {
-			b.log.Warn("purging a dropped table", "table", p.tg.Table.ID, "err", err)
-			return
+	began := time.Now()
+	once := func() bool {
+		for _, pk := range p.shardPKs() {
+			if err := b.deleteCollection(ctx, pk); err != nil {
+				b.log.Warn("purging a dropped table", "table", p.tg.Table.ID, "err", err)
+				return false
+			}
 		}
+		return true
+	}
+	if !once() {
+		return
+	}
+	if b.opts.WriteFence > 0 && (b.waitFence(b.bg, began) != nil || !once()) {
+		return // the record stays: the fence's pass did not run
 	}
 	_, err := b.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: &b.table, Key: map[string]types.AttributeValue{
 		attrPK: &types.AttributeValueMemberS{Value: "meta#drop"},

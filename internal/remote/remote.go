@@ -82,6 +82,11 @@ type Options struct {
 	// iterators, so that any gateway opens them.
 	Streams      *dynamodbstreams.Client
 	StreamSecret []byte
+	// WriteFence, if positive, bounds every engine call of a request that
+	// writes (Fence), and a deletion of a tenant or table deletes its
+	// items again once no such call admitted before it can still run
+	// (fence.go). 0: no fence (one gateway).
+	WriteFence time.Duration
 }
 
 // Backend serves the DynamoDB operations over the engine. It is safe for

@@ -114,65 +114,39 @@ func (b *Backend) registerN(ctx context.Context, ns []byte, table uint64, n int)
 
 // DropTenant deletes every item and table definition of scope s's tenant
 // in every environment, found through the registry (lifecycle's tenant
-// deletion). It is idempotent. Writes admitted before it and still
-// running on other gateways are not fenced yet (see DESIGN.md).
+// deletion). It is idempotent. With a WriteFence it deletes them twice:
+// once at once, and again with the registry entries fenceWait after it
+// began, when no write a gateway admitted before the deletion settled
+// can still reach the engine (fence.go); the entries stay until then, so
+// a deletion cut off in between finds every collection when retried.
 func (b *Backend) DropTenant(ctx context.Context, s tenancy.Scope) error {
 	if !s.Valid() || s.Tenant().IsZero() {
 		return apierr.New(apierr.Validation, "no tenant to drop")
 	}
+	began := time.Now()
 	prefix := resolve.TenantPrefix(s)
+	if b.opts.WriteFence > 0 {
+		if err := b.dropColls(ctx, prefix, false); err != nil {
+			return err
+		}
+		if err := b.waitFence(ctx, began); err != nil {
+			return err
+		}
+	}
+	if err := b.dropColls(ctx, prefix, true); err != nil {
+		return err
+	}
+	// The shard counts set for the tenant's future collections.
 	in := &dynamodb.QueryInput{
 		TableName:                &b.table,
 		KeyConditionExpression:   aws.String("#p = :p AND begins_with(#s, :s)"),
 		ExpressionAttributeNames: map[string]string{"#p": attrPK, "#s": attrSK},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":p": &types.AttributeValueMemberS{Value: regPK},
+			":p": &types.AttributeValueMemberS{Value: shardsPK},
 			":s": &types.AttributeValueMemberB{Value: prefix},
 		},
 		ConsistentRead: aws.Bool(true),
 	}
-	var entries [][]byte
-	var lays []layout
-	for {
-		out, err := b.db.Query(ctx, in)
-		if err != nil {
-			return engineErr(err, strip)
-		}
-		for _, it := range out.Items {
-			if sk, ok := it[attrSK].(*types.AttributeValueMemberB); ok && len(sk.Value) > 8 {
-				entries = append(entries, sk.Value)
-				lays = append(lays, layoutFrom(it))
-			}
-		}
-		if len(out.LastEvaluatedKey) == 0 {
-			break
-		}
-		in.ExclusiveStartKey = out.LastEvaluatedKey
-	}
-	for i, sk := range entries {
-		ns, table := sk[:len(sk)-8], binary.BigEndian.Uint64(sk[len(sk)-8:])
-		pks := []string{defPK(ns)}
-		if table != 0 {
-			pks = (place{base: collBase(ns, table), lay: lays[i]}).shardPKs()
-		}
-		for _, pk := range pks {
-			if err := b.deleteCollection(ctx, pk); err != nil {
-				return err
-			}
-		}
-		if _, err := b.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: &b.table, Key: map[string]types.AttributeValue{
-			attrPK: &types.AttributeValueMemberS{Value: regPK},
-			attrSK: &types.AttributeValueMemberB{Value: sk},
-		}}); err != nil {
-			return engineErr(err, strip)
-		}
-		b.reg.done.Delete(string(sk))
-		b.reg.lives.Delete(string(sk))
-		b.lays.m.Delete(string(sk))
-	}
-	// The shard counts set for the tenant's future collections.
-	in.ExpressionAttributeValues[":p"] = &types.AttributeValueMemberS{Value: shardsPK}
-	in.ExclusiveStartKey = nil
 	for {
 		out, err := b.db.Query(ctx, in)
 		if err != nil {
@@ -196,6 +170,65 @@ func (b *Backend) DropTenant(ctx context.Context, s tenancy.Scope) error {
 		return err
 	}
 	b.res.ForgetTenant(s.Tenant())
+	return nil
+}
+
+// dropColls deletes the items of every collection of the namespaces
+// under prefix that the registry lists (their definitions too), and with
+// entries the registry entries.
+func (b *Backend) dropColls(ctx context.Context, prefix []byte, entries bool) error {
+	in := &dynamodb.QueryInput{
+		TableName:                &b.table,
+		KeyConditionExpression:   aws.String("#p = :p AND begins_with(#s, :s)"),
+		ExpressionAttributeNames: map[string]string{"#p": attrPK, "#s": attrSK},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":p": &types.AttributeValueMemberS{Value: regPK},
+			":s": &types.AttributeValueMemberB{Value: prefix},
+		},
+		ConsistentRead: aws.Bool(true),
+	}
+	var sks [][]byte
+	var lays []layout
+	for {
+		out, err := b.db.Query(ctx, in)
+		if err != nil {
+			return engineErr(err, strip)
+		}
+		for _, it := range out.Items {
+			if sk, ok := it[attrSK].(*types.AttributeValueMemberB); ok && len(sk.Value) > 8 {
+				sks = append(sks, sk.Value)
+				lays = append(lays, layoutFrom(it))
+			}
+		}
+		if len(out.LastEvaluatedKey) == 0 {
+			break
+		}
+		in.ExclusiveStartKey = out.LastEvaluatedKey
+	}
+	for i, sk := range sks {
+		ns, table := sk[:len(sk)-8], binary.BigEndian.Uint64(sk[len(sk)-8:])
+		pks := []string{defPK(ns)}
+		if table != 0 {
+			pks = (place{base: collBase(ns, table), lay: lays[i]}).shardPKs()
+		}
+		for _, pk := range pks {
+			if err := b.deleteCollection(ctx, pk); err != nil {
+				return err
+			}
+		}
+		if !entries {
+			continue
+		}
+		if _, err := b.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: &b.table, Key: map[string]types.AttributeValue{
+			attrPK: &types.AttributeValueMemberS{Value: regPK},
+			attrSK: &types.AttributeValueMemberB{Value: sk},
+		}}); err != nil {
+			return engineErr(err, strip)
+		}
+		b.reg.done.Delete(string(sk))
+		b.reg.lives.Delete(string(sk))
+		b.lays.m.Delete(string(sk))
+	}
 	return nil
 }
 
