@@ -20,6 +20,7 @@ var systemScopeAllowed = []string{
 	"internal/rewind/rewind.go",       // resuming a tenant restore after a restart; its platform audit records
 	"internal/admin/moves.go",         // auditing the end of a tenant move, which runs (or resumed) in the background
 	"internal/transfer/resume.go",     // resuming an API export or import after a restart (ResumedScope)
+	"internal/node/remotejobs.go",     // auditing a remote backend's TTL syncs and index backfills, which run (or resumed) in the background
 }
 
 // parsed is one non-test Go file of ours.

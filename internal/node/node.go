@@ -286,6 +286,9 @@ func Open(ctx context.Context, o Options) (_ *Node, err error) {
 	}
 	o.benchOptions.keys(n.keys, log) // nothing unless benchbypass
 	n.audit = audit.Open(ctl, audit.Options{Logger: log, Keys: n.keys, Shared: n.remote != nil})
+	if n.remote != nil {
+		auditRemoteJobs(n.remote, n.audit, log)
+	}
 	n.auth = auth.New(n.catalog, key, auth.Options{Logger: log, Denied: n.audit.Denied, MaxStale: stale})
 	n.opts = o
 	if key, err = n.resumeServerKeyRotation(ctx, key); err != nil {

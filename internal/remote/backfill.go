@@ -11,6 +11,7 @@ import (
 	"github.com/tenantdb/tenantdb/internal/apierr"
 	"github.com/tenantdb/tenantdb/internal/attr"
 	"github.com/tenantdb/tenantdb/internal/schema"
+	"github.com/tenantdb/tenantdb/internal/tenancy"
 )
 
 // Backfilling a global secondary index created by UpdateTable (see
@@ -41,8 +42,11 @@ func indexPos(t *schema.Table, no uint16) int {
 
 // startIndexJob records the backfill of index ix of table t (the new
 // definition), before the definition is stored.
-func (b *Backend) startIndexJob(ctx context.Context, t *schema.Table, ns []byte, ix *schema.Index) (*ttlJob, error) {
-	j := &ttlJob{pk: gsiJobPK, index: ix.No, id: t.ID, gen: make([]byte, 8), name: t.Name, at: b.opts.Now()}
+func (b *Backend) startIndexJob(ctx context.Context, t *schema.Table, ns []byte, owner tenancy.TenantID, ix *schema.Index) (*ttlJob, error) {
+	j := &ttlJob{pk: gsiJobPK, index: ix.No, iname: ix.Name, id: t.ID, gen: make([]byte, 8), name: t.Name, at: b.opts.Now()}
+	if !owner.IsZero() {
+		j.tenant = owner.String()
+	}
 	rand.Read(j.gen)
 	if !t.Shared() {
 		j.ns = ns
@@ -51,7 +55,11 @@ func (b *Backend) startIndexJob(ctx context.Context, t *schema.Table, ns []byte,
 	item["gen"] = &types.AttributeValueMemberB{Value: j.gen}
 	item["name"] = &types.AttributeValueMemberS{Value: t.Name}
 	item["index"] = num(int(ix.No))
+	item["iname"] = &types.AttributeValueMemberS{Value: ix.Name}
 	item["at"] = num64(j.at.UnixMilli())
+	if j.tenant != "" {
+		item["tenant"] = &types.AttributeValueMemberS{Value: j.tenant}
+	}
 	if j.ns != nil {
 		item["ns"] = &types.AttributeValueMemberB{Value: j.ns}
 	}

@@ -437,7 +437,7 @@ func (b *Backend) UpdateTable(ctx context.Context, s tenancy.Scope, in *wire.Upd
 	if len(plan.Created) > 0 {
 		// NB: the job is recorded before the definition: a gateway ending
 		// in between leaves a job that finds no such index and ends.
-		if job, err = b.startIndexJob(ctx, c, tg.Namespace, plan.Created[0]); err != nil {
+		if job, err = b.startIndexJob(ctx, c, tg.Namespace, s.Tenant(), plan.Created[0]); err != nil {
 			return nil, err
 		}
 	}
@@ -459,7 +459,8 @@ func (b *Backend) UpdateTable(ctx context.Context, s tenancy.Scope, in *wire.Upd
 	}
 	d := b.describe(c)
 	if job != nil {
-		go b.runTTLJob(b.bg, job)
+		b.jobEvent(job, "started", s.KeyID())
+		go b.runTTLJob(b.bg, job, "")
 		d.TableStatus = "UPDATING"
 	}
 	return &wire.UpdateTableOutput{TableDescription: d}, nil
@@ -510,7 +511,7 @@ func (b *Backend) UpdateTimeToLive(ctx context.Context, s tenancy.Scope, in *wir
 	if !spec.Enabled {
 		c.TTLAttribute = ""
 	}
-	job, err := b.startTTLJob(ctx, t, tg.Namespace, spec.AttributeName, spec.Enabled)
+	job, err := b.startTTLJob(ctx, t, tg.Namespace, s.Tenant(), spec.AttributeName, spec.Enabled)
 	if err != nil {
 		return nil, err
 	}
@@ -520,7 +521,8 @@ func (b *Backend) UpdateTimeToLive(ctx context.Context, s tenancy.Scope, in *wir
 		}
 		return nil, err
 	}
-	go b.runTTLJob(b.bg, job)
+	b.jobEvent(job, "started", s.KeyID())
+	go b.runTTLJob(b.bg, job, "")
 	return &wire.UpdateTimeToLiveOutput{TimeToLiveSpecification: spec}, nil
 }
 

@@ -108,7 +108,8 @@ type Backend struct {
 	fleetMu sync.Mutex
 	fleet   *fleet
 
-	st streamState // DynamoDB Streams (streams.go)
+	st   streamState // DynamoDB Streams (streams.go)
+	jobs jobHooks    // told of background jobs' steps (jobaudit.go)
 
 	// ttlOff says why the engine's TTL is not available ("" when it is;
 	// ttl.go).

@@ -18,6 +18,7 @@ import (
 	"github.com/tenantdb/tenantdb/internal/attr"
 	"github.com/tenantdb/tenantdb/internal/expr"
 	"github.com/tenantdb/tenantdb/internal/schema"
+	"github.com/tenantdb/tenantdb/internal/tenancy"
 )
 
 // TTL expiry (see DESIGN.md, "TTL"). The engine's own TTL is enabled once,
@@ -127,10 +128,12 @@ func (p place) mirrorUpdate(upd string, params *expr.Params, names map[string]st
 type ttlJob struct {
 	pk      string // ttlJobPK, or gsiJobPK for an index's backfill (backfill.go)
 	index   uint16 // the index backfilled (its No)
+	iname   string // and its name (for the audit log)
 	id      uint64
 	gen     []byte
 	name    string
 	ns      []byte // tenant table: the collection's namespace; nil when shared
+	tenant  string // the table's owner, for the audit log ("": shared)
 	attr    string // the attribute enabled, or being disabled
 	at      time.Time
 	cns     []byte   // the namespace of the collection being synced (nil: before the first)
@@ -150,8 +153,11 @@ func jobKey(pk string, id uint64) map[string]types.AttributeValue {
 
 // startTTLJob records a sync job for table t (before its definition
 // changes to enabled, on attribute name).
-func (b *Backend) startTTLJob(ctx context.Context, t *schema.Table, ns []byte, name string, enabled bool) (*ttlJob, error) {
+func (b *Backend) startTTLJob(ctx context.Context, t *schema.Table, ns []byte, owner tenancy.TenantID, name string, enabled bool) (*ttlJob, error) {
 	j := &ttlJob{pk: ttlJobPK, id: t.ID, gen: make([]byte, 8), name: t.Name, attr: name, at: b.opts.Now(), enabled: enabled}
+	if !owner.IsZero() {
+		j.tenant = owner.String()
+	}
 	rand.Read(j.gen)
 	if !t.Shared() {
 		j.ns = ns
@@ -162,6 +168,9 @@ func (b *Backend) startTTLJob(ctx context.Context, t *schema.Table, ns []byte, n
 	item["attr"] = &types.AttributeValueMemberS{Value: name}
 	item["at"] = num64(j.at.UnixMilli())
 	item["enabled"] = &types.AttributeValueMemberBOOL{Value: enabled}
+	if j.tenant != "" {
+		item["tenant"] = &types.AttributeValueMemberS{Value: j.tenant}
+	}
 	if j.ns != nil {
 		item["ns"] = &types.AttributeValueMemberB{Value: j.ns}
 	}
@@ -173,15 +182,8 @@ func (b *Backend) startTTLJob(ctx context.Context, t *schema.Table, ns []byte, n
 
 // dropTTLJob deletes job j if it is still the table's current one.
 func (b *Backend) dropTTLJob(ctx context.Context, j *ttlJob) error {
-	_, err := b.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: &b.table, Key: jobKey(j.pk, j.id),
-		ConditionExpression:       aws.String("#g = :g"),
-		ExpressionAttributeNames:  map[string]string{"#g": "gen"},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":g": &types.AttributeValueMemberB{Value: j.gen}},
-	})
-	if err != nil && !apierr.Is(engineErr(err, strip), apierr.ConditionalCheckFailed) {
-		return engineErr(err, strip)
-	}
-	return nil
+	_, err := b.endJob(ctx, j)
+	return err
 }
 
 // ttlJobOf reads table id's sync job (nil: none).
@@ -220,6 +222,12 @@ func jobFrom(it map[string]types.AttributeValue) (*ttlJob, error) {
 	}
 	if v, ok := it["ns"].(*types.AttributeValueMemberB); ok {
 		j.ns = v.Value
+	}
+	if v, ok := it["tenant"].(*types.AttributeValueMemberS); ok {
+		j.tenant = v.Value
+	}
+	if v, ok := it["iname"].(*types.AttributeValueMemberS); ok {
+		j.iname = v.Value
 	}
 	if v, ok := it["enabled"].(*types.AttributeValueMemberBOOL); ok {
 		j.enabled = v.Value
@@ -278,7 +286,7 @@ func (b *Backend) resumeJobs(ctx context.Context, pk string) {
 			b.log.Warn("resuming a TTL job", "err", err)
 			continue
 		}
-		b.runTTLJob(ctx, j)
+		b.runTTLJob(ctx, j, "resumed")
 	}
 }
 
@@ -287,7 +295,10 @@ func (b *Backend) resumeJobs(ctx context.Context, pk string) {
 // it from its recorded position). Two gateways running one job are safe:
 // every sync is a conditional update of one item that copies or removes
 // what the item holds at that moment.
-func (b *Backend) runTTLJob(ctx context.Context, j *ttlJob) {
+func (b *Backend) runTTLJob(ctx context.Context, j *ttlJob, phase string) {
+	if phase != "" {
+		b.jobEvent(j, phase, "")
+	}
 	if err := sleep(ctx, time.Until(j.at.Add(b.ttlSettle()))); err != nil {
 		return
 	}
@@ -317,7 +328,7 @@ func (b *Backend) ttlJobStep(ctx context.Context, j *ttlJob) (done bool, err err
 		return false, err
 	}
 	if t == nil || (j.pk == gsiJobPK && indexPos(t, j.index) < 0) {
-		return true, b.dropTTLJob(ctx, j)
+		return true, b.finishJob(ctx, j, "cancelled")
 	}
 	if j.colls == nil {
 		if j.colls, err = b.ttlJobColls(ctx, j); err != nil {
@@ -334,8 +345,7 @@ func (b *Backend) ttlJobStep(ctx context.Context, j *ttlJob) (done bool, err err
 				return false, err
 			}
 		}
-		b.log.Info("job done", "jobs", j.pk, "table", j.id, "synced", j.synced)
-		return true, b.dropTTLJob(ctx, j)
+		return true, b.finishJob(ctx, j, "done")
 	}
 	ns := j.colls[i]
 	if !bytes.Equal(ns, j.cns) {

@@ -1,0 +1,31 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"github.com/tenantdb/tenantdb/internal/audit"
+	"github.com/tenantdb/tenantdb/internal/remote"
+	"github.com/tenantdb/tenantdb/internal/tenancy"
+)
+
+// auditRemoteJobs records the remote backend's background jobs — TTL
+// syncs and index backfills — in the audit log of the table's owner (the
+// platform's for a shared table): their start, their resumption by a
+// gateway that found one left, and their end, as a tenant move's steps
+// are recorded (admin/moves.go).
+func auditRemoteJobs(r *remote.Backend, log *audit.Log, logger *slog.Logger) {
+	r.SetJobHook(func(ev remote.JobEvent) {
+		// NB: no request: the job runs (or resumed) in the background.
+		s := tenancy.SystemScope(ev.Tenant, "table."+ev.Kind)
+		target := fmt.Sprintf("table=%s %s", ev.Table, ev.Detail)
+		if ev.By != "" {
+			target += " by=" + ev.By
+		}
+		e := audit.Event{Actor: "system:" + ev.Kind, Role: "operator", Action: "table." + ev.Kind + "." + ev.Phase, Target: target}
+		if _, err := log.Append(context.Background(), s, e); err != nil {
+			logger.Error("audit append failed", "action", e.Action, "tenant", ev.Tenant.String(), "err", err)
+		}
+	})
+}
