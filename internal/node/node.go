@@ -219,6 +219,8 @@ type Node struct {
 	// adminRoutes are the routes the admin API registered.
 	adminRoutes []string
 
+	sweeper *deletionSweeper // a gateway's: finishes tenant deletions left unfinished
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -381,10 +383,13 @@ func Open(ctx context.Context, o Options) (_ *Node, err error) {
 	if n.remote != nil {
 		sweep = n.remote.SweepTenant
 	}
-	adminOpts := admin.Options{Catalog: n.catalog, Auth: n.auth, Audit: n.audit, Logger: log, Guard: guard,
-		Lifecycle: lifecycle.New(lifecycle.Options{Catalog: n.catalog, Audit: n.audit, Quotas: n.quotas, Engine: tenantData,
-			SiloTier: n.remote == nil, Placement: placement(n), Keys: n.keys, Compact: n.db.Compact,
-			Workers: tenantWorkers{n}, Files: tenantWorkers{n}, Sweep: sweep})}
+	lc := lifecycle.New(lifecycle.Options{Catalog: n.catalog, Audit: n.audit, Quotas: n.quotas, Engine: tenantData,
+		SiloTier: n.remote == nil, Placement: placement(n), Keys: n.keys, Compact: n.db.Compact,
+		Workers: tenantWorkers{n}, Files: tenantWorkers{n}, Sweep: sweep})
+	adminOpts := admin.Options{Catalog: n.catalog, Auth: n.auth, Audit: n.audit, Logger: log, Guard: guard, Lifecycle: lc}
+	if n.remote != nil {
+		n.sweeper = startDeletionSweeper(lc, o.Remote.DeletionSweep, log) // deletesweep.go
+	}
 	if adminOpts.JWT, adminOpts.JWKS, err = o.Platform.open(ctx, log); err != nil {
 		return nil, err
 	}
@@ -594,6 +599,9 @@ func (n *Node) Close() error {
 		}
 		if n.rewind != nil {
 			n.rewind.Close() // unfinished restores resume at the next start
+		}
+		if n.sweeper != nil {
+			n.sweeper.Close()
 		}
 		if n.quotas != nil {
 			errs = append(errs, n.quotas.Close())

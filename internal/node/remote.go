@@ -45,6 +45,14 @@ type Remote struct {
 	// from the engine's throttling (remote.Options.AutoShardMax: 0 means
 	// 64, negative never).
 	AutoShardMax int
+	// DeletionSweep is how often the gateway looks for tenant deletions
+	// left unfinished (a gateway killed mid-deletion) and finishes those
+	// it saw at the previous look (0: DefaultDeletionSweep).
+	DeletionSweep time.Duration
+	// JobSweep is how often the gateway looks for background jobs (TTL
+	// syncs, index backfills) another gateway left stalled, to run them
+	// (remote.Options.JobSweep; 0: 1 minute).
+	JobSweep time.Duration
 }
 
 // FleetStaleness is how long a gateway over a remote engine uses what it
@@ -129,6 +137,7 @@ func (r Remote) open(ctx context.Context, o Options, key *auth.ServerKey, log *s
 		ShardCacheTTL:       FleetStaleness,
 		WriteFence:          FleetWriteFence,
 		AutoShardMax:        r.AutoShardMax,
+		JobSweep:            r.JobSweep,
 	})
 	if err != nil {
 		return nil, nil, err

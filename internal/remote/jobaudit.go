@@ -66,7 +66,7 @@ func (b *Backend) jobEvent(j *ttlJob, phase, by string) {
 	ev := JobEvent{Kind: j.kind(), Phase: phase, Table: j.name, By: by}
 	ev.Tenant, _ = tenancy.ParseTenantID(j.tenant)
 	if j.pk == gsiJobPK {
-		ev.Detail = fmt.Sprintf("index=%s items=%d", j.iname, j.synced)
+		ev.Detail = fmt.Sprintf("index=%s entries=%d", j.iname, j.synced)
 	} else {
 		ev.Detail = fmt.Sprintf("attribute=%s enabled=%t synced=%d", j.attr, j.enabled, j.synced)
 	}

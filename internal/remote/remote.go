@@ -87,6 +87,10 @@ type Options struct {
 	// items again once no such call admitted before it can still run
 	// (fence.go). 0: no fence (one gateway).
 	WriteFence time.Duration
+	// JobSweep is how often the gateway looks for background jobs (TTL
+	// syncs, index backfills) whose progress has not moved since its
+	// previous look, and runs them (0: 1 minute; jobsweep.go).
+	JobSweep time.Duration
 }
 
 // Backend serves the DynamoDB operations over the engine. It is safe for
@@ -108,8 +112,9 @@ type Backend struct {
 	fleetMu sync.Mutex
 	fleet   *fleet
 
-	st   streamState // DynamoDB Streams (streams.go)
-	jobs jobHooks    // told of background jobs' steps (jobaudit.go)
+	st      streamState // DynamoDB Streams (streams.go)
+	jobs    jobHooks    // told of background jobs' steps (jobaudit.go)
+	running sync.Map    // jobID -> true: the jobs this gateway runs (jobsweep.go)
 
 	// ttlOff says why the engine's TTL is not available ("" when it is;
 	// ttl.go).
@@ -169,6 +174,7 @@ func Open(ctx context.Context, o Options) (*Backend, error) {
 	b.ensureTTL(ctx)
 	go b.resumeTTLJobs(b.bg) // TTL syncs a gateway left (ttl.go)
 	go b.meterLoop(b.bg)     // storage counters (storage.go)
+	go b.sweepJobs(b.bg)     // jobs a gateway leaves while this one runs (jobsweep.go)
 	return b, nil
 }
 

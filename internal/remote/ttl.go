@@ -296,6 +296,10 @@ func (b *Backend) resumeJobs(ctx context.Context, pk string) {
 // every sync is a conditional update of one item that copies or removes
 // what the item holds at that moment.
 func (b *Backend) runTTLJob(ctx context.Context, j *ttlJob, phase string) {
+	if _, running := b.running.LoadOrStore(j.jobID(), true); running {
+		return // by this gateway already
+	}
+	defer b.running.Delete(j.jobID())
 	if phase != "" {
 		b.jobEvent(j, phase, "")
 	}

@@ -21,7 +21,8 @@ import (
 // backend's background jobs — an index backfill after UpdateTable, then a
 // TTL sync after UpdateTimeToLive — is killed with kill -9 in the middle
 // of each; a gateway started afterwards over the same engine resumes the
-// job from its recorded position and finishes it: the index holds
+// job from its recorded position and finishes it — at its start, or,
+// running already, once it finds the job stalled: the index holds
 // exactly the table's items, every item has the engine's TTL copy, and
 // the tenant's audit log records each job's start, resumption and end.
 func TestRemoteJobsSurviveKill(t *testing.T) {
@@ -83,9 +84,9 @@ func TestRemoteJobsSurviveKill(t *testing.T) {
 		return true, synced
 	}
 	// killMidJob starts a binary gateway, has it start the job, kills it
-	// with kill -9 once the job has synced part of the table, and starts
-	// another gateway, which resumes it.
-	killMidJob := func(pk string, start func(c *dynamodb.Client) error) {
+	// with kill -9 once the job has synced part of the table, calls after
+	// and waits for another gateway to finish the job.
+	killMidJob := func(pk string, start func(c *dynamodb.Client) error, after func()) {
 		t.Helper()
 		victim := f.StartBinaryGateway(t, bin, t.TempDir(), harness.Options{})
 		if err := start(victim.Client(key)); err != nil {
@@ -110,7 +111,7 @@ func TestRemoteJobsSurviveKill(t *testing.T) {
 		if there, synced := jobProgress(pk); !there || synced >= n {
 			t.Fatalf("%s: the job was done at the kill (there %v, synced %d)", pk, there, synced)
 		}
-		f.StartGateway(t, t.TempDir())
+		after()
 		deadline = time.Now().Add(120 * time.Second)
 		for {
 			there, _ := jobProgress(pk)
@@ -124,7 +125,9 @@ func TestRemoteJobsSurviveKill(t *testing.T) {
 		}
 	}
 
-	// The index backfill.
+	// The index backfill, resumed by a gateway started after the kill,
+	// which then keeps looking for jobs left stalled.
+	var finisher *harness.Server
 	killMidJob("meta#gsi", func(c *dynamodb.Client) error {
 		_, err := c.UpdateTable(ctx, &dynamodb.UpdateTableInput{TableName: aws.String("big"),
 			AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("g"), AttributeType: types.ScalarAttributeTypeS}},
@@ -134,9 +137,8 @@ func TestRemoteJobsSurviveKill(t *testing.T) {
 				Projection: &types.Projection{ProjectionType: types.ProjectionTypeKeysOnly},
 			}}}})
 		return err
-	})
-	last := f.Gateways[len(f.Gateways)-1]
-	cl := last.Client(key)
+	}, func() { finisher = f.StartGatewayWith(t, t.TempDir(), harness.GatewayOptions{JobSweep: 5 * time.Second}) })
+	cl := finisher.Client(key)
 	d, err := cl.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String("big")})
 	if err != nil {
 		t.Fatal(err)
@@ -169,12 +171,13 @@ func TestRemoteJobsSurviveKill(t *testing.T) {
 		t.Fatalf("the index holds %d of the table's %d items after the resumed backfill", len(seen), n)
 	}
 
-	// The TTL sync.
+	// The TTL sync, finished by the running gateway that finds it stalled
+	// (no gateway starts).
 	killMidJob("meta#ttl", func(c *dynamodb.Client) error {
 		_, err := c.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{TableName: aws.String("big"),
 			TimeToLiveSpecification: &types.TimeToLiveSpecification{AttributeName: aws.String("exp"), Enabled: aws.Bool(true)}})
 		return err
-	})
+	}, func() {})
 	copies, missing := 0, 0
 	sc := &dynamodb.ScanInput{TableName: aws.String(engTable), ConsistentRead: aws.Bool(true)}
 	for {
