@@ -132,12 +132,14 @@ func TestRemoteJobsSurviveKill(t *testing.T) {
 		_, err := c.UpdateTable(ctx, &dynamodb.UpdateTableInput{TableName: aws.String("big"),
 			AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("g"), AttributeType: types.ScalarAttributeTypeS}},
 			GlobalSecondaryIndexUpdates: []types.GlobalSecondaryIndexUpdate{{Create: &types.CreateGlobalSecondaryIndexAction{
-				IndexName: aws.String("byg"),
-				KeySchema: []types.KeySchemaElement{{AttributeName: aws.String("g"), KeyType: types.KeyTypeHash}},
+				IndexName:  aws.String("byg"),
+				KeySchema:  []types.KeySchemaElement{{AttributeName: aws.String("g"), KeyType: types.KeyTypeHash}},
 				Projection: &types.Projection{ProjectionType: types.ProjectionTypeKeysOnly},
 			}}}})
 		return err
-	}, func() { finisher = f.StartGatewayWith(t, t.TempDir(), harness.GatewayOptions{JobSweep: 5 * time.Second}) })
+	}, func() {
+		finisher = f.StartGatewayWith(t, t.TempDir(), harness.GatewayOptions{JobSweep: 5 * time.Second})
+	})
 	cl := finisher.Client(key)
 	d, err := cl.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String("big")})
 	if err != nil {
