@@ -79,7 +79,7 @@ const FleetSettle = FleetStaleness + FleetStaleness/10
 // second for the call's way to the engine) has passed, so a write
 // admitted before the deletion settled leaves nothing behind
 // (internal/remote/DESIGN.md, "Fencing").
-const FleetWriteFence = 3 * time.Second
+const FleetWriteFence = 10 * time.Second
 
 // settle is FleetSettle for a gateway (stale > 0), else 0: the embedded
 // server never waits.
