@@ -111,6 +111,7 @@ type Backend struct {
 	meter   *storageMeter
 	fleetMu sync.Mutex
 	fleet   *fleet
+	bk      backupJobs // the backup and restore copies this gateway runs (backupjob.go)
 
 	st      streamState // DynamoDB Streams (streams.go)
 	jobs    jobHooks    // told of background jobs' steps (jobaudit.go)
@@ -172,9 +173,10 @@ func Open(ctx context.Context, o Options) (*Backend, error) {
 	}
 	go b.resumeChanges(b.bg) // shard changes a gateway left (migrate.go)
 	b.ensureTTL(ctx)
-	go b.resumeTTLJobs(b.bg) // TTL syncs a gateway left (ttl.go)
-	go b.meterLoop(b.bg)     // storage counters (storage.go)
-	go b.sweepJobs(b.bg)     // jobs a gateway leaves while this one runs (jobsweep.go)
+	go b.resumeTTLJobs(b.bg)    // TTL syncs a gateway left (ttl.go)
+	go b.meterLoop(b.bg)        // storage counters (storage.go)
+	go b.sweepJobs(b.bg)        // jobs a gateway leaves while this one runs (jobsweep.go)
+	go b.resumeBackupJobs(b.bg) // backup and restore copies a gateway left (backupjob.go)
 	return b, nil
 }
 

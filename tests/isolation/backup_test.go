@@ -21,7 +21,7 @@ import (
 func TestBackupIsolation(t *testing.T) {
 	srv := harness.Start(t)
 	if srv.Remote {
-		t.Skip("remote backend: backups and point-in-time recovery are not served there (README)")
+		t.Skip("remote backend: point-in-time recovery is not served there (README); TestRemoteBackupIsolation attacks its backups")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

@@ -1,0 +1,54 @@
+package engine
+
+import (
+	"github.com/tenantdb/tenantdb/internal/schema"
+	"github.com/tenantdb/tenantdb/internal/tenancy"
+	"github.com/tenantdb/tenantdb/internal/wire"
+)
+
+// What the remote backend's backups (internal/remote/backup.go) share
+// with these, so that both backends validate backup requests, word their
+// refusals and build a restored table alike.
+
+// CheckBackupName validates a BackupName as DynamoDB does. Errors:
+// ValidationException.
+func CheckBackupName(name string) error { return checkBackupName(name) }
+
+// ValidBackupID reports whether id has the form of a backup id (14
+// digits of creation time, '-', 8 hex digits).
+func ValidBackupID(id string) bool { return validBackupID(id) }
+
+// BackupNotFound is the error for a backup ARN the caller cannot reach:
+// BackupNotFoundException, a denial audited in the caller's own log,
+// alike whether or not another tenant has that backup.
+func BackupNotFound(arn string) error { return backupNotFound(arn) }
+
+// TenantOnly refuses the operator, which has no access to table data:
+// AccessDeniedException.
+func TenantOnly(s tenancy.Scope) error { return tenantOnly(s) }
+
+// BackupPageLimit validates ListBackups' Limit (default and at most 100).
+func BackupPageLimit(l *int64) (int, error) { return pageLimit(l, 100) }
+
+// BackupTypeFilter validates ListBackups' BackupType; none reports a
+// type that no on-demand (USER) backup has.
+func BackupTypeFilter(t string) (none bool, err error) {
+	switch t {
+	case "", "USER", "ALL":
+		return false, nil
+	case "SYSTEM", "AWS_BACKUP":
+		return true, nil
+	}
+	return false, enumErr(t, "backupType", "USER, SYSTEM, AWS_BACKUP, ALL")
+}
+
+// RestoreInput is the CreateTable request that makes the table a
+// restore of a backup of src creates: src's keys, indexes and billing,
+// with in's overrides (target name, billing mode, throughput, indexes,
+// SSE, on-demand throughput). The restore turns on src's TTL and stream
+// settings itself.
+func RestoreInput(src *schema.Table, in *wire.RestoreTableFromBackupInput) *wire.CreateTableInput {
+	return restoreInput(restoreSpec{src: src, target: in.TargetTableName,
+		billing: in.BillingModeOverride, pt: in.ProvisionedThroughputOverride, gsi: in.GlobalSecondaryIndexOverride,
+		lsi: in.LocalSecondaryIndexOverride, sse: in.SSESpecificationOverride, onDemand: in.OnDemandThroughputOverride})
+}
