@@ -360,35 +360,8 @@ func (e *Engine) describeBackup(m *backupMeta) *wire.BackupDescription {
 			TableSizeBytes: m.TableBytes, KeySchema: keySchema(t.Hash, t.Range), TableCreationDateTime: epoch(t.Created),
 			ProvisionedThroughput: &wire.ProvisionedThroughput{ReadCapacityUnits: i64(t.ReadCapacity), WriteCapacityUnits: i64(t.WriteCapacity)},
 			ItemCount:             m.TableItems, BillingMode: t.BillingMode},
-		SourceTableFeatureDetails: &wire.SourceTableFeatureDetails{},
 	}
-	f := d.SourceTableFeatureDetails
-	for _, ix := range t.Indexes {
-		if ix.Status == "DELETING" {
-			continue
-		}
-		ks := keySchema(ix.Hash, ix.Range)
-		if ix.Local {
-			f.LocalSecondaryIndexes = append(f.LocalSecondaryIndexes, wire.LocalSecondaryIndexInfo{IndexName: ix.Name, KeySchema: ks, Projection: projectionOf(ix)})
-			continue
-		}
-		g := wire.GlobalSecondaryIndexInfo{IndexName: ix.Name, KeySchema: ks, Projection: projectionOf(ix)}
-		if t.BillingMode == "PROVISIONED" {
-			g.ProvisionedThroughput = &wire.ProvisionedThroughput{ReadCapacityUnits: i64(ix.ReadCapacity), WriteCapacityUnits: i64(ix.WriteCapacity)}
-		}
-		f.GlobalSecondaryIndexes = append(f.GlobalSecondaryIndexes, g)
-	}
-	if streamEnabled(t) {
-		spec := *t.Stream
-		f.StreamDescription = &spec
-	}
-	if t.TTLAttribute != "" {
-		status := "DISABLED"
-		if t.TTLEnabled {
-			status = "ENABLED"
-		}
-		f.TimeToLiveDescription = &wire.TimeToLiveDescription{AttributeName: t.TTLAttribute, TimeToLiveStatus: status}
-	}
+	d.SourceTableFeatureDetails = sourceTableFeatures(t)
 	return d
 }
 
@@ -565,4 +538,37 @@ func (e *Engine) RestoreTableFromBackup(ctx context.Context, s tenancy.Scope, in
 	out := &wire.RestoreTableFromBackupOutput{TableDescription: d}
 	out.U = wire.Usage{WriteUnits: units, Table: d.TableName}
 	return out, nil
+}
+
+// sourceTableFeatures is a backup's SourceTableFeatureDetails of t: its
+// indexes (not those being deleted), stream and TTL settings.
+func sourceTableFeatures(t *schema.Table) *wire.SourceTableFeatureDetails {
+	f := &wire.SourceTableFeatureDetails{}
+	for _, ix := range t.Indexes {
+		if ix.Status == "DELETING" {
+			continue
+		}
+		ks := keySchema(ix.Hash, ix.Range)
+		if ix.Local {
+			f.LocalSecondaryIndexes = append(f.LocalSecondaryIndexes, wire.LocalSecondaryIndexInfo{IndexName: ix.Name, KeySchema: ks, Projection: projectionOf(ix)})
+			continue
+		}
+		g := wire.GlobalSecondaryIndexInfo{IndexName: ix.Name, KeySchema: ks, Projection: projectionOf(ix)}
+		if t.BillingMode == "PROVISIONED" {
+			g.ProvisionedThroughput = &wire.ProvisionedThroughput{ReadCapacityUnits: i64(ix.ReadCapacity), WriteCapacityUnits: i64(ix.WriteCapacity)}
+		}
+		f.GlobalSecondaryIndexes = append(f.GlobalSecondaryIndexes, g)
+	}
+	if streamEnabled(t) {
+		spec := *t.Stream
+		f.StreamDescription = &spec
+	}
+	if t.TTLAttribute != "" {
+		status := "DISABLED"
+		if t.TTLEnabled {
+			status = "ENABLED"
+		}
+		f.TimeToLiveDescription = &wire.TimeToLiveDescription{AttributeName: t.TTLAttribute, TimeToLiveStatus: status}
+	}
+	return f
 }

@@ -52,3 +52,16 @@ func RestoreInput(src *schema.Table, in *wire.RestoreTableFromBackupInput) *wire
 		billing: in.BillingModeOverride, pt: in.ProvisionedThroughputOverride, gsi: in.GlobalSecondaryIndexOverride,
 		lsi: in.LocalSecondaryIndexOverride, sse: in.SSESpecificationOverride, onDemand: in.OnDemandThroughputOverride})
 }
+
+// SourceTableFeatures is a backup's SourceTableFeatureDetails of t: its
+// indexes, stream and TTL settings.
+func SourceTableFeatures(t *schema.Table) *wire.SourceTableFeatureDetails {
+	return sourceTableFeatures(t)
+}
+
+// PITRRequest validates a RestoreTableToPointInTime request and returns
+// its source table's name (tableARNPrefix + name is the caller's ARN of
+// it) and whether it asks for the latest restorable time.
+func PITRRequest(in *wire.RestoreTableToPointInTimeInput, tableARNPrefix string) (src string, latest bool, err error) {
+	return pitrRequest(in, tableARNPrefix)
+}

@@ -181,28 +181,9 @@ func (e *Engine) RestoreTableToPointInTime(ctx context.Context, s tenancy.Scope,
 	if err := tenantOnly(s); err != nil {
 		return nil, err
 	}
-	src := in.SourceTableName
-	switch {
-	case src != "" && in.SourceTableArn != "":
-		return nil, apierr.Validationf("Only one of SourceTableArn or SourceTableName can be specified")
-	case in.SourceTableArn != "":
-		name, ok := strings.CutPrefix(in.SourceTableArn, e.tableARN(""))
-		if !ok || strings.Contains(name, "/") {
-			return nil, apierr.New(apierr.TableNotFound, "Table not found: %s", apierr.Clip(in.SourceTableArn))
-		}
-		src = name
-	case src == "":
-		return nil, apierr.Validationf("Either SourceTableArn or SourceTableName must be specified")
-	}
-	if err := schema.ValidateTableName(src); err != nil {
+	src, latest, err := pitrRequest(in, e.tableARN(""))
+	if err != nil {
 		return nil, err
-	}
-	if err := schema.ValidateTableName(in.TargetTableName); err != nil {
-		return nil, err
-	}
-	latest := in.UseLatestRestorableTime != nil && *in.UseLatestRestorableTime
-	if latest == (in.RestoreDateTime != nil) {
-		return nil, apierr.Validationf("Exactly one of RestoreDateTime or UseLatestRestorableTime must be specified")
 	}
 	h, err := e.openForBackup(ctx, s, src)
 	if err != nil {
@@ -257,4 +238,34 @@ func (e *Engine) RestoreTableToPointInTime(ctx context.Context, s tenancy.Scope,
 	out := &wire.RestoreTableToPointInTimeOutput{TableDescription: d}
 	out.U = wire.Usage{WriteUnits: units, Table: d.TableName}
 	return out, nil
+}
+
+// pitrRequest validates a RestoreTableToPointInTime request as DynamoDB
+// does and returns its source table's name (tableARNPrefix + name is the
+// caller's ARN of it) and whether it asks for the latest restorable time.
+func pitrRequest(in *wire.RestoreTableToPointInTimeInput, tableARNPrefix string) (src string, latest bool, err error) {
+	src = in.SourceTableName
+	switch {
+	case src != "" && in.SourceTableArn != "":
+		return "", false, apierr.Validationf("Only one of SourceTableArn or SourceTableName can be specified")
+	case in.SourceTableArn != "":
+		name, ok := strings.CutPrefix(in.SourceTableArn, tableARNPrefix)
+		if !ok || strings.Contains(name, "/") {
+			return "", false, apierr.New(apierr.TableNotFound, "Table not found: %s", apierr.Clip(in.SourceTableArn))
+		}
+		src = name
+	case src == "":
+		return "", false, apierr.Validationf("Either SourceTableArn or SourceTableName must be specified")
+	}
+	if err := schema.ValidateTableName(src); err != nil {
+		return "", false, err
+	}
+	if err := schema.ValidateTableName(in.TargetTableName); err != nil {
+		return "", false, err
+	}
+	latest = in.UseLatestRestorableTime != nil && *in.UseLatestRestorableTime
+	if latest == (in.RestoreDateTime != nil) {
+		return "", false, apierr.Validationf("Exactly one of RestoreDateTime or UseLatestRestorableTime must be specified")
+	}
+	return src, latest, nil
 }

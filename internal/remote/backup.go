@@ -314,45 +314,9 @@ func (b *Backend) describeBackup(m *backupMeta) *wire.BackupDescription {
 			TableSizeBytes: m.bytes, KeySchema: keySchema(t.Hash, t.Range), TableCreationDateTime: epochOf(t.Created),
 			ProvisionedThroughput: &wire.ProvisionedThroughput{ReadCapacityUnits: &rcu, WriteCapacityUnits: &wcu},
 			ItemCount:             m.items, BillingMode: t.BillingMode},
-		SourceTableFeatureDetails: &wire.SourceTableFeatureDetails{},
 	}
-	f := d.SourceTableFeatureDetails
-	for _, ix := range t.Indexes {
-		if ix.Status == "DELETING" {
-			continue
-		}
-		proj := &wire.Projection{ProjectionType: ix.ProjectionType}
-		if ix.ProjectionType == "INCLUDE" {
-			proj.NonKeyAttributes = append([]string(nil), ix.NonKey...)
-		}
-		ks := keySchema(ix.Hash, ix.Range)
-		if ix.Local {
-			f.LocalSecondaryIndexes = append(f.LocalSecondaryIndexes, wire.LocalSecondaryIndexInfo{IndexName: ix.Name, KeySchema: ks, Projection: proj})
-			continue
-		}
-		g := wire.GlobalSecondaryIndexInfo{IndexName: ix.Name, KeySchema: ks, Projection: proj}
-		if t.BillingMode == "PROVISIONED" {
-			r, w := ix.ReadCapacity, ix.WriteCapacity
-			g.ProvisionedThroughput = &wire.ProvisionedThroughput{ReadCapacityUnits: &r, WriteCapacityUnits: &w}
-		}
-		f.GlobalSecondaryIndexes = append(f.GlobalSecondaryIndexes, g)
-	}
-	if streamOn(t) {
-		spec := *t.Stream
-		f.StreamDescription = &spec
-	}
-	if t.TTLAttribute != "" {
-		status := "DISABLED"
-		if t.TTLEnabled {
-			status = "ENABLED"
-		}
-		f.TimeToLiveDescription = &wire.TimeToLiveDescription{AttributeName: t.TTLAttribute, TimeToLiveStatus: status}
-	}
+	d.SourceTableFeatureDetails = engine.SourceTableFeatures(t)
 	return d
-}
-
-func streamOn(t *schema.Table) bool {
-	return t.Stream != nil && t.Stream.StreamEnabled != nil && *t.Stream.StreamEnabled
 }
 
 func epochOf(t time.Time) float64 { return float64(t.UnixNano()/1e6) / 1e3 }
@@ -622,28 +586,9 @@ func (b *Backend) RestoreTableToPointInTime(ctx context.Context, s tenancy.Scope
 	if err := engine.TenantOnly(s); err != nil {
 		return nil, err
 	}
-	src := in.SourceTableName
-	switch {
-	case src != "" && in.SourceTableArn != "":
-		return nil, apierr.Validationf("Only one of SourceTableArn or SourceTableName can be specified")
-	case in.SourceTableArn != "":
-		name, ok := strings.CutPrefix(in.SourceTableArn, b.res.TableARN(""))
-		if !ok || strings.Contains(name, "/") {
-			return nil, apierr.New(apierr.TableNotFound, "Table not found: %s", apierr.Clip(in.SourceTableArn))
-		}
-		src = name
-	case src == "":
-		return nil, apierr.Validationf("Either SourceTableArn or SourceTableName must be specified")
-	}
-	if err := schema.ValidateTableName(src); err != nil {
+	src, _, err := engine.PITRRequest(in, b.res.TableARN(""))
+	if err != nil {
 		return nil, err
-	}
-	if err := schema.ValidateTableName(in.TargetTableName); err != nil {
-		return nil, err
-	}
-	latest := in.UseLatestRestorableTime != nil && *in.UseLatestRestorableTime
-	if latest == (in.RestoreDateTime != nil) {
-		return nil, apierr.Validationf("Exactly one of RestoreDateTime or UseLatestRestorableTime must be specified")
 	}
 	if _, err := b.openForBackup(ctx, s, src); err != nil {
 		return nil, err
