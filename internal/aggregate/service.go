@@ -383,7 +383,12 @@ type Group struct {
 }
 
 func (s *Service) info(ns []byte, d *Definition, groups bool) (Info, error) {
-	p, err := s.st.progress(ns, d.Name)
+	// NB: one snapshot for the progress and the groups: a worker commits
+	// both in one batch, and two reads could see the groups after a
+	// commit with the progress from before it.
+	snap := s.st.db.NewSnapshot()
+	defer snap.Close()
+	p, err := progressIn(snap, ns, d.Name)
 	if err != nil {
 		return Info{}, err
 	}
@@ -408,7 +413,7 @@ func (s *Service) info(ns []byte, d *Definition, groups bool) (Info, error) {
 	if !groups {
 		return in, nil
 	}
-	gs, err := s.st.groups(ns, d.Name)
+	gs, err := groupsIn(snap, ns, d.Name)
 	if err != nil {
 		return Info{}, err
 	}

@@ -67,8 +67,18 @@ func (st store) definition(ns []byte, name string) (*Definition, error) {
 	return unmarshalDefinition(b)
 }
 
+// reader is what info reads: the store, or one snapshot of it.
+type reader interface {
+	Get(key []byte) ([]byte, error)
+	NewIter(lower, upper []byte) *storage.Iter
+}
+
 func (st store) progress(ns []byte, name string) (*progress, error) {
-	b, err := st.db.Get(keyspace.AggregateProgress(ns, name))
+	return progressIn(st.db, ns, name)
+}
+
+func progressIn(r reader, ns []byte, name string) (*progress, error) {
+	b, err := r.Get(keyspace.AggregateProgress(ns, name))
 	if errors.Is(err, storage.ErrNotFound) {
 		return nil, errNoAggregate
 	}
@@ -95,8 +105,12 @@ func (st store) group(ns []byte, name, key string) (*groupState, error) {
 
 // groups returns all groups of an aggregate by key.
 func (st store) groups(ns []byte, name string) (map[string]*groupState, error) {
+	return groupsIn(st.db, ns, name)
+}
+
+func groupsIn(r reader, ns []byte, name string) (map[string]*groupState, error) {
 	lo, hi := keyspace.AggregateGroups(ns, name)
-	it := st.db.NewIter(lo, hi)
+	it := r.NewIter(lo, hi)
 	defer it.Close()
 	out := map[string]*groupState{}
 	for ok := it.First(); ok; ok = it.Next() {
