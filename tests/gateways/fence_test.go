@@ -153,10 +153,12 @@ func TestFencedWritesOfDeletedTenant(t *testing.T) {
 	// B's requests, admitted now and held on their way to the engine.
 	results := map[string]chan error{}
 	for _, m := range []string{"held-early", "held-late"} {
-		results[m] = make(chan error, 1)
-		go func() { results[m] <- put(ctx, cb, "ledger", m) }()
+		ch := make(chan error, 1)
+		results[m] = ch
+		go func() { ch <- put(ctx, cb, "ledger", m) }()
 	}
-	results["heldtable"] = make(chan error, 1)
+	tableRes := make(chan error, 1)
+	results["heldtable"] = tableRes
 	go func() {
 		_, err := cb.CreateTable(ctx, &dynamodb.CreateTableInput{
 			TableName:            aws.String("heldtable"),
@@ -164,7 +166,7 @@ func TestFencedWritesOfDeletedTenant(t *testing.T) {
 			KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash}},
 			BillingMode:          types.BillingModePayPerRequest,
 		})
-		results["heldtable"] <- err
+		tableRes <- err
 	}()
 	for range 3 {
 		select {
