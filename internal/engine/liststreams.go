@@ -93,19 +93,29 @@ func (e *Engine) ListStreams(ctx context.Context, s tenancy.Scope, in *wire.List
 		}
 		return 0
 	})
+	sums := make([]wire.StreamSummary, len(all))
+	for i, l := range all {
+		sums[i] = wire.StreamSummary{StreamArn: e.streamARN(l.name, l.st), StreamLabel: l.st.Label(), TableName: l.name}
+	}
+	return PageStreams(sums, in.ExclusiveStartStreamArn, limit), nil
+}
+
+// PageStreams is ListStreams' page of sums (in their order) after the
+// stream exclusiveStart ("" from the first), at most limit of them; both
+// backends list their streams through it.
+func PageStreams(sums []wire.StreamSummary, exclusiveStart string, limit int) *wire.ListStreamsOutput {
 	out := &wire.ListStreamsOutput{Streams: []wire.StreamSummary{}}
-	started := in.ExclusiveStartStreamArn == ""
-	for _, l := range all {
-		arn := e.streamARN(l.name, l.st)
+	started := exclusiveStart == ""
+	for _, sum := range sums {
 		if !started {
-			started = arn == in.ExclusiveStartStreamArn
+			started = sum.StreamArn == exclusiveStart
 			continue
 		}
 		if len(out.Streams) == limit {
 			out.LastEvaluatedStreamArn = out.Streams[limit-1].StreamArn
-			return out, nil
+			return out
 		}
-		out.Streams = append(out.Streams, wire.StreamSummary{StreamArn: arn, StreamLabel: l.st.Label(), TableName: l.name})
+		out.Streams = append(out.Streams, sum)
 	}
-	return out, nil
+	return out
 }

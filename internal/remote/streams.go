@@ -18,6 +18,7 @@ import (
 
 	"github.com/tenantdb/tenantdb/internal/apierr"
 	"github.com/tenantdb/tenantdb/internal/changelog"
+	"github.com/tenantdb/tenantdb/internal/engine"
 	"github.com/tenantdb/tenantdb/internal/resolve"
 	"github.com/tenantdb/tenantdb/internal/schema"
 	"github.com/tenantdb/tenantdb/internal/tenancy"
@@ -534,21 +535,11 @@ func (b *Backend) ListStreams(ctx context.Context, s tenancy.Scope, in *wire.Lis
 		}
 		return 0
 	})
-	out := &wire.ListStreamsOutput{Streams: []wire.StreamSummary{}}
-	started := in.ExclusiveStartStreamArn == ""
-	for _, l := range all {
-		arn := b.streamARN(l.name, l.r)
-		if !started {
-			started = arn == in.ExclusiveStartStreamArn
-			continue
-		}
-		if len(out.Streams) == limit {
-			out.LastEvaluatedStreamArn = out.Streams[limit-1].StreamArn
-			return out, nil
-		}
-		out.Streams = append(out.Streams, wire.StreamSummary{StreamArn: arn, StreamLabel: l.r.label(), TableName: l.name})
+	sums := make([]wire.StreamSummary, len(all))
+	for i, l := range all {
+		sums[i] = wire.StreamSummary{StreamArn: b.streamARN(l.name, l.r), StreamLabel: l.r.label(), TableName: l.name}
 	}
-	return out, nil
+	return engine.PageStreams(sums, in.ExclusiveStartStreamArn, limit), nil
 }
 
 // DescribeStream describes a logical stream with the engine stream's
