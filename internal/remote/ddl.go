@@ -254,6 +254,7 @@ func (b *Backend) DeleteTable(ctx context.Context, s tenancy.Scope, in *wire.Del
 		return nil, engineErr(err, strip)
 	}
 	b.res.Unpublish(t)
+	notBefore := b.keepStreams(ctx, t, tg.Namespace, time.UnixMilli(dropped)) // streamgone.go
 	if !t.Shared() {
 		lay, err := b.layoutOf(ctx, tg.Namespace, t.ID)
 		if err != nil {
@@ -265,6 +266,7 @@ func (b *Backend) DeleteTable(ctx context.Context, s tenancy.Scope, in *wire.Del
 			if d := b.opts.Settle - time.Since(committed); d > 0 {
 				time.Sleep(d)
 			}
+			time.Sleep(time.Until(notBefore)) // a kept stream must not show the purge
 			b.purge(context.WithoutCancel(ctx), placeOf(tg, lay))
 		}()
 	}

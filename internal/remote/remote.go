@@ -177,6 +177,7 @@ func Open(ctx context.Context, o Options) (*Backend, error) {
 	go b.meterLoop(b.bg)        // storage counters (storage.go)
 	go b.sweepJobs(b.bg)        // jobs a gateway leaves while this one runs (jobsweep.go)
 	go b.resumeBackupJobs(b.bg) // backup and restore copies a gateway left (backupjob.go)
+	go b.sweepGone(b.bg)        // kept streams of deleted tables past their 24 hours (streamgone.go)
 	return b, nil
 }
 

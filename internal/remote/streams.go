@@ -174,6 +174,22 @@ type streamRec struct {
 	// withTable says the stream was created with its table, so every
 	// record of the table's collections belongs to it (no lower bound).
 	withTable bool
+
+	// Set once the table is deleted (streamgone.go): when, its name, the
+	// namespace that owned it (nil for a shared table) and its definition.
+	gone  time.Time
+	name  string
+	owner []byte
+	def   []byte
+
+	// Set once the stream is disabled (streamend.go): the engine shards
+	// open then (openKnown false: not recorded), the logical ends of
+	// engine shards found so far (nil: a stream disabled before ends were
+	// recorded) and how far a search for an end has read.
+	open      []string
+	openKnown bool
+	ends      map[string]string
+	scan      map[string]string
 }
 
 func (r *streamRec) created() time.Time { return time.UnixMilli(int64(r.id)).UTC() }
@@ -251,6 +267,7 @@ func (b *Backend) setStreamDisabled(ctx context.Context, table, id uint64, at ti
 		in.UpdateExpression = aws.String("SET #d = :d")
 		in.ExpressionAttributeValues = map[string]types.AttributeValue{":d": &types.AttributeValueMemberN{Value: itoa64(at.UnixMilli())}}
 	}
+	b.endAttrs(ctx, in, !at.IsZero()) // streamend.go
 	if _, err := b.db.UpdateItem(ctx, in); err != nil {
 		return engineErr(err, strip)
 	}
@@ -280,6 +297,8 @@ func decodeStreamRec(table uint64, it map[string]types.AttributeValue) (*streamR
 			r.disabled = time.UnixMilli(ms).UTC()
 		}
 	}
+	decodeStreamEnd(r, it)  // streamend.go
+	decodeStreamGone(r, it) // streamgone.go
 	return r, r.view != "" && r.engine != ""
 }
 
@@ -446,7 +465,9 @@ func (b *Backend) openStream(ctx context.Context, s tenancy.Scope, arn string) (
 	if err != nil && !apierr.Is(err, apierr.ResourceNotFound) {
 		return resolve.Target{}, nil, err
 	}
+	var live uint64 // the id of the live table of that name, if any
 	if err == nil {
+		live = tg.Table.ID
 		// NB: read fresh (not from the GetRecords cache), so that a
 		// disable through another gateway shows at once.
 		r, err := b.streamRecFresh(ctx, tg.Table.ID, a.Stream)
@@ -455,6 +476,21 @@ func (b *Backend) openStream(ctx context.Context, s tenancy.Scope, arn string) (
 		}
 		if now := b.opts.Now(); r != nil && r.shown(now) && r.ofDef(tg.Table, now) {
 			return tg, r, nil
+		}
+	}
+	// The stream of a deleted table (or of an earlier table of that name),
+	// kept until retention (streamgone.go).
+	gone, err := b.goneStreams(ctx, s, a.Table)
+	if err != nil {
+		return resolve.Target{}, nil, err
+	}
+	for _, r := range gone {
+		if r.id == a.Stream && r.table != live {
+			gt, err := goneTarget(s, r)
+			if err != nil {
+				return resolve.Target{}, nil, err
+			}
+			return gt, r, nil
 		}
 	}
 	// NB: the same answer, audited as a denial, whether or not the stream
@@ -480,8 +516,8 @@ func pageLimit(l *int64, max int64) (int, error) {
 
 // ListStreams lists the streams of the tables scope s can see (or of the
 // one named), by table name and age, paged by ExclusiveStartStreamArn.
-// Disabled streams stay listed for 24 hours; the streams of deleted
-// tables are not listed (DESIGN.md, "Streams").
+// Disabled streams stay listed for 24 hours, those of deleted tables too
+// (DESIGN.md, "Streams").
 func (b *Backend) ListStreams(ctx context.Context, s tenancy.Scope, in *wire.ListStreamsInput) (*wire.ListStreamsOutput, error) {
 	if err := check(ctx, s); err != nil {
 		return nil, err
@@ -502,14 +538,18 @@ func (b *Backend) ListStreams(ctx context.Context, s tenancy.Scope, in *wire.Lis
 	}
 	var all []listed
 	now := b.opts.Now()
+	live := map[string]uint64{} // name -> id of the live table
+	var openErr error
 	for _, name := range names {
 		tg, err := b.res.Open(ctx, s, name)
 		if err != nil {
-			if apierr.Is(err, apierr.ResourceNotFound) && in.TableName == "" {
-				continue // deleted since it was listed
+			if apierr.Is(err, apierr.ResourceNotFound) {
+				openErr = err // deleted since it was listed, or the named table is gone
+				continue
 			}
 			return nil, err
 		}
+		live[name] = tg.Table.ID
 		if tg.Table.LatestStream == 0 {
 			continue // never had a stream: no engine call
 		}
@@ -522,6 +562,19 @@ func (b *Backend) ListStreams(ctx context.Context, s tenancy.Scope, in *wire.Lis
 				all = append(all, listed{name, r})
 			}
 		}
+	}
+	// The kept streams of deleted tables (and of earlier tables of a name).
+	gone, err := b.goneStreams(ctx, s, in.TableName)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range gone {
+		if live[r.name] != r.table {
+			all = append(all, listed{r.name, r})
+		}
+	}
+	if len(all) == 0 && in.TableName != "" && openErr != nil {
+		return nil, openErr
 	}
 	slices.SortStableFunc(all, func(x, y listed) int {
 		if c := strings.Compare(x.name, y.name); c != 0 {
@@ -557,14 +610,6 @@ func (b *Backend) DescribeStream(ctx context.Context, s tenancy.Scope, in *wire.
 	if err != nil {
 		return nil, err
 	}
-	ein := &dynamodbstreams.DescribeStreamInput{StreamArn: &r.engine, Limit: aws.Int32(int32(limit))}
-	if in.ExclusiveStartShardId != "" {
-		ein.ExclusiveStartShardId = aws.String(in.ExclusiveStartShardId)
-	}
-	ed, err := b.st.client.DescribeStream(ctx, ein)
-	if err != nil {
-		return nil, streamEngineErr(err)
-	}
 	d := wire.StreamDescription{
 		StreamArn:               b.streamARN(tg.Table.Name, r),
 		StreamLabel:             r.label(),
@@ -574,8 +619,31 @@ func (b *Backend) DescribeStream(ctx context.Context, s tenancy.Scope, in *wire.
 		TableName:               tg.Table.Name,
 		KeySchema:               keySchema(tg.Table.Hash, tg.Table.Range),
 		Shards:                  []wire.Shard{},
-		LastEvaluatedShardId:    aws.ToString(ed.StreamDescription.LastEvaluatedShardId),
 	}
+	if !r.disabled.IsZero() {
+		// NB: its shards are closed at their ends (streamend.go), found by
+		// reading them: the gateway pages them itself.
+		all, err := b.disabledShards(ctx, r)
+		if err != nil {
+			return nil, err
+		}
+		page, last, err := pageShards(all, in.ExclusiveStartShardId, limit)
+		if err != nil {
+			return nil, err
+		}
+		d.Shards = append(d.Shards, page...)
+		d.LastEvaluatedShardId = last
+		return &wire.DescribeStreamOutput{StreamDescription: d}, nil
+	}
+	ein := &dynamodbstreams.DescribeStreamInput{StreamArn: &r.engine, Limit: aws.Int32(int32(limit))}
+	if in.ExclusiveStartShardId != "" {
+		ein.ExclusiveStartShardId = aws.String(in.ExclusiveStartShardId)
+	}
+	ed, err := b.st.client.DescribeStream(ctx, ein)
+	if err != nil {
+		return nil, streamEngineErr(err)
+	}
+	d.LastEvaluatedShardId = aws.ToString(ed.StreamDescription.LastEvaluatedShardId)
 	for _, sh := range ed.StreamDescription.Shards {
 		w := wire.Shard{ShardId: aws.ToString(sh.ShardId), ParentShardId: aws.ToString(sh.ParentShardId)}
 		if sr := sh.SequenceNumberRange; sr != nil {
@@ -768,21 +836,25 @@ func (b *Backend) GetRecords(ctx context.Context, s tenancy.Scope, in *wire.GetR
 	}
 	gone := apierr.New(apierr.ResourceNotFound, "Requested resource not found: Stream of table %s not found", p.name)
 	tg, err := b.res.Open(ctx, s, p.name)
-	if err != nil {
-		if apierr.Is(err, apierr.ResourceNotFound) {
-			return nil, gone
-		}
+	if err != nil && !apierr.Is(err, apierr.ResourceNotFound) {
 		return nil, err // e.g. a narrowed credential's policy
 	}
-	if tg.Table.ID != it.Table {
-		return nil, gone // the table was deleted (and maybe created again)
-	}
-	r, err := b.streamRecOf(ctx, it.Table, it.Stream)
-	if err != nil {
-		return nil, err
+	r, rerr := b.streamRecOf(ctx, it.Table, it.Stream)
+	if rerr != nil {
+		return nil, rerr
 	}
 	if r == nil || !r.shown(b.opts.Now()) {
 		return nil, gone
+	}
+	if err != nil || tg.Table.ID != it.Table {
+		// The table was deleted (and maybe created again): its stream is
+		// read while kept, by whom resolve allows (streamgone.go).
+		if r.gone.IsZero() || r.name != p.name || !resolve.MayReadGone(s, r.owner, r.name) {
+			return nil, gone
+		}
+		if tg, err = goneTarget(s, r); err != nil {
+			return nil, err
+		}
 	}
 	rd := recordReader{b: b, tg: tg, r: r, coll: collBase(tg.Namespace, tg.Table.ID), limit: limit}
 	if err := rd.read(ctx, p); err != nil {
@@ -826,6 +898,13 @@ type recordReader struct {
 }
 
 func (rd *recordReader) read(ctx context.Context, p iterPos) error {
+	// A disabled stream's shard whose end is known ends there
+	// (streamend.go); until then at the disable's second.
+	end, final := rd.r.endOf(p.shard)
+	if final && pastEnd(p, end) {
+		rd.drained = true
+		return nil
+	}
 	iter, err := rd.b.engineIterator(ctx, rd.r.engine, p)
 	if err != nil {
 		return err
@@ -836,6 +915,17 @@ func (rd *recordReader) read(ctx context.Context, p iterPos) error {
 	}
 	if !rd.r.disabled.IsZero() {
 		hi = rd.r.disabled.Unix()
+	}
+	// ended records the end found by this read, where nothing after the
+	// last engine record read can be of the stream.
+	ended := func() {
+		rd.drained = true
+		if rd.r.disabled.IsZero() || final {
+			return
+		}
+		if e, ok := endAtDrain(p, rd.lastSeq); ok {
+			rd.b.setEnd(ctx, rd.r, p.shard, e)
+		}
 	}
 	place := placeOf(rd.tg, layout{})
 	seen := 0
@@ -851,11 +941,12 @@ func (rd *recordReader) read(ctx context.Context, p iterPos) error {
 			if sr == nil {
 				continue
 			}
+			seq := aws.ToString(sr.SequenceNumber)
 			at := aws.ToTime(sr.ApproximateCreationDateTime).Unix()
-			if at > hi {
+			if final && seqCmp(seq, end) > 0 || !final && at > hi {
 				// NB: records of a shard come in the order of their writes:
 				// everything from here on is after the stream was disabled.
-				rd.drained = true
+				ended()
 				return nil
 			}
 			if at >= lo {
@@ -871,21 +962,25 @@ func (rd *recordReader) read(ctx context.Context, p iterPos) error {
 					rd.bytes += w.Dynamodb.SizeBytes
 				}
 			}
-			rd.lastSeq = aws.ToString(sr.SequenceNumber)
+			rd.lastSeq = seq
+			if final && seqCmp(seq, end) == 0 {
+				rd.drained = true // the shard's last record
+				return nil
+			}
 			if len(rd.out) == rd.limit && i < len(res.Records)-1 {
 				return nil // the rest of this page is read again next time
 			}
 		}
 		if res.NextShardIterator == nil {
-			rd.drained = true // a closed shard, read to its end
+			ended() // a closed shard, read to its end
 			return nil
 		}
 		rd.engineNext, iter = aws.ToString(res.NextShardIterator), res.NextShardIterator
 		if len(res.Records) == 0 || len(rd.out) == rd.limit {
 			// Read up to the shard's present end: a disabled stream's shard
 			// ends here once no record of its lifetime can still arrive.
-			if !rd.r.disabled.IsZero() && rd.b.opts.Now().Sub(rd.r.disabled) > drainAfter {
-				rd.drained = true
+			if len(res.Records) == 0 && !final && !rd.r.disabled.IsZero() && rd.b.opts.Now().Sub(rd.r.disabled) > drainAfter {
+				ended()
 			}
 			return nil
 		}

@@ -162,6 +162,10 @@ func (b *Backend) DropTenant(ctx context.Context, s tenancy.Scope) error {
 		}
 		in.ExclusiveStartKey = out.LastEvaluatedKey
 	}
+	// The kept streams of its deleted tables (streamgone.go).
+	if err := b.dropGoneStreams(ctx, prefix); err != nil {
+		return err
+	}
 	// Its capacity buckets (capacity.go) and storage counters (storage.go).
 	if err := b.sweepCapacity(ctx, s.Tenant().String()); err != nil {
 		return err

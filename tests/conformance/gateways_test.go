@@ -51,6 +51,7 @@ func TestRemoteGatewaysStreams(t *testing.T) {
 	}{
 		{"StreamsSDK", TestStreamsSDK}, {"StreamsIteratorsAndLifecycle", TestStreamsIteratorsAndLifecycle},
 		{"StreamsFullPages", TestStreamsFullPages},
+		{"StreamsDisabledShardsEnd", TestStreamsDisabledShardsEnd}, {"StreamsOfDeletedTable", TestStreamsOfDeletedTable},
 	} {
 		t.Run(c.name, c.fn)
 	}

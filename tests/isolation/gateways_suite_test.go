@@ -25,4 +25,5 @@ func TestIsolationGateways(t *testing.T) {
 	t.Run("ShardIsolation", TestShardIsolation)
 	t.Run("OperatorBackupRefusesTenants", TestOperatorBackupRefusesTenants)
 	t.Run("StreamsIsolation", TestStreamsIsolation)
+	t.Run("DeletedTableStreamsIsolation", TestDeletedTableStreamsIsolation)
 }

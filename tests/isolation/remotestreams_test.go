@@ -157,12 +157,32 @@ func TestRemoteStreamsIsolation(t *testing.T) {
 			t.Errorf("B at A's sequence number reads A's %q", v.Value)
 		}
 	}
-	// A's table deleted: its iterators end (not found), B's go on.
+	// A's table deleted: its stream is kept for A (its iterators still
+	// read A's changes only), B's goes on, and B, which has a live table
+	// of that name, reaches nothing of A's through it.
 	if _, err := da.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String("rs_same")}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := sa.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: itersA[0]}); errCode(err) != "ResourceNotFoundException" {
+	r, err = sa.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: itersA[0]})
+	if err != nil {
 		t.Errorf("A's iterator of its deleted table: %v", err)
+	}
+	for _, rec := range r.Records {
+		if v, ok := rec.Dynamodb.NewImage["v"].(*stypes.AttributeValueMemberS); !ok || !strings.Contains(v.Value, "of-A") {
+			t.Errorf("A's deleted table's stream shows %v", rec.Dynamodb.NewImage)
+		}
+	}
+	for _, sc := range []*dynamodbstreams.Client{sb, sb1} {
+		if _, err := sc.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: itersA[0]}); errCode(err) != "AccessDeniedException" {
+			t.Errorf("B with A's iterator of A's deleted table: %v, want AccessDeniedException", err)
+		}
+		if _, err := sc.DescribeStream(ctx, &dynamodbstreams.DescribeStreamInput{StreamArn: aws.String(arnA)}); errCode(err) != "ResourceNotFoundException" {
+			t.Errorf("B DescribeStream of A's deleted table's stream: %v", err)
+		}
+		ls, err := sc.ListStreams(ctx, &dynamodbstreams.ListStreamsInput{TableName: aws.String("rs_same")})
+		if err != nil || len(ls.Streams) != 1 || aws.ToString(ls.Streams[0].StreamArn) != arnB {
+			t.Errorf("B ListStreams of its table named like A's deleted one: %+v %v", ls, err)
+		}
 	}
 	if _, err := sb.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: trimHorizon(t, ctx, sb, arnB, shard)}); err != nil {
 		t.Errorf("B's stream after A's table is deleted: %v", err)

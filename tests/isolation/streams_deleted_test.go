@@ -24,9 +24,6 @@ import (
 // only its own records.
 func TestDeletedTableStreamsIsolation(t *testing.T) {
 	srv := harness.Start(t)
-	if srv.Remote {
-		t.Skip("remote backend: the streams of deleted tables are not kept readable there (README)")
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	op := srv.Client(srv.Operator)
