@@ -3,7 +3,6 @@ package remote
 import (
 	"context"
 	"encoding/binary"
-	"errors"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -430,45 +429,9 @@ func (b *Backend) progress(ctx context.Context, p place, j int, start map[string
 }
 
 // moveItem moves the engine item raw (read in its old shard) to its new
-// shard, if that differs: one transaction, conditional on the item being
-// the version read and absent from the new shard. A concurrent write
-// cancels it; the item is then read again.
+// shard, if that differs, marking both copies so that no stream shows
+// the move (streammove.go). A concurrent write makes it read the item
+// again.
 func (b *Backend) moveItem(ctx context.Context, p place, raw map[string]types.AttributeValue) (bool, error) {
-	for range maxRetries {
-		key, err := p.logicalKey(raw)
-		if err != nil {
-			return false, err
-		}
-		from, _ := raw[attrPK].(*types.AttributeValueMemberS)
-		to := p.pkOf(key)
-		if from == nil || from.Value == to {
-			return false, nil
-		}
-		names := map[string]string{"#tenantdb_p": attrPK, "#tenantdb_v": attrVersion}
-		var values map[string]types.AttributeValue
-		guard := "attribute_exists(#tenantdb_p) AND attribute_not_exists(#tenantdb_v)"
-		if v, ok := raw[attrVersion].(*types.AttributeValueMemberB); ok {
-			guard = "attribute_exists(#tenantdb_p) AND #tenantdb_v = :tenantdb_v"
-			values = map[string]types.AttributeValue{":tenantdb_v": &types.AttributeValueMemberB{Value: v.Value}}
-		}
-		oldKey := physKeyOf(raw)
-		put := relocate(p, cloneRaw(raw), to)
-		_, err = b.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
-			{Delete: &types.Delete{TableName: &b.table, Key: oldKey, ConditionExpression: &guard, ExpressionAttributeNames: names, ExpressionAttributeValues: values}},
-			{Put: &types.Put{TableName: &b.table, Item: put, ConditionExpression: aws.String("attribute_not_exists(#tenantdb_p)"), ExpressionAttributeNames: map[string]string{"#tenantdb_p": attrPK}}},
-		}})
-		var tce *types.TransactionCanceledException
-		if !errors.As(err, &tce) {
-			return err == nil, engineErr(err, strip)
-		}
-		got, err := b.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &b.table, Key: oldKey, ConsistentRead: aws.Bool(true)})
-		if err != nil {
-			return false, engineErr(err, strip)
-		}
-		if got.Item == nil {
-			return false, nil // moved or deleted by a write meanwhile
-		}
-		raw = got.Item
-	}
-	return false, apierr.New(apierr.ProvisionedThroughputExceeded, "an item was written concurrently %d times while the migrator moved it", maxRetries)
+	return b.markedMove(ctx, p, raw)
 }

@@ -106,6 +106,16 @@ func (b *Backend) planMoving(ctx context.Context, p place, pks []string, m mutat
 			return nil, err
 		}
 	}
+	if _, marked := raw[attrMoveOut]; !check && raw != nil && at == pks[0] && p.lay.phase == phaseMove && (marked || neu != nil) {
+		// NB: an item written in its old shard while it moves is moved
+		// first (as the migrator moves it, marked: streammove.go), then
+		// written where it is: the stream shows the client's change, not
+		// the move's copies.
+		if _, err := b.markedMove(ctx, p, raw); err != nil {
+			return nil, err
+		}
+		return b.planMoving(ctx, p, pks, m, check)
+	}
 	target := at
 	if at == "" {
 		target = pks[1]

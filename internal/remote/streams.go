@@ -996,7 +996,8 @@ const drainAfter = 10 * time.Second
 // record maps engine record er to the logical stream's record; ok is false
 // if it is not a change of the caller's collection of the table, or only
 // of the gateway's own attributes (an index entry or TTL copy written by
-// a backfill), which DynamoDB would not record.
+// a backfill, a move's mark), which DynamoDB would not record, or a copy
+// made or left by a move between shards (streammove.go).
 func (rd *recordReader) record(place place, er stypes.Record) (wire.Record, bool, error) {
 	sr := er.Dynamodb
 	pk, ok := sr.Keys[attrPK].(*stypes.AttributeValueMemberS)
@@ -1011,6 +1012,9 @@ func (rd *recordReader) record(place place, er stypes.Record) (wire.Record, bool
 	newImg, oldImg := strip(fromStreamItem(sr.NewImage)), strip(fromStreamItem(sr.OldImage))
 	if er.EventName == stypes.OperationTypeModify && newImg != nil && oldImg != nil && equalItems(newImg, oldImg) && !physEqual(newPhys, oldPhys) {
 		return wire.Record{}, false, nil
+	}
+	if moveRecord(string(er.EventName), newPhys, oldPhys, er.UserIdentity != nil) {
+		return wire.Record{}, false, nil // a copy made or left by a move (streammove.go)
 	}
 	w := wire.Record{
 		AwsRegion:    rd.b.opts.Region,

@@ -55,6 +55,12 @@ func streamRecord(event stypes.OperationType, pk string, sk []byte, old, new map
 	}}
 }
 
+// byTTL makes r a deletion by the engine's TTL.
+func byTTL(r stypes.Record) stypes.Record {
+	r.UserIdentity = &stypes.Identity{PrincipalId: aws.String("dynamodb.amazonaws.com"), Type: aws.String("Service")}
+	return r
+}
+
 func TestStreamRecordMapping(t *testing.T) {
 	tbl := &schema.Table{ID: 1, Name: "t", Hash: schema.KeyAttr{Name: "pk", Type: attr.S}}
 	ns := []byte("namespace-of-A")
@@ -87,6 +93,12 @@ func TestStreamRecordMapping(t *testing.T) {
 		{"a table whose id it begins", "KEYS_ONLY", streamRecord(stypes.OperationTypeInsert, collBase(ns, 12)+"0", sk, nil, img("1")), ""},
 		{"an index entry's key", "KEYS_ONLY", streamRecord(stypes.OperationTypeInsert, mine+"#1", sk, nil, img("1")), ""},
 		{"a control record", "KEYS_ONLY", streamRecord(stypes.OperationTypeInsert, "ctl#00", sk, nil, img("1")), ""},
+		{"a move's mark", "NEW_AND_OLD_IMAGES", streamRecord(stypes.OperationTypeModify, mine, sk, img("1"), img("1", attrMoveOut)), ""},
+		{"a move's old copy", "NEW_AND_OLD_IMAGES", streamRecord(stypes.OperationTypeRemove, mine, sk, img("1", attrMoveOut), nil), ""},
+		{"a move's new copy", "NEW_AND_OLD_IMAGES", streamRecord(stypes.OperationTypeInsert, mine, sk, nil, img("1", attrMoveIn)), ""},
+		{"a client's update of a moved item", "NEW_AND_OLD_IMAGES", streamRecord(stypes.OperationTypeModify, mine, sk, img("1", attrMoveIn), img("2", attrMoveIn)), "MODIFY k old=2 new=2"},
+		{"a client's delete of a moved item", "NEW_AND_OLD_IMAGES", streamRecord(stypes.OperationTypeRemove, mine, sk, img("1", attrMoveIn), nil), "REMOVE k old=2 new=0"},
+		{"the expiry of an item being moved", "NEW_AND_OLD_IMAGES", byTTL(streamRecord(stypes.OperationTypeRemove, mine, sk, img("1", attrMoveOut), nil)), "REMOVE k old=2 new=0"},
 	} {
 		rd := &recordReader{b: b, tg: tg, r: &streamRec{table: 1, id: 1, view: c.view}, coll: collBase(ns, 1), limit: 10}
 		w, ok, err := rd.record(placeOf(tg, layout{}), c.rec)
