@@ -136,8 +136,57 @@ func TestDeletedTableStreamsIsolation(t *testing.T) {
 		t.Errorf("B ListStreams by the name of A's deleted table: %v, want ResourceNotFoundException", err)
 	}
 	time.Sleep(5 * time.Millisecond) // a different stream label
-	if _, err := db.CreateTable(ctx, streamTableInput("gone_own")); err != nil {
+	out, err = db.CreateTable(ctx, streamTableInput("gone_own"))
+	if err != nil {
 		t.Fatal(err)
 	}
 	check("B with its own table of that name")
+	// B's table of that name shows B's changes only, and A's iterator of
+	// its deleted table is refused to B.
+	put(db, "gone_own", "k", "own-of-B")
+	arnB := aws.ToString(out.TableDescription.LatestStreamArn)
+	dB, err := sb.DescribeStream(ctx, &dynamodbstreams.DescribeStreamInput{StreamArn: aws.String(arnB)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gotB []string
+	for _, sh := range dB.StreamDescription.Shards {
+		it, err := sb.GetShardIterator(ctx, &dynamodbstreams.GetShardIteratorInput{StreamArn: aws.String(arnB), ShardId: sh.ShardId, ShardIteratorType: stypes.ShardIteratorTypeTrimHorizon})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// NB: an enabled stream's shard is open: read until an empty page.
+		for iter := it.ShardIterator; iter != nil; {
+			r, err := sb.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: iter})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, rec := range r.Records {
+				gotB = append(gotB, rec.Dynamodb.NewImage["v"].(*stypes.AttributeValueMemberS).Value)
+			}
+			if len(r.Records) == 0 {
+				break
+			}
+			iter = r.NextShardIterator
+		}
+	}
+	if got := strings.Join(gotB, ","); got != "own-of-B" {
+		t.Errorf("B's table named like A's deleted one shows %q, want B's own change only", got)
+	}
+	d, err := sa.DescribeStream(ctx, &dynamodbstreams.DescribeStreamInput{StreamArn: aws.String(own)})
+	if err != nil || len(d.StreamDescription.Shards) == 0 {
+		t.Fatalf("A DescribeStream of its deleted table's stream: %v", err)
+	}
+	itA, err := sa.GetShardIterator(ctx, &dynamodbstreams.GetShardIteratorInput{StreamArn: aws.String(own), ShardId: d.StreamDescription.Shards[0].ShardId,
+		ShardIteratorType: stypes.ShardIteratorTypeTrimHorizon})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sb.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: itA.ShardIterator}); errCode(err) != "AccessDeniedException" {
+		t.Errorf("B with A's iterator of A's deleted table's stream: %v, want AccessDeniedException", err)
+	}
+	if _, err := sb.GetShardIterator(ctx, &dynamodbstreams.GetShardIteratorInput{StreamArn: aws.String(own), ShardId: d.StreamDescription.Shards[0].ShardId,
+		ShardIteratorType: stypes.ShardIteratorTypeTrimHorizon}); errCode(err) != "ResourceNotFoundException" {
+		t.Errorf("B GetShardIterator on A's deleted table's stream: %v, want ResourceNotFoundException", err)
+	}
 }
