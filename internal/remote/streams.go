@@ -861,6 +861,9 @@ func (b *Backend) GetRecords(ctx context.Context, s tenancy.Scope, in *wire.GetR
 		return nil, err
 	}
 	out := &wire.GetRecordsOutput{Records: rd.out}
+	if out.Records == nil {
+		out.Records = []wire.Record{} // NB: an empty page has Records [], as DynamoDB's (not null)
+	}
 	// NB: one read unit per engine page read (1 to 4), not one per call as
 	// embedded: a call's cost to the engine grows with every tenant's
 	// changes, and the tenant's quota bounds what its reads cost the fleet.

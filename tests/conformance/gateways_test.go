@@ -52,6 +52,7 @@ func TestRemoteGatewaysStreams(t *testing.T) {
 		{"StreamsSDK", TestStreamsSDK}, {"StreamsIteratorsAndLifecycle", TestStreamsIteratorsAndLifecycle},
 		{"StreamsFullPages", TestStreamsFullPages},
 		{"StreamsDisabledShardsEnd", TestStreamsDisabledShardsEnd}, {"StreamsOfDeletedTable", TestStreamsOfDeletedTable},
+		{"Boto3Streams", TestBoto3Streams},
 	} {
 		t.Run(c.name, c.fn)
 	}
