@@ -946,7 +946,7 @@ func (rd *recordReader) read(ctx context.Context, p iterPos) error {
 			}
 			seq := aws.ToString(sr.SequenceNumber)
 			at := aws.ToTime(sr.ApproximateCreationDateTime).Unix()
-			if final && seqCmp(seq, end) > 0 || !final && at > hi {
+			if at > hi || final && seqCmp(seq, end) > 0 {
 				// NB: records of a shard come in the order of their writes:
 				// everything from here on is after the stream was disabled.
 				ended()
