@@ -982,7 +982,7 @@ func (rd *recordReader) read(ctx context.Context, p iterPos) error {
 		if len(res.Records) == 0 || len(rd.out) == rd.limit {
 			// Read up to the shard's present end: a disabled stream's shard
 			// ends here once no record of its lifetime can still arrive.
-			if len(res.Records) == 0 && !final && !rd.r.disabled.IsZero() && rd.b.opts.Now().Sub(rd.r.disabled) > drainAfter {
+			if len(res.Records) == 0 && !rd.r.disabled.IsZero() && rd.b.opts.Now().Sub(rd.r.disabled) > drainAfter {
 				ended()
 			}
 			return nil
