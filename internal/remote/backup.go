@@ -38,8 +38,8 @@ import (
 // namespace (resolve.Namespace: another tenant's ARN names no entry of
 // the caller's and is BackupNotFound, an audited denial), and deleting
 // the tenant deletes its backups with its other collections
-// (DropTenant). Point-in-time recovery needs a change log, which this
-// backend does not keep: it is refused.
+// (DropTenant). Point-in-time recovery is the engine's, cut to the
+// caller's collection (pitr.go).
 
 // Descriptor attributes of a backup's registry entry.
 const (
@@ -503,15 +503,6 @@ func (b *Backend) listBackups(ctx context.Context, ns []byte) ([]*backupMeta, er
 	return out, nil
 }
 
-// Point-in-time recovery keeps every change of a table for its window;
-// this backend keeps no change log, so it is refused, and
-// DescribeContinuousBackups says so truthfully (DISABLED), as DynamoDB
-// answers for a table without it.
-
-func errNoPITR() error {
-	return apierr.Validationf("Point-in-time recovery is not supported by the remote (dynamodb) backend: it needs a change log of the table's writes, which the remote backend does not keep; use CreateBackup")
-}
-
 // openForBackup resolves a table for a backup operation of s:
 // TableNotFound rather than ResourceNotFound, as DynamoDB; the operator
 // is refused.
@@ -526,72 +517,9 @@ func (b *Backend) openForBackup(ctx context.Context, s tenancy.Scope, name strin
 	return tg, err
 }
 
+// continuousOff is the description of a table without point-in-time
+// recovery (pitr.go): on-demand backups are available.
 func continuousOff() *wire.ContinuousBackupsDescription {
 	return &wire.ContinuousBackupsDescription{ContinuousBackupsStatus: "ENABLED",
 		PointInTimeRecoveryDescription: &wire.PointInTimeRecoveryDescription{PointInTimeRecoveryStatus: "DISABLED"}}
-}
-
-// UpdateContinuousBackups validates the request as DynamoDB does;
-// enabling point-in-time recovery is refused (ValidationException), and
-// disabling it, which it is, answers the description.
-func (b *Backend) UpdateContinuousBackups(ctx context.Context, s tenancy.Scope, in *wire.UpdateContinuousBackupsInput) (*wire.UpdateContinuousBackupsOutput, error) {
-	if err := check(ctx, s); err != nil {
-		return nil, err
-	}
-	if err := schema.ValidateTableName(in.TableName); err != nil {
-		return nil, err
-	}
-	spec := in.PointInTimeRecoverySpecification
-	if spec == nil {
-		return nil, apierr.Validationf("1 validation error detected: Value null at 'pointInTimeRecoverySpecification' failed to satisfy constraint: Member must not be null")
-	}
-	if spec.PointInTimeRecoveryEnabled == nil {
-		return nil, apierr.Validationf("1 validation error detected: Value null at 'pointInTimeRecoverySpecification.pointInTimeRecoveryEnabled' failed to satisfy constraint: Member must not be null")
-	}
-	if spec.RecoveryPeriodInDays != nil && !*spec.PointInTimeRecoveryEnabled {
-		return nil, apierr.Validationf("RecoveryPeriodInDays can only be specified when PointInTimeRecoveryEnabled is true")
-	}
-	if _, err := b.openForBackup(ctx, s, in.TableName); err != nil {
-		return nil, err
-	}
-	if *spec.PointInTimeRecoveryEnabled {
-		return nil, errNoPITR()
-	}
-	return &wire.UpdateContinuousBackupsOutput{ContinuousBackupsDescription: continuousOff()}, nil
-}
-
-// DescribeContinuousBackups answers that on-demand backups are available
-// and point-in-time recovery is disabled. Errors: ValidationException,
-// TableNotFoundException, AccessDeniedException (the operator).
-func (b *Backend) DescribeContinuousBackups(ctx context.Context, s tenancy.Scope, in *wire.DescribeContinuousBackupsInput) (*wire.DescribeContinuousBackupsOutput, error) {
-	if err := check(ctx, s); err != nil {
-		return nil, err
-	}
-	if err := schema.ValidateTableName(in.TableName); err != nil {
-		return nil, err
-	}
-	if _, err := b.openForBackup(ctx, s, in.TableName); err != nil {
-		return nil, err
-	}
-	return &wire.DescribeContinuousBackupsOutput{ContinuousBackupsDescription: continuousOff()}, nil
-}
-
-// RestoreTableToPointInTime validates the request and resolves the
-// source table as DynamoDB does, then answers that point-in-time
-// recovery is not enabled for it (it cannot be, on this backend).
-func (b *Backend) RestoreTableToPointInTime(ctx context.Context, s tenancy.Scope, in *wire.RestoreTableToPointInTimeInput) (*wire.RestoreTableToPointInTimeOutput, error) {
-	if err := check(ctx, s); err != nil {
-		return nil, err
-	}
-	if err := engine.TenantOnly(s); err != nil {
-		return nil, err
-	}
-	src, _, err := engine.PITRRequest(in, b.res.TableARN(""))
-	if err != nil {
-		return nil, err
-	}
-	if _, err := b.openForBackup(ctx, s, src); err != nil {
-		return nil, err
-	}
-	return nil, apierr.New(apierr.PointInTimeRecoveryUnavailable, "Point in time recovery is not enabled for table '%s': the remote (dynamodb) backend does not keep the change log it needs", apierr.Clip(src))
 }

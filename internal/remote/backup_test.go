@@ -52,8 +52,7 @@ func scanAll(t *testing.T, c *dynamodb.Client, table string) []string {
 
 // TestBackups: CreateBackup, DescribeBackup, ListBackups (filters and
 // paging), RestoreTableFromBackup (indexes, overrides), DeleteBackup
-// (in use while restoring is covered by tests/gateways) and the refused
-// point-in-time recovery, through a gateway over each engine.
+// (in use while restoring is covered by tests/gateways), through a gateway over each engine.
 func TestBackups(t *testing.T) {
 	for name, start := range engines(t, false) {
 		t.Run(name, func(t *testing.T) { backups(t, start(t)) })
@@ -227,20 +226,7 @@ func backups(t *testing.T, srv *harness.Server) {
 		}
 	}
 
-	// Point-in-time recovery: refused, and described as disabled.
-	dc, err := a.DescribeContinuousBackups(ctx, &dynamodb.DescribeContinuousBackupsInput{TableName: aws.String("src")})
-	if err != nil || dc.ContinuousBackupsDescription.ContinuousBackupsStatus != types.ContinuousBackupsStatusEnabled ||
-		dc.ContinuousBackupsDescription.PointInTimeRecoveryDescription.PointInTimeRecoveryStatus != types.PointInTimeRecoveryStatusDisabled {
-		t.Errorf("DescribeContinuousBackups: %+v %v", dc, err)
-	}
-	if _, err := a.UpdateContinuousBackups(ctx, &dynamodb.UpdateContinuousBackupsInput{TableName: aws.String("src"),
-		PointInTimeRecoverySpecification: &types.PointInTimeRecoverySpecification{PointInTimeRecoveryEnabled: aws.Bool(true)}}); code(err) != "ValidationException" {
-		t.Errorf("enabling point-in-time recovery: %v", err)
-	}
-	if _, err := a.RestoreTableToPointInTime(ctx, &dynamodb.RestoreTableToPointInTimeInput{SourceTableName: aws.String("src"), TargetTableName: aws.String("pitr"),
-		UseLatestRestorableTime: aws.Bool(true)}); code(err) != "PointInTimeRecoveryUnavailableException" {
-		t.Errorf("RestoreTableToPointInTime: %v", err)
-	}
+	// Point-in-time recovery: pitr_test.go.
 }
 
 // TestBackupResumesAfterCancel: a CreateBackup whose client goes away

@@ -67,6 +67,31 @@ type bkJob struct {
 	ns   []byte
 	id   uint64 // the collection filled: a backup's bid, a restored table's id
 	me   []byte // the runner's lease token
+	// meter, when set, is told of the units the copy consumes as it goes
+	// (a point-in-time restore answered before its end, pitr.go).
+	meter *jobMeter
+}
+
+// jobMeter adds up a running copy's engine units.
+type jobMeter struct {
+	mu          sync.Mutex
+	read, write float64
+}
+
+func (j *bkJob) spend(read, write float64) {
+	if m := j.meter; m != nil {
+		m.mu.Lock()
+		m.read, m.write = m.read+read, m.write+write
+		m.mu.Unlock()
+	}
+}
+
+// take returns the units added up so far and starts again from zero.
+func (m *jobMeter) take() (read, write float64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	read, write, m.read, m.write = m.read, m.write, 0, 0
+	return read, write
 }
 
 // backupJobs are the jobs this gateway runs (so that its poller does not
@@ -250,8 +275,13 @@ func (b *Backend) putAll(ctx context.Context, items []map[string]types.Attribute
 // after (nil: from its start), strongly consistent; last is the sort key
 // to resume after (nil: the partition is done).
 func (b *Backend) readPage(ctx context.Context, pk string, after []byte, units *float64) (items []map[string]types.AttributeValue, last []byte, err error) {
+	return b.readPageOf(ctx, b.table, pk, after, units)
+}
+
+// readPageOf is readPage of engine table table.
+func (b *Backend) readPageOf(ctx context.Context, table, pk string, after []byte, units *float64) (items []map[string]types.AttributeValue, last []byte, err error) {
 	in := &dynamodb.QueryInput{
-		TableName:                 &b.table,
+		TableName:                 &table,
 		KeyConditionExpression:    aws.String("#p = :p"),
 		ExpressionAttributeNames:  map[string]string{"#p": attrPK},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":p": &types.AttributeValueMemberS{Value: pk}},
@@ -516,6 +546,9 @@ func (b *Backend) tryResume(ctx context.Context, j *bkJob, mk map[string]types.A
 		return engineErr(err, strip)
 	}
 	b.log.Info("resuming a backup job", "kind", string(j.kind), "collection", j.id)
+	if src, name, ok := rsSourceOf(it); ok && j.kind == jobRestore && src.scratch != "" {
+		b.pitrEvent(j, src, name, "resumed", num64Attr(it, rsItems), "")
+	}
 	go func() {
 		var err error
 		if j.kind == jobBackup {
@@ -542,10 +575,8 @@ func (b *Backend) abandonJob(ctx context.Context, j *bkJob, mk, it map[string]ty
 				return err
 			}
 		case jobRestore:
-			bid, _ := mk[rsBackup].(*types.AttributeValueMemberB)
-			name, _ := mk[rsName].(*types.AttributeValueMemberS)
-			if bid != nil && name != nil && len(bid.Value) == 8 {
-				if err := b.dropRestore(ctx, j, binary.BigEndian.Uint64(bid.Value), name.Value, false); err != nil {
+			if src, name, ok := rsSourceOf(mk); ok {
+				if err := b.dropRestore(ctx, j, src, name, false); err != nil {
 					return err
 				}
 			}

@@ -75,7 +75,7 @@ func (b *Backend) RestoreTableFromBackup(ctx context.Context, s tenancy.Scope, i
 	if err := b.res.MayCreate(s, t.Name); err != nil {
 		return nil, err
 	}
-	j, err := b.createRestored(ctx, s, t, m)
+	j, err := b.createRestored(ctx, s, t, m.table, rsSource{bid: m.bid, backup: m})
 	if err != nil {
 		return nil, err
 	}
@@ -92,12 +92,58 @@ func (b *Backend) RestoreTableFromBackup(ctx context.Context, s tenancy.Scope, i
 	return out, nil
 }
 
+// rsSource is where a restore's items come from: a backup (bid), or,
+// for a point-in-time restore (pitr.go), the caller's collection of
+// table srcID in a scratch engine table restored to time at.
+type rsSource struct {
+	bid     uint64
+	backup  *backupMeta // the backup (createRestored only)
+	scratch string
+	srcID   uint64
+	at      int64 // Unix ms
+	tenant  string
+}
+
+// attrs are the source's attributes of the job's marker and entry.
+func (src rsSource) attrs(name string) map[string]types.AttributeValue {
+	m := map[string]types.AttributeValue{rsName: &types.AttributeValueMemberS{Value: name}}
+	if src.bid != 0 {
+		m[rsBackup] = &types.AttributeValueMemberB{Value: binary.BigEndian.AppendUint64(nil, src.bid)}
+	}
+	if src.scratch != "" {
+		m[rsScratch] = &types.AttributeValueMemberS{Value: src.scratch}
+		m[rsSrc], m[rsAt] = num64(int64(src.srcID)), num64(src.at)
+		m[rsTenant] = &types.AttributeValueMemberS{Value: src.tenant}
+	}
+	return m
+}
+
+// rsSourceOf reads a restore's source and new table's name from its
+// marker or entry (ok false: neither a backup nor a scratch table).
+func rsSourceOf(it map[string]types.AttributeValue) (src rsSource, name string, ok bool) {
+	namev, _ := it[rsName].(*types.AttributeValueMemberS)
+	if namev == nil {
+		return src, "", false
+	}
+	if v, _ := it[rsBackup].(*types.AttributeValueMemberB); v != nil && len(v.Value) == 8 {
+		src.bid = binary.BigEndian.Uint64(v.Value)
+	}
+	if v, _ := it[rsScratch].(*types.AttributeValueMemberS); v != nil {
+		src.scratch, src.srcID, src.at = v.Value, uint64(num64Attr(it, rsSrc)), num64Attr(it, rsAt)
+		if v, _ := it[rsTenant].(*types.AttributeValueMemberS); v != nil {
+			src.tenant = v.Value
+		}
+	}
+	return src, namev.Value, src.bid != 0 || src.scratch != ""
+}
+
 // createRestored admits t, allocates its id and writes, in this order,
-// the restore's marker, the backup's pin, the new collection's registry
-// entry (the copy's state and lease) and the definition (CREATING), so
-// that a gateway ending between any two leaves a job that is finished or
-// cleaned up (backupjob.go).
-func (b *Backend) createRestored(ctx context.Context, s tenancy.Scope, t *schema.Table, m *backupMeta) (*bkJob, error) {
+// the restore's marker, the backup's pin (a restore from a backup), the
+// new collection's registry entry (the copy's state and lease) and the
+// definition (CREATING), so that a gateway ending between any two leaves
+// a job that is finished or cleaned up (backupjob.go). from is the
+// source table's definition (its TTL setting is the new table's).
+func (b *Backend) createRestored(ctx context.Context, s tenancy.Scope, t, from *schema.Table, src rsSource) (*bkJob, error) {
 	b.ddl.Lock()
 	defer b.ddl.Unlock()
 	if err := b.res.AdmitCreate(ctx, s, t); err != nil {
@@ -125,39 +171,43 @@ func (b *Backend) createRestored(ctx context.Context, s tenancy.Scope, t *schema
 	// NB: the TTL setting from the start, so that the load writes the
 	// copies the engine's expiry reads (ttl.go); an engine without TTL
 	// restores the table with TTL off (README).
-	if m.table.TTLEnabled && b.ttlOff == "" {
-		t.TTLAttribute, t.TTLEnabled = m.table.TTLAttribute, true
+	if from.TTLEnabled && b.ttlOff == "" {
+		t.TTLAttribute, t.TTLEnabled = from.TTLAttribute, true
 	}
 	n, err := b.defaultShards(ctx, resolve.TenantPrefix(s), t.Name)
 	if err != nil {
 		return nil, err
 	}
 	j := newJob(jobRestore, ns, t.ID)
-	bid := binary.BigEndian.AppendUint64(nil, m.bid)
-	if err := b.putMarker(ctx, j, map[string]types.AttributeValue{
-		rsBackup: &types.AttributeValueMemberB{Value: bid}, rsName: &types.AttributeValueMemberS{Value: t.Name}}); err != nil {
+	if src.srcID != 0 && src.scratch == "" {
+		src.scratch = b.scratchName(t.ID) // a point-in-time restore (pitr.go)
+	}
+	if err := b.putMarker(ctx, j, src.attrs(t.Name)); err != nil {
 		return nil, err
 	}
 	fail := func(err error) (*bkJob, error) {
-		if derr := b.dropRestore(context.WithoutCancel(ctx), j, m.bid, t.Name, false); derr != nil {
+		if derr := b.dropRestore(context.WithoutCancel(ctx), j, src, t.Name, false); derr != nil {
 			b.log.Warn("undoing a failed restore", "err", derr)
 		} else if derr := b.dropMarker(context.WithoutCancel(ctx), j); derr != nil {
 			b.log.Warn("undoing a failed restore", "err", derr)
 		}
 		return nil, err
 	}
-	if err := b.pinBackup(ctx, m, t.ID, true); err != nil {
-		if apierr.Is(err, apierr.ConditionalCheckFailed) {
-			err = apierr.New(apierr.BackupInUse, "Backup is being deleted: %s", apierr.Clip(b.backupARN(m.table.Name, m.id)))
+	if m := src.backup; m != nil {
+		if err := b.pinBackup(ctx, m, t.ID, true); err != nil {
+			if apierr.Is(err, apierr.ConditionalCheckFailed) {
+				err = apierr.New(apierr.BackupInUse, "Backup is being deleted: %s", apierr.Clip(b.backupARN(m.table.Name, m.id)))
+			}
+			return fail(err)
 		}
-		return fail(err)
 	}
 	entry := j.entryKey()
 	if n > 1 {
 		entry["shards"] = num(n)
 	}
-	entry[rsBackup] = &types.AttributeValueMemberB{Value: bid}
-	entry[rsName] = &types.AttributeValueMemberS{Value: t.Name}
+	for k, v := range src.attrs(t.Name) {
+		entry[k] = v
+	}
 	entry[rsItems], entry[rsBytes] = num(0), num(0)
 	entry[jobOwner] = &types.AttributeValueMemberB{Value: j.me}
 	entry[jobBeat] = num64(time.Now().UnixMilli())
@@ -227,9 +277,12 @@ func (b *Backend) restoredDef(ctx context.Context, ns []byte, name string, id ui
 }
 
 // runRestoreCopy runs restore job j (whose lease it holds) to its end:
-// the backup's items into the new table, then the table ACTIVE. It
-// returns the engine units it consumed and the table's definition. On an
-// error its lease is released (another gateway resumes the job).
+// the source's items into the new table, then the table ACTIVE. The
+// source is a backup's collection, or (pitr.go) the caller's collection
+// in a scratch engine table restored to a time, made first and deleted
+// once copied. It returns the engine units it consumed and the table's
+// definition. On an error its lease is released (another gateway resumes
+// the job).
 func (b *Backend) runRestoreCopy(ctx context.Context, j *bkJob) (u wire.Usage, _ *schema.Table, err error) {
 	b.bk.running.Store(string(j.markerSK()), true)
 	defer b.bk.running.Delete(string(j.markerSK()))
@@ -237,44 +290,55 @@ func (b *Backend) runRestoreCopy(ctx context.Context, j *bkJob) (u wire.Usage, _
 	if err != nil {
 		return u, nil, err
 	}
-	bidv, _ := it[rsBackup].(*types.AttributeValueMemberB)
-	namev, _ := it[rsName].(*types.AttributeValueMemberS)
-	if it == nil || bidv == nil || namev == nil || len(bidv.Value) != 8 {
+	src, name, ok := rsSourceOf(it)
+	if it == nil || !ok {
 		return u, nil, errJobGone
 	}
 	defer func() {
 		switch {
 		case errors.Is(err, errJobGone):
-			b.cleanUpGone(ctx, j, map[string]types.AttributeValue{rsBackup: bidv, rsName: namev})
+			b.cleanUpGone(ctx, j, src.attrs(name))
 		case err != nil:
 			b.release(ctx, j)
 		}
 	}()
-	bid, name := binary.BigEndian.Uint64(bidv.Value), namev.Value
 	var last []byte
 	if v, ok := it[rsLast].(*types.AttributeValueMemberB); ok {
 		last = v.Value
 	}
-	items, size := num64Attr(it, rsItems), num64Attr(it, rsBytes)
-	src := backupPK(j.ns, bid)
-	for {
+	items, size, pos := num64Attr(it, rsItems), num64Attr(it, rsBytes), int(num64Attr(it, rsPos))
+	_, copied := it[rsCopied]
+	// The partitions read, in order, and the engine table they are in.
+	table, pks := b.table, []string{backupPK(j.ns, src.bid)}
+	if src.scratch != "" && !copied {
+		if pks, err = b.prepareScratch(ctx, j, src, name); err != nil {
+			return u, nil, err
+		}
+		table = src.scratch
+	}
+	for !copied {
 		t, _, err := b.restoredDef(ctx, j.ns, name, j.id)
 		if err != nil {
 			return u, nil, err
 		}
 		if t == nil {
 			// NB: the table was deleted while it was restored.
-			if err := b.dropRestore(ctx, j, bid, name, true); err != nil {
+			if err := b.dropRestore(ctx, j, src, name, true); err != nil {
 				return u, nil, err
 			}
 			return u, nil, errors.Join(errJobGone, b.dropMarker(ctx, j))
+		}
+		if pos >= len(pks) {
+			break
 		}
 		lay, err := b.layoutOf(ctx, j.ns, t.ID)
 		if err != nil {
 			return u, nil, err
 		}
 		p := placeOf(resolve.Background(t, j.ns), lay)
-		raws, next, err := b.readPage(ctx, src, last, &u.ReadUnits)
+		r0 := u.ReadUnits
+		raws, next, err := b.readPageOf(ctx, table, pks[pos], last, &u.ReadUnits)
+		j.spend(u.ReadUnits-r0, 0)
 		if err != nil {
 			return u, nil, err
 		}
@@ -289,7 +353,7 @@ func (b *Backend) runRestoreCopy(ctx context.Context, j *bkJob) (u wire.Usage, _
 				// An index override whose key is too large for the
 				// engine: the item stays out, as CreateTable's
 				// validation cannot see it.
-				b.log.Warn("restoring a backup: an item does not fit the restored table", "table", t.ID, "err", err)
+				b.log.Warn("restoring a table: an item does not fit the restored table", "table", t.ID, "err", err)
 				continue
 			}
 			puts = append(puts, m)
@@ -298,29 +362,56 @@ func (b *Backend) runRestoreCopy(ctx context.Context, j *bkJob) (u wire.Usage, _
 		}
 		w, err := b.putAll(ctx, puts)
 		u.WriteUnits += w
+		j.spend(0, w)
 		if err != nil {
 			return u, nil, err
 		}
-		last = next
-		set := "#n = :n, #sz = :sz"
-		names := map[string]string{"#n": rsItems, "#sz": rsBytes, "#last": rsLast}
-		values := map[string]types.AttributeValue{":n": num64(items), ":sz": num64(size)}
+		if last = next; last == nil {
+			pos++
+		}
+		set := "#n = :n, #sz = :sz, #pos = :pos"
+		names := map[string]string{"#n": rsItems, "#sz": rsBytes, "#last": rsLast, "#pos": rsPos}
+		values := map[string]types.AttributeValue{":n": num64(items), ":sz": num64(size), ":pos": num(pos)}
+		remove := "#last"
 		if last != nil {
 			set += ", #last = :last"
 			values[":last"] = &types.AttributeValueMemberB{Value: last}
-			if err := b.jobSave(ctx, j, set, "", names, values); err != nil {
+			remove = ""
+		}
+		if err := b.jobSave(ctx, j, set, remove, names, values); err != nil {
+			return u, nil, err
+		}
+	}
+	if src.scratch != "" {
+		// NB: recorded before the scratch table goes, so that a gateway
+		// resuming the job does not restore it again.
+		if !copied {
+			if err := b.jobSave(ctx, j, "#cp = :t", "", map[string]string{"#cp": rsCopied},
+				map[string]types.AttributeValue{":t": &types.AttributeValueMemberBOOL{Value: true}}); err != nil {
 				return u, nil, err
 			}
-			continue
 		}
-		c, err := b.finishRestore(ctx, j, t, bid)
-		return u, c, err
+		if err := b.dropScratch(ctx, src.scratch); err != nil {
+			return u, nil, err
+		}
 	}
+	t, _, err := b.restoredDef(ctx, j.ns, name, j.id)
+	if err != nil {
+		return u, nil, err
+	}
+	if t == nil {
+		if err := b.dropRestore(ctx, j, src, name, true); err != nil {
+			return u, nil, err
+		}
+		return u, nil, errors.Join(errJobGone, b.dropMarker(ctx, j))
+	}
+	c, err := b.finishRestore(ctx, j, t, src, items)
+	return u, c, err
 }
 
 // finishRestore makes restored table t ACTIVE, unpins the backup and
 // ends job j.
-func (b *Backend) finishRestore(ctx context.Context, j *bkJob, t *schema.Table, bid uint64) (*schema.Table, error) {
+func (b *Backend) finishRestore(ctx context.Context, j *bkJob, t *schema.Table, src rsSource, items int64) (*schema.Table, error) {
 	for {
 		c := t.Clone()
 		c.Status = "ACTIVE"
@@ -347,21 +438,32 @@ func (b *Backend) finishRestore(ctx context.Context, j *bkJob, t *schema.Table, 
 		}
 		t = cur
 	}
-	if err := b.pinBackup(ctx, &backupMeta{ns: j.ns, bid: bid}, j.id, false); err != nil {
+	if src.bid != 0 {
+		if err := b.pinBackup(ctx, &backupMeta{ns: j.ns, bid: src.bid}, j.id, false); err != nil {
+			return nil, err
+		}
+	}
+	if err := b.jobSave(ctx, j, "", rsState,
+		map[string]string{"#bk": rsBackup, "#name": rsName, "#n": rsItems, "#sz": rsBytes, "#last": rsLast,
+			"#scr": rsScratch, "#src": rsSrc, "#at": rsAt, "#ten": rsTenant, "#pos": rsPos, "#cp": rsCopied}, nil); err != nil {
 		return nil, err
 	}
-	if err := b.jobSave(ctx, j, "", "#bk, #name, #n, #sz, #last, #own, #beat",
-		map[string]string{"#bk": rsBackup, "#name": rsName, "#n": rsItems, "#sz": rsBytes, "#last": rsLast}, nil); err != nil {
-		return nil, err
+	if src.scratch != "" {
+		b.pitrEvent(j, src, t.Name, "done", items, "")
 	}
 	return t, b.dropMarker(ctx, j)
 }
 
-// dropRestore undoes restore job j of backup bid into table name: the
+// rsState is the REMOVE list of a restore's state in its entry (the
+// names as finishRestore and dropRestore map them), the lease included.
+const rsState = "#bk, #name, #n, #sz, #last, #scr, #src, #at, #ten, #pos, #cp, #own, #beat"
+
+// dropRestore undoes restore job j from src into table name: the
 // definition if it is still the restore's (CREATING), the items written
 // when purge (the table is deleted otherwise, or its tenant), the
-// backup's pin and the entry's restore state. Idempotent.
-func (b *Backend) dropRestore(ctx context.Context, j *bkJob, bid uint64, name string, purge bool) error {
+// backup's pin or the scratch table, and the entry's restore state.
+// Idempotent.
+func (b *Backend) dropRestore(ctx context.Context, j *bkJob, src rsSource, name string, purge bool) error {
 	t, item, err := b.restoredDef(ctx, j.ns, name, j.id)
 	if err != nil {
 		return err
@@ -390,14 +492,23 @@ func (b *Backend) dropRestore(ctx context.Context, j *bkJob, bid uint64, name st
 			}
 		}
 	}
-	if err := b.pinBackup(ctx, &backupMeta{ns: j.ns, bid: bid}, j.id, false); err != nil {
-		return err
+	if src.bid != 0 {
+		if err := b.pinBackup(ctx, &backupMeta{ns: j.ns, bid: src.bid}, j.id, false); err != nil {
+			return err
+		}
+	}
+	if src.scratch != "" {
+		if err := b.dropScratch(ctx, src.scratch); err != nil {
+			return err
+		}
 	}
 	if it != nil {
 		_, err := b.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: &b.table, Key: j.entryKey(),
-			UpdateExpression:         aws.String("REMOVE #bk, #name, #n, #sz, #last, #own, #beat"),
-			ConditionExpression:      aws.String("attribute_exists(#p)"),
-			ExpressionAttributeNames: map[string]string{"#bk": rsBackup, "#name": rsName, "#n": rsItems, "#sz": rsBytes, "#last": rsLast, "#own": jobOwner, "#beat": jobBeat, "#p": attrPK},
+			UpdateExpression:    aws.String("REMOVE " + rsState),
+			ConditionExpression: aws.String("attribute_exists(#p)"),
+			ExpressionAttributeNames: map[string]string{"#bk": rsBackup, "#name": rsName, "#n": rsItems, "#sz": rsBytes, "#last": rsLast,
+				"#scr": rsScratch, "#src": rsSrc, "#at": rsAt, "#ten": rsTenant, "#pos": rsPos, "#cp": rsCopied,
+				"#own": jobOwner, "#beat": jobBeat, "#p": attrPK},
 		})
 		if err != nil && !apierr.Is(engineErr(err, strip), apierr.ConditionalCheckFailed) {
 			return engineErr(err, strip)

@@ -20,7 +20,8 @@ import (
 type JobEvent struct {
 	// Tenant owns the table (zero: a shared table, the platform's).
 	Tenant tenancy.TenantID
-	// Kind is "ttl-sync" or "index-backfill".
+	// Kind is "ttl-sync", "index-backfill" or "pitr-restore" (a
+	// point-in-time restore, pitr.go).
 	Kind string
 	// Phase is "started" (by the request that changed the table),
 	// "resumed" (by a gateway that found it left by another, at its
@@ -70,7 +71,12 @@ func (b *Backend) jobEvent(j *ttlJob, phase, by string) {
 	} else {
 		ev.Detail = fmt.Sprintf("attribute=%s enabled=%t synced=%d", j.attr, j.enabled, j.synced)
 	}
-	b.log.Info("background job", "job", ev.Kind, "phase", phase, "table", j.name, "detail", ev.Detail)
+	b.emitJob(ev)
+}
+
+// emitJob logs ev and tells the hook.
+func (b *Backend) emitJob(ev JobEvent) {
+	b.log.Info("background job", "job", ev.Kind, "phase", ev.Phase, "table", ev.Table, "detail", ev.Detail)
 	b.jobs.mu.Lock()
 	f := b.jobs.hook
 	if f == nil && len(b.jobs.pending) < maxPendingJobEvents {

@@ -91,6 +91,10 @@ type Options struct {
 	// syncs, index backfills) whose progress has not moved since its
 	// previous look, and runs them (0: 1 minute; jobsweep.go).
 	JobSweep time.Duration
+	// PITRWait is how long RestoreTableToPointInTime waits for its
+	// restore before it answers the table CREATING (default 30 s;
+	// pitr.go).
+	PITRWait time.Duration
 }
 
 // Backend serves the DynamoDB operations over the engine. It is safe for
