@@ -20,9 +20,6 @@ import (
 // and the operator. Every refusal of B's is audited in B's log.
 func TestBackupIsolation(t *testing.T) {
 	srv := harness.Start(t)
-	if srv.Remote {
-		t.Skip("remote backend: point-in-time recovery is not served there (README); TestRemoteBackupIsolation attacks its backups")
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	op := srv.Client(srv.Operator)

@@ -26,4 +26,5 @@ func TestIsolationGateways(t *testing.T) {
 	t.Run("OperatorBackupRefusesTenants", TestOperatorBackupRefusesTenants)
 	t.Run("StreamsIsolation", TestStreamsIsolation)
 	t.Run("DeletedTableStreamsIsolation", TestDeletedTableStreamsIsolation)
+	t.Run("BackupIsolation", TestBackupIsolation)
 }

@@ -70,7 +70,7 @@ func scanPairs(t *testing.T, c *dynamodb.Client, table string) []string {
 func TestRestoreIsolation(t *testing.T) {
 	srv := harness.Start(t)
 	if srv.Remote {
-		t.Skip("remote backend: point-in-time recovery is not served there (README); TestRemoteBackupIsolation attacks its backups")
+		t.Skip("remote backend: in-place tenant restores are not served there (README); TestRemotePITRIsolation attacks its point-in-time recovery")
 	}
 	ctx := context.Background()
 	op := srv.Client(srv.Operator)
