@@ -22,7 +22,7 @@ import (
 func s(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
 func n(v string) types.AttributeValue { return &types.AttributeValueMemberN{Value: v} }
 
-func createTable(t *testing.T, c *dynamodb.Client, name string) {
+func createTable(t testing.TB, c *dynamodb.Client, name string) {
 	t.Helper()
 	_, err := c.CreateTable(context.Background(), &dynamodb.CreateTableInput{
 		TableName: aws.String(name),
