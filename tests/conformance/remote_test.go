@@ -32,7 +32,7 @@ func TestRemote(t *testing.T) {
 		{"NumberMessages", TestNumberMessages}, {"UnknownAttributeValueType", TestUnknownAttributeValueType},
 		{"LegacyAndExpressionParameters", TestLegacyAndExpressionParameters}, {"UpdateItemOnMissingItem", TestUpdateItemOnMissingItem},
 		{"MemberTypeWording", TestMemberTypeWording},
-		{"SiloTier", TestSiloTier},
+		{"SiloTier", TestSiloTier}, {"PointInTimeSDK", TestPointInTimeSDK},
 	} {
 		t.Run(c.name, c.fn)
 	}
