@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -79,9 +80,34 @@ type engineWindow struct {
 	earliest, latest time.Time
 }
 
-// enginePITR reads the engine table's continuous backups. Errors: the
-// engine's refusal, as errEnginePITR.
+// pitrCache keeps the engine window DescribeContinuousBackups last read,
+// for pitrCacheFor: DescribeContinuousBackups is a control-plane call,
+// which AWS rate-limits far below the data plane.
+type pitrCache struct {
+	mu    sync.Mutex
+	w     engineWindow
+	at    time.Time // when the read of w began (or w was made stale)
+	stale bool      // this gateway changed the setting at at: read again
+}
+
+const pitrCacheFor = time.Second
+
+// cachedEnginePITR is enginePITR, read at most once per pitrCacheFor by
+// this gateway (a change of the engine's setting is seen within it).
+func (b *Backend) cachedEnginePITR(ctx context.Context) (engineWindow, error) {
+	b.pitr.mu.Lock()
+	w, at, stale := b.pitr.w, b.pitr.at, b.pitr.stale
+	b.pitr.mu.Unlock()
+	if !stale && !at.IsZero() && time.Since(at) < pitrCacheFor {
+		return w, nil
+	}
+	return b.enginePITR(ctx)
+}
+
+// enginePITR reads the engine table's continuous backups (and caches
+// them). Errors: the engine's refusal, as errEnginePITR.
 func (b *Backend) enginePITR(ctx context.Context) (engineWindow, error) {
+	start := time.Now()
 	out, err := b.db.DescribeContinuousBackups(ctx, &dynamodb.DescribeContinuousBackupsInput{TableName: &b.table})
 	if err != nil {
 		return engineWindow{}, enginePITRErr(err)
@@ -98,6 +124,11 @@ func (b *Backend) enginePITR(ctx context.Context) (engineWindow, error) {
 			w.latest = *p.LatestRestorableDateTime
 		}
 	}
+	b.pitr.mu.Lock()
+	if start.After(b.pitr.at) {
+		b.pitr.w, b.pitr.at, b.pitr.stale = w, start, false
+	}
+	b.pitr.mu.Unlock()
 	return w, nil
 }
 
@@ -134,7 +165,11 @@ func (b *Backend) ensureEnginePITR(ctx context.Context, days int64) error {
 		d.PointInTimeRecoveryDescription.PointInTimeRecoveryStatus != types.PointInTimeRecoveryStatusEnabled {
 		return errEnginePITR("the engine did not enable them")
 	}
-	b.log.Info("enabled point-in-time recovery of the engine table", "table", b.table, "days", spec.RecoveryPeriodInDays)
+	b.log.Info("enabled point-in-time recovery of the engine table", "table", b.table, "days", aws.ToInt32(spec.RecoveryPeriodInDays))
+	b.pitr.mu.Lock()
+	// NB: a read begun before the change may not be kept.
+	b.pitr.at, b.pitr.stale = time.Now(), true
+	b.pitr.mu.Unlock()
 	return nil
 }
 
@@ -195,7 +230,7 @@ func (b *Backend) describePITR(ctx context.Context, tg resolve.Target) (*wire.Co
 	if err != nil || !p.on {
 		return d, err
 	}
-	w, err := b.enginePITR(ctx)
+	w, err := b.cachedEnginePITR(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -116,6 +116,7 @@ type Backend struct {
 	fleetMu sync.Mutex
 	fleet   *fleet
 	bk      backupJobs // the backup and restore copies this gateway runs (backupjob.go)
+	pitr    pitrCache  // the engine table's point-in-time recovery, read at most once a second (pitr.go)
 
 	st      streamState // DynamoDB Streams (streams.go)
 	jobs    jobHooks    // told of background jobs' steps (jobaudit.go)
