@@ -99,6 +99,7 @@ type rsSource struct {
 	bid     uint64
 	backup  *backupMeta // the backup (createRestored only)
 	scratch string
+	srcNS   []byte // the source collection's namespace (the Target's)
 	srcID   uint64
 	at      int64 // Unix ms
 	tenant  string
@@ -113,6 +114,7 @@ func (src rsSource) attrs(name string) map[string]types.AttributeValue {
 	if src.scratch != "" {
 		m[rsScratch] = &types.AttributeValueMemberS{Value: src.scratch}
 		m[rsSrc], m[rsAt] = num64(int64(src.srcID)), num64(src.at)
+		m[rsSrcNS] = &types.AttributeValueMemberB{Value: src.srcNS}
 		m[rsTenant] = &types.AttributeValueMemberS{Value: src.tenant}
 	}
 	return m
@@ -132,6 +134,9 @@ func rsSourceOf(it map[string]types.AttributeValue) (src rsSource, name string, 
 		src.scratch, src.srcID, src.at = v.Value, uint64(num64Attr(it, rsSrc)), num64Attr(it, rsAt)
 		if v, _ := it[rsTenant].(*types.AttributeValueMemberS); v != nil {
 			src.tenant = v.Value
+		}
+		if v, _ := it[rsSrcNS].(*types.AttributeValueMemberB); v != nil {
+			src.srcNS = v.Value
 		}
 	}
 	return src, namev.Value, src.bid != 0 || src.scratch != ""
@@ -445,7 +450,7 @@ func (b *Backend) finishRestore(ctx context.Context, j *bkJob, t *schema.Table, 
 	}
 	if err := b.jobSave(ctx, j, "", rsState,
 		map[string]string{"#bk": rsBackup, "#name": rsName, "#n": rsItems, "#sz": rsBytes, "#last": rsLast,
-			"#scr": rsScratch, "#src": rsSrc, "#at": rsAt, "#ten": rsTenant, "#pos": rsPos, "#cp": rsCopied}, nil); err != nil {
+			"#scr": rsScratch, "#src": rsSrc, "#sns": rsSrcNS, "#at": rsAt, "#ten": rsTenant, "#pos": rsPos, "#cp": rsCopied}, nil); err != nil {
 		return nil, err
 	}
 	if src.scratch != "" {
@@ -456,7 +461,7 @@ func (b *Backend) finishRestore(ctx context.Context, j *bkJob, t *schema.Table, 
 
 // rsState is the REMOVE list of a restore's state in its entry (the
 // names as finishRestore and dropRestore map them), the lease included.
-const rsState = "#bk, #name, #n, #sz, #last, #scr, #src, #at, #ten, #pos, #cp, #own, #beat"
+const rsState = "#bk, #name, #n, #sz, #last, #scr, #src, #sns, #at, #ten, #pos, #cp, #own, #beat"
 
 // dropRestore undoes restore job j from src into table name: the
 // definition if it is still the restore's (CREATING), the items written
@@ -507,7 +512,7 @@ func (b *Backend) dropRestore(ctx context.Context, j *bkJob, src rsSource, name 
 			UpdateExpression:    aws.String("REMOVE " + rsState),
 			ConditionExpression: aws.String("attribute_exists(#p)"),
 			ExpressionAttributeNames: map[string]string{"#bk": rsBackup, "#name": rsName, "#n": rsItems, "#sz": rsBytes, "#last": rsLast,
-				"#scr": rsScratch, "#src": rsSrc, "#at": rsAt, "#ten": rsTenant, "#pos": rsPos, "#cp": rsCopied,
+				"#scr": rsScratch, "#src": rsSrc, "#sns": rsSrcNS, "#at": rsAt, "#ten": rsTenant, "#pos": rsPos, "#cp": rsCopied,
 				"#own": jobOwner, "#beat": jobBeat, "#p": attrPK},
 		})
 		if err != nil && !apierr.Is(engineErr(err, strip), apierr.ConditionalCheckFailed) {

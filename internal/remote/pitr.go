@@ -48,10 +48,11 @@ const (
 )
 
 // Attributes of a point-in-time restore's job (the new table's registry
-// entry; rsScratch, rsSrc, rsAt and rsTenant also of its marker).
+// entry; rsScratch, rsSrc, rsSrcNS, rsAt and rsTenant also of its marker).
 const (
 	rsScratch = "rsscr" // S: the scratch engine table
 	rsSrc     = "rssrc" // N: the source table's id
+	rsSrcNS   = "rssns" // B: the namespace of the source collection (the caller's Target's)
 	rsAt      = "rsat"  // N: the time restored to, Unix ms
 	rsTenant  = "rsten" // S: the caller's tenant (for the audit records)
 	rsPos     = "rspos" // N: the source partition being copied (index into the list)
@@ -414,7 +415,7 @@ func (b *Backend) RestoreTableToPointInTime(ctx context.Context, s tenancy.Scope
 	if err := b.res.MayCreate(s, t.Name); err != nil {
 		return nil, err
 	}
-	rs := rsSource{srcID: tg.Table.ID, at: at.UnixMilli(), tenant: s.Tenant().String()}
+	rs := rsSource{srcNS: tg.Namespace, srcID: tg.Table.ID, at: at.UnixMilli(), tenant: s.Tenant().String()}
 	j, err := b.createRestored(ctx, s, t, tg.Table, rs)
 	if err != nil {
 		return nil, err
@@ -484,7 +485,7 @@ func (b *Backend) prepareScratch(ctx context.Context, j *bkJob, src rsSource, na
 		var nf *types.ResourceNotFoundException
 		switch {
 		case err == nil && out.Table.TableStatus == types.TableStatusActive:
-			return b.scratchPartitions(ctx, j, src)
+			return b.scratchPartitions(ctx, src)
 		case err == nil:
 		case !errors.As(err, &nf):
 			return nil, engineErr(err, strip)
@@ -543,14 +544,18 @@ func errPITRRefused(ae smithy.APIError) error {
 // scratch table: every shard of its layout then (both layouts' during a
 // change of shard count: an item moved in one transaction, so at any
 // time it is in one of them).
-func (b *Backend) scratchPartitions(ctx context.Context, j *bkJob, src rsSource) ([]string, error) {
-	out, err := b.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &src.scratch, Key: regKey(regSK(j.ns, src.srcID)), ConsistentRead: aws.Bool(true)})
+func (b *Backend) scratchPartitions(ctx context.Context, src rsSource) ([]string, error) {
+	if len(src.srcNS) == 0 {
+		return nil, apierr.New(apierr.Internal, "corrupt point-in-time restore job in the engine")
+	}
+	out, err := b.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &src.scratch, Key: regKey(regSK(src.srcNS, src.srcID)), ConsistentRead: aws.Bool(true)})
 	if err != nil {
 		return nil, engineErr(err, strip)
 	}
 	// NB: the caller's own collection, and only it: the namespace is the
-	// job's (the restoring scope's), the table the source's.
-	p := place{base: collBase(j.ns, src.srcID), lay: layoutFrom(out.Item)}
+	// one the resolver's Target gave the restoring scope, the table the
+	// source's.
+	p := place{base: collBase(src.srcNS, src.srcID), lay: layoutFrom(out.Item)}
 	return p.shardPKs(), nil
 }
 
