@@ -53,6 +53,10 @@ type Remote struct {
 	// syncs, index backfills) another gateway left stalled, to run them
 	// (remote.Options.JobSweep; 0: 1 minute).
 	JobSweep time.Duration
+	// PITRWait is how long RestoreTableToPointInTime waits for its
+	// restore before it answers the table CREATING
+	// (remote.Options.PITRWait; 0: 30 s).
+	PITRWait time.Duration
 }
 
 // FleetStaleness is how long a gateway over a remote engine uses what it
@@ -138,6 +142,7 @@ func (r Remote) open(ctx context.Context, o Options, key *auth.ServerKey, log *s
 		WriteFence:          FleetWriteFence,
 		AutoShardMax:        r.AutoShardMax,
 		JobSweep:            r.JobSweep,
+		PITRWait:            r.PITRWait,
 	})
 	if err != nil {
 		return nil, nil, err

@@ -329,3 +329,41 @@ func TestPointInTimeRecoveryRefusedByDynalite(t *testing.T) {
 		t.Errorf("RestoreTableToPointInTime: %v", err)
 	}
 }
+
+// TestPITRAnswersCreating: a restore that takes longer than the
+// gateway's wait is answered CREATING with RestoreInProgress, and
+// finishes in the background (read through another gateway) with the
+// items as they were at the time asked.
+func TestPITRAnswersCreating(t *testing.T) {
+	f := harness.StartCluster(t, 1, harness.Options{})
+	g0 := f.Gateways[0]
+	quick := f.StartGatewayWith(t, t.TempDir(), harness.GatewayOptions{PITRWait: time.Millisecond})
+	ctx := context.Background()
+	c0, cq := g0.Client(f.Default), quick.Client(f.Default)
+	createTable(t, c0, "slow")
+	if _, err := pitrOn(ctx, c0, "slow"); err != nil {
+		t.Fatal(err)
+	}
+	waitWindow(t, c0, "slow")
+	for i := range 300 {
+		putV(t, c0, "slow", fmt.Sprint("p", i%7), i, "then", "")
+	}
+	want := scanAll(t, c0, "slow")
+	time.Sleep(10 * time.Millisecond)
+	at := time.Now()
+	time.Sleep(10 * time.Millisecond)
+	putV(t, c0, "slow", "p0", 0, "later", "")
+	r, err := cq.RestoreTableToPointInTime(ctx, &dynamodb.RestoreTableToPointInTimeInput{SourceTableName: aws.String("slow"),
+		TargetTableName: aws.String("slow_at"), RestoreDateTime: aws.Time(at)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.TableDescription.TableStatus != types.TableStatusCreating || r.TableDescription.RestoreSummary == nil ||
+		!aws.ToBool(r.TableDescription.RestoreSummary.RestoreInProgress) {
+		t.Fatalf("answered %s, summary %+v; want CREATING in progress", r.TableDescription.TableStatus, r.TableDescription.RestoreSummary)
+	}
+	waitActive(t, c0, "slow_at")
+	if got := scanAll(t, c0, "slow_at"); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("restored in the background: %d items, want %d (or they differ)", len(got), len(want))
+	}
+}

@@ -26,6 +26,10 @@ type GatewayOptions struct {
 	// JobSweep is how often the gateway runs background jobs another
 	// gateway left stalled (node.Remote.JobSweep; 0: its default).
 	JobSweep time.Duration
+	// PITRWait is how long the gateway's RestoreTableToPointInTime waits
+	// before it answers the table CREATING (node.Remote.PITRWait; 0: its
+	// default).
+	PITRWait time.Duration
 }
 
 // StartGatewayThrough is StartGatewayWith with a Front.
@@ -39,7 +43,7 @@ func (f *Cluster) StartGatewayThrough(t testing.TB, dataDir string, front func(e
 func (f *Cluster) StartGatewayWith(t testing.TB, dataDir string, g GatewayOptions) *Server {
 	t.Helper()
 	remote := f.remote
-	remote.DeletionSweep, remote.JobSweep = g.DeletionSweep, g.JobSweep
+	remote.DeletionSweep, remote.JobSweep, remote.PITRWait = g.DeletionSweep, g.JobSweep, g.PITRWait
 	if g.Front != nil {
 		u, err := url.Parse(f.remote.Endpoint)
 		if err != nil {
