@@ -55,6 +55,7 @@ func (b *Backend) sweepJobs(ctx context.Context) {
 		case <-tick.C:
 		}
 		seen = b.sweepJobsOnce(ctx, seen)
+		b.sweepScratch(ctx) // pitr.go
 	}
 }
 

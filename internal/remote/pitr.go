@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -569,6 +570,75 @@ func (b *Backend) dropScratch(ctx context.Context, name string) error {
 		return engineErr(err, strip)
 	}
 	return nil
+}
+
+// sweepScratch deletes the scratch tables that no restore job's marker
+// names: left by a runner that had lost its lease when it asked the
+// engine for one (every job writes its marker before its scratch table
+// is asked for and deletes the table before the marker, so a table
+// listed first and then found in no marker is no job's). Run every
+// Options.JobSweep (jobsweep.go); one ListTables of the names after
+// the scratch prefix and one Query of the markers.
+func (b *Backend) sweepScratch(ctx context.Context) {
+	prefix := b.table + "-pitr-"
+	var names []string
+	in := &dynamodb.ListTablesInput{ExclusiveStartTableName: aws.String(prefix)}
+	for {
+		out, err := b.db.ListTables(ctx, in)
+		if err != nil {
+			if ctx.Err() == nil {
+				b.log.Debug("listing the engine's tables for scratch tables", "err", err)
+			}
+			return
+		}
+		more := out.LastEvaluatedTableName != nil
+		for _, n := range out.TableNames {
+			if !strings.HasPrefix(n, prefix) {
+				more = false
+				break
+			}
+			names = append(names, n)
+		}
+		if !more {
+			break
+		}
+		in.ExclusiveStartTableName = out.LastEvaluatedTableName
+	}
+	if len(names) == 0 {
+		return
+	}
+	named := map[string]bool{}
+	q := &dynamodb.QueryInput{
+		TableName:                 &b.table,
+		KeyConditionExpression:    aws.String("#p = :p"),
+		ExpressionAttributeNames:  map[string]string{"#p": attrPK},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":p": &types.AttributeValueMemberS{Value: markerPK}},
+		ConsistentRead:            aws.Bool(true),
+	}
+	for {
+		res, err := b.db.Query(ctx, q)
+		if err != nil {
+			return
+		}
+		for _, mk := range res.Items {
+			if v, ok := mk[rsScratch].(*types.AttributeValueMemberS); ok {
+				named[v.Value] = true
+			}
+		}
+		if len(res.LastEvaluatedKey) == 0 {
+			break
+		}
+		q.ExclusiveStartKey = res.LastEvaluatedKey
+	}
+	for _, n := range names {
+		if named[n] {
+			continue
+		}
+		b.log.Warn("deleting a scratch table no point-in-time restore names", "table", n)
+		if err := b.dropScratch(ctx, n); err != nil && ctx.Err() == nil {
+			b.log.Warn("deleting a scratch table", "table", n, "err", err)
+		}
+	}
 }
 
 // pitrEvent reports phase of point-in-time restore j (from src into the

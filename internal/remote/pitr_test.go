@@ -333,12 +333,22 @@ func TestPointInTimeRecoveryRefusedByDynalite(t *testing.T) {
 // TestPITRAnswersCreating: a restore that takes longer than the
 // gateway's wait is answered CREATING with RestoreInProgress, and
 // finishes in the background (read through another gateway) with the
-// items as they were at the time asked.
+// items as they were at the time asked. The gateway sweeps scratch
+// tables every 50 ms meanwhile: a stray one (no job names it) is
+// deleted, the restore's own is not.
 func TestPITRAnswersCreating(t *testing.T) {
 	f := harness.StartCluster(t, 1, harness.Options{})
 	g0 := f.Gateways[0]
-	quick := f.StartGatewayWith(t, t.TempDir(), harness.GatewayOptions{PITRWait: time.Millisecond})
 	ctx := context.Background()
+	eng := f.EngineClient(t)
+	stray := f.EngineTable() + "-pitr-999999"
+	if _, err := eng.CreateTable(ctx, &dynamodb.CreateTableInput{TableName: aws.String(stray),
+		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("k"), AttributeType: types.ScalarAttributeTypeS}},
+		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String("k"), KeyType: types.KeyTypeHash}},
+		BillingMode:          types.BillingModePayPerRequest}); err != nil {
+		t.Fatal(err)
+	}
+	quick := f.StartGatewayWith(t, t.TempDir(), harness.GatewayOptions{PITRWait: time.Millisecond, JobSweep: 50 * time.Millisecond})
 	c0, cq := g0.Client(f.Default), quick.Client(f.Default)
 	createTable(t, c0, "slow")
 	if _, err := pitrOn(ctx, c0, "slow"); err != nil {
@@ -365,5 +375,14 @@ func TestPITRAnswersCreating(t *testing.T) {
 	waitActive(t, c0, "slow_at")
 	if got := scanAll(t, c0, "slow_at"); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("restored in the background: %d items, want %d (or they differ)", len(got), len(want))
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		_, err := eng.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(stray)})
+		if code(err) == "ResourceNotFoundException" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the stray scratch table is still in the engine: %v", err)
+		}
 	}
 }
