@@ -427,8 +427,16 @@ func (w *world) credentialAttacks(t *testing.T) {
 		if v, err := w.admin.VerifyAudit(ctx, A.id); err != nil || !v.OK {
 			t.Errorf("A's log does not verify after the flood: %+v %v", v, err)
 		}
-		if tail := w.auditTail(t, B.id); tail != sinceB {
-			t.Errorf("B's log grew from %d to %d during B's flood in A's name", sinceB, tail)
+		// B's log gets nothing of the flood (B's own background work, such
+		// as a TTL sync finishing, may still append its records).
+		pageB, err := w.admin.Audit(ctx, B.id, client.AuditQuery{After: sinceB, Limit: 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range pageB.Records {
+			if r.Actor == A.app.AccessKeyID || strings.HasPrefix(r.Action, "auth:") {
+				t.Errorf("B's log got a record of B's flood in A's name: %+v", r)
+			}
 		}
 		t.Logf("%d attempts in %v: %d records in A's log", flood, elapsed.Round(time.Millisecond), recs)
 	})
