@@ -82,21 +82,15 @@ func (b *Backend) backfillPage(ctx context.Context, t *schema.Table, no uint16, 
 	pos := indexPos(t, no)
 	ix := t.Indexes[pos]
 	slot := slotOf(pos)
-	names := map[string]string{"#p": attrPK, "#x": slot.pk, "#h": ix.Hash.Name}
+	in := b.partitionQuery(pk)
+	names := in.ExpressionAttributeNames
+	names["#x"], names["#h"] = slot.pk, ix.Hash.Name
 	filter := "attribute_exists(#x) OR attribute_exists(#h)"
 	if ix.Range.Name != "" {
 		names["#r"] = ix.Range.Name
 		filter = "attribute_exists(#x) OR (attribute_exists(#h) AND attribute_exists(#r))"
 	}
-	in := &dynamodb.QueryInput{
-		TableName:                 &b.table,
-		KeyConditionExpression:    aws.String("#p = :p"),
-		FilterExpression:          &filter,
-		ExpressionAttributeNames:  names,
-		ExpressionAttributeValues: map[string]types.AttributeValue{":p": &types.AttributeValueMemberS{Value: pk}},
-		ConsistentRead:            aws.Bool(true),
-		Limit:                     aws.Int32(ttlJobPage),
-	}
+	in.FilterExpression, in.Limit = &filter, aws.Int32(ttlJobPage)
 	if after != nil {
 		in.ExclusiveStartKey = map[string]types.AttributeValue{attrPK: in.ExpressionAttributeValues[":p"], attrSK: &types.AttributeValueMemberB{Value: after}}
 	}

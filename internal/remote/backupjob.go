@@ -280,15 +280,9 @@ func (b *Backend) readPage(ctx context.Context, pk string, after []byte, units *
 
 // readPageOf is readPage of engine table table.
 func (b *Backend) readPageOf(ctx context.Context, table, pk string, after []byte, units *float64) (items []map[string]types.AttributeValue, last []byte, err error) {
-	in := &dynamodb.QueryInput{
-		TableName:                 &table,
-		KeyConditionExpression:    aws.String("#p = :p"),
-		ExpressionAttributeNames:  map[string]string{"#p": attrPK},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":p": &types.AttributeValueMemberS{Value: pk}},
-		ConsistentRead:            aws.Bool(true),
-		Limit:                     aws.Int32(copyPage),
-		ReturnConsumedCapacity:    types.ReturnConsumedCapacityTotal,
-	}
+	in := b.partitionQuery(pk)
+	in.TableName = &table
+	in.Limit, in.ReturnConsumedCapacity = aws.Int32(copyPage), types.ReturnConsumedCapacityTotal
 	if after != nil {
 		in.ExclusiveStartKey = map[string]types.AttributeValue{attrPK: in.ExpressionAttributeValues[":p"], attrSK: &types.AttributeValueMemberB{Value: after}}
 	}
@@ -480,13 +474,7 @@ func (b *Backend) resumeBackupJobs(ctx context.Context) {
 // pollBackupJobs resumes (in the background) or cleans up each job with
 // a marker that no runner holds.
 func (b *Backend) pollBackupJobs(ctx context.Context) error {
-	in := &dynamodb.QueryInput{
-		TableName:                 &b.table,
-		KeyConditionExpression:    aws.String("#p = :p"),
-		ExpressionAttributeNames:  map[string]string{"#p": attrPK},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":p": &types.AttributeValueMemberS{Value: markerPK}},
-		ConsistentRead:            aws.Bool(true),
-	}
+	in := b.partitionQuery(markerPK)
 	for {
 		res, err := b.db.Query(ctx, in)
 		if err != nil {

@@ -146,13 +146,7 @@ func (b *Backend) deregister(ctx context.Context) {
 // consistent Query), this one marked Self; records expired for over a
 // minute are deleted on the way.
 func (b *Backend) Gateways(ctx context.Context) ([]client.Gateway, error) {
-	in := &dynamodb.QueryInput{
-		TableName:                 &b.table,
-		KeyConditionExpression:    aws.String("#p = :p"),
-		ExpressionAttributeNames:  map[string]string{"#p": attrPK},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":p": &types.AttributeValueMemberS{Value: gwPK}},
-		ConsistentRead:            aws.Bool(true),
-	}
+	in := b.partitionQuery(gwPK)
 	b.fleetMu.Lock()
 	self := ""
 	if b.fleet != nil {

@@ -5,10 +5,6 @@ import (
 	"context"
 	"fmt"
 	"time"
-
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
 // Background jobs left by a gateway that was killed or closed mid-job
@@ -62,13 +58,7 @@ func (b *Backend) sweepJobs(ctx context.Context) {
 func (b *Backend) sweepJobsOnce(ctx context.Context, prev map[string]jobMark) map[string]jobMark {
 	next := map[string]jobMark{}
 	for _, pk := range []string{ttlJobPK, gsiJobPK} {
-		out, err := b.db.Query(ctx, &dynamodb.QueryInput{
-			TableName:                 &b.table,
-			KeyConditionExpression:    aws.String("#p = :p"),
-			ExpressionAttributeNames:  map[string]string{"#p": attrPK},
-			ExpressionAttributeValues: map[string]types.AttributeValue{":p": &types.AttributeValueMemberS{Value: pk}},
-			ConsistentRead:            aws.Bool(true),
-		})
+		out, err := b.db.Query(ctx, b.partitionQuery(pk))
 		if err != nil {
 			if ctx.Err() == nil {
 				b.log.Warn("reading jobs to sweep", "jobs", pk, "err", err)

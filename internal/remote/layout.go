@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/tenantdb/tenantdb/internal/apierr"
@@ -32,6 +34,20 @@ const (
 	attrPK = "tenantdb:pk"
 	attrSK = "tenantdb:sk"
 )
+
+// partitionQuery returns a strongly consistent Query of the engine
+// table's partition pk (one item collection, in sort key order), its
+// partition key named #p and bound to :p; callers add a filter, a
+// projection, a limit or more names and values to it.
+func (b *Backend) partitionQuery(pk string) *dynamodb.QueryInput {
+	return &dynamodb.QueryInput{
+		TableName:                 &b.table,
+		KeyConditionExpression:    aws.String("#p = :p"),
+		ExpressionAttributeNames:  map[string]string{"#p": attrPK},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":p": &types.AttributeValueMemberS{Value: pk}},
+		ConsistentRead:            aws.Bool(true),
+	}
+}
 
 // maxSortKey is DynamoDB's limit on a sort key's size, which bounds the
 // encoded logical key (see DESIGN.md, "Limits").

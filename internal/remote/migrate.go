@@ -236,14 +236,8 @@ func num(n int) types.AttributeValue { return &types.AttributeValueMemberN{Value
 // resumeChanges resumes every change of shard count under way (a gateway
 // that ran one may have ended): run by Open in the background.
 func (b *Backend) resumeChanges(ctx context.Context) {
-	in := &dynamodb.QueryInput{
-		TableName:                 &b.table,
-		KeyConditionExpression:    aws.String("#p = :p"),
-		FilterExpression:          aws.String("attribute_exists(#f)"),
-		ExpressionAttributeNames:  map[string]string{"#p": attrPK, "#f": "from"},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":p": &types.AttributeValueMemberS{Value: regPK}},
-		ConsistentRead:            aws.Bool(true),
-	}
+	in := b.partitionQuery(regPK)
+	in.FilterExpression, in.ExpressionAttributeNames["#f"] = aws.String("attribute_exists(#f)"), "from"
 	for {
 		res, err := b.db.Query(ctx, in)
 		if err != nil {
@@ -365,12 +359,9 @@ func (b *Backend) moveAll(ctx context.Context, p place, e shardEntry) error {
 			start = e.cursorKey(part)
 		}
 		for {
-			res, err := b.db.Query(ctx, &dynamodb.QueryInput{
-				TableName: &b.table, KeyConditionExpression: aws.String("#p = :p"),
-				ExpressionAttributeNames:  map[string]string{"#p": attrPK},
-				ExpressionAttributeValues: map[string]types.AttributeValue{":p": &types.AttributeValueMemberS{Value: part}},
-				ConsistentRead:            aws.Bool(true), Limit: aws.Int32(100), ExclusiveStartKey: start,
-			})
+			in := b.partitionQuery(part)
+			in.Limit, in.ExclusiveStartKey = aws.Int32(100), start
+			res, err := b.db.Query(ctx, in)
 			if err != nil {
 				return engineErr(err, strip)
 			}

@@ -276,14 +276,9 @@ func (b *Backend) loadDefs(ctx context.Context, pk string) ([]*schema.Table, err
 	var out []*schema.Table
 	var start map[string]types.AttributeValue
 	for {
-		res, err := b.db.Query(ctx, &dynamodb.QueryInput{
-			TableName:                 &b.table,
-			KeyConditionExpression:    aws.String("#p = :p"),
-			ExpressionAttributeNames:  map[string]string{"#p": attrPK},
-			ExpressionAttributeValues: map[string]types.AttributeValue{":p": &types.AttributeValueMemberS{Value: pk}},
-			ConsistentRead:            aws.Bool(true),
-			ExclusiveStartKey:         start,
-		})
+		in := b.partitionQuery(pk)
+		in.ExclusiveStartKey = start
+		res, err := b.db.Query(ctx, in)
 		if err != nil {
 			return nil, engineErr(err, strip)
 		}

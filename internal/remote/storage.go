@@ -446,13 +446,7 @@ func (b *Backend) recount(ctx context.Context, k collKey) (int64, error) {
 	p := placeOf(resolve.Background(t, []byte(k.ns)), lay)
 	var counted sizeDelta
 	for _, pk := range p.shardPKs() {
-		in := &dynamodb.QueryInput{
-			TableName:                 &b.table,
-			KeyConditionExpression:    aws.String("#p = :p"),
-			ExpressionAttributeNames:  map[string]string{"#p": attrPK},
-			ExpressionAttributeValues: map[string]types.AttributeValue{":p": &types.AttributeValueMemberS{Value: pk}},
-			ConsistentRead:            aws.Bool(true),
-		}
+		in := b.partitionQuery(pk)
 		for {
 			out, err := b.db.Query(ctx, in)
 			if err != nil {
@@ -525,13 +519,7 @@ func (b *Backend) TenantStorage(ctx context.Context, s tenancy.Scope) ([]Collect
 	tenant := s.Tenant().String()
 	m := b.meter
 	found := map[collKey]sizeDelta{}
-	in := &dynamodb.QueryInput{
-		TableName:                 &b.table,
-		KeyConditionExpression:    aws.String("#p = :p"),
-		ExpressionAttributeNames:  map[string]string{"#p": attrPK},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":p": &types.AttributeValueMemberS{Value: statPK(prefix)}},
-		ConsistentRead:            aws.Bool(true),
-	}
+	in := b.partitionQuery(statPK(prefix))
 	var stale []collKey
 	for {
 		out, err := b.db.Query(ctx, in)

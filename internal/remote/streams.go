@@ -308,11 +308,9 @@ func (b *Backend) streamRecs(ctx context.Context, table uint64) ([]*streamRec, e
 	var out []*streamRec
 	var start map[string]types.AttributeValue
 	for {
-		res, err := b.db.Query(ctx, &dynamodb.QueryInput{TableName: &b.table, ConsistentRead: aws.Bool(true),
-			KeyConditionExpression:    aws.String("#p = :p"),
-			ExpressionAttributeNames:  map[string]string{"#p": attrPK},
-			ExpressionAttributeValues: map[string]types.AttributeValue{":p": &types.AttributeValueMemberS{Value: streamPK(table)}},
-			ExclusiveStartKey:         start})
+		in := b.partitionQuery(streamPK(table))
+		in.ExclusiveStartKey = start
+		res, err := b.db.Query(ctx, in)
 		if err != nil {
 			return nil, engineErr(err, strip)
 		}

@@ -256,14 +256,8 @@ func (b *Backend) ReviveTenant(tenancy.Scope) {}
 
 // deleteCollection deletes every item of the collection pk.
 func (b *Backend) deleteCollection(ctx context.Context, pk string) error {
-	in := &dynamodb.QueryInput{
-		TableName:                 &b.table,
-		KeyConditionExpression:    aws.String("#p = :p"),
-		ExpressionAttributeNames:  map[string]string{"#p": attrPK, "#s": attrSK},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":p": &types.AttributeValueMemberS{Value: pk}},
-		ProjectionExpression:      aws.String("#p, #s"),
-		ConsistentRead:            aws.Bool(true),
-	}
+	in := b.partitionQuery(pk)
+	in.ExpressionAttributeNames["#s"], in.ProjectionExpression = attrSK, aws.String("#p, #s")
 	for {
 		out, err := b.db.Query(ctx, in)
 		if err != nil {

@@ -267,13 +267,7 @@ func (b *Backend) resumeTTLJobs(ctx context.Context) {
 
 // resumeJobs runs the jobs of partition pk.
 func (b *Backend) resumeJobs(ctx context.Context, pk string) {
-	out, err := b.db.Query(ctx, &dynamodb.QueryInput{
-		TableName:                 &b.table,
-		KeyConditionExpression:    aws.String("#p = :p"),
-		ExpressionAttributeNames:  map[string]string{"#p": attrPK},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":p": &types.AttributeValueMemberS{Value: pk}},
-		ConsistentRead:            aws.Bool(true),
-	})
+	out, err := b.db.Query(ctx, b.partitionQuery(pk))
 	if err != nil {
 		if ctx.Err() == nil {
 			b.log.Warn("reading jobs to resume", "jobs", pk, "err", err)
@@ -442,14 +436,8 @@ func (b *Backend) ttlJobColls(ctx context.Context, j *ttlJob) ([][]byte, error) 
 	if j.ns != nil {
 		return [][]byte{j.ns}, nil
 	}
-	in := &dynamodb.QueryInput{
-		TableName:                 &b.table,
-		KeyConditionExpression:    aws.String("#p = :p"),
-		ExpressionAttributeNames:  map[string]string{"#p": attrPK, "#s": attrSK},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":p": &types.AttributeValueMemberS{Value: regPK}},
-		ProjectionExpression:      aws.String("#s"),
-		ConsistentRead:            aws.Bool(true),
-	}
+	in := b.partitionQuery(regPK)
+	in.ExpressionAttributeNames["#s"], in.ProjectionExpression = attrSK, aws.String("#s")
 	id := binary.BigEndian.AppendUint64(nil, j.id)
 	var out [][]byte
 	for {
@@ -475,8 +463,9 @@ func (b *Backend) ttlJobColls(ctx context.Context, j *ttlJob) ([][]byte, error) 
 // returns the syncs written and the sort key to resume after (nil: the
 // partition is done).
 func (b *Backend) syncTTLPage(ctx context.Context, t *schema.Table, pk string, after []byte) (int, []byte, error) {
-	names := map[string]string{"#p": attrPK, "#s": attrSK, "#t": attrTTL}
-	values := map[string]types.AttributeValue{":p": &types.AttributeValueMemberS{Value: pk}}
+	in := b.partitionQuery(pk)
+	names, values := in.ExpressionAttributeNames, in.ExpressionAttributeValues
+	names["#s"], names["#t"] = attrSK, attrTTL
 	filter, proj := "attribute_exists(#t)", "#p, #s, #t"
 	on := t.TTLEnabled && t.TTLAttribute != ""
 	if on {
@@ -484,16 +473,7 @@ func (b *Backend) syncTTLPage(ctx context.Context, t *schema.Table, pk string, a
 		values[":n"] = &types.AttributeValueMemberS{Value: "N"}
 		filter, proj = "attribute_type(#a, :n) OR attribute_exists(#t)", proj+", #a"
 	}
-	in := &dynamodb.QueryInput{
-		TableName:                 &b.table,
-		KeyConditionExpression:    aws.String("#p = :p"),
-		FilterExpression:          &filter,
-		ProjectionExpression:      &proj,
-		ExpressionAttributeNames:  names,
-		ExpressionAttributeValues: values,
-		ConsistentRead:            aws.Bool(true),
-		Limit:                     aws.Int32(ttlJobPage),
-	}
+	in.FilterExpression, in.ProjectionExpression, in.Limit = &filter, &proj, aws.Int32(ttlJobPage)
 	if after != nil {
 		in.ExclusiveStartKey = map[string]types.AttributeValue{attrPK: values[":p"], attrSK: &types.AttributeValueMemberB{Value: after}}
 	}
