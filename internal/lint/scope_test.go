@@ -17,6 +17,7 @@ var systemScopeAllowed = []string{
 	"internal/lifecycle/finish.go",    // finishing a tenant deletion left unfinished, and its platform audit record
 	"internal/aggregate/scope.go",     // an aggregate's worker follows its tenant environment's change log
 	"internal/webhook/scope.go",       // a subscription's delivery worker reads its tenant environment's change log
+	"internal/quota/scope.go",         // the hourly storage samples read a tenant's storage counters
 	"internal/rekey/rekey.go",         // resuming a key rotation after a restart
 	"internal/rewind/rewind.go",       // resuming a tenant restore after a restart; its platform audit records
 	"internal/admin/moves.go",         // auditing the end of a tenant move, which runs (or resumed) in the background

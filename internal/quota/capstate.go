@@ -186,7 +186,6 @@ func (m *Manager) Forget(t tenancy.TenantID) {
 	m.saveMu.Lock() // NB: waits out a checkpoint that may hold t's state
 	m.states.Delete(t)
 	m.saveMu.Unlock()
-	m.scopes.Delete(t)
 }
 
 // Remember undoes Forget. It drops t's in-memory state again: one that

@@ -41,9 +41,6 @@ func (m *Manager) MeterDelivery(ctx context.Context, s tenancy.Scope, records in
 		st.mu.Unlock()
 	}
 	st.recent.Add(1)
-	if _, ok := m.scopes.Load(t); !ok {
-		m.scopes.Store(t, s)
-	}
 	m.meter.record(t, now, DeliveryOp, u, false)
 	tm := m.metrics.of(st)
 	if ok {

@@ -219,11 +219,6 @@ type Manager struct {
 	conns *gate
 
 	states sync.Map // tenancy.TenantID -> *tenantState
-	// scopes holds a scope the guard admitted for each tenant that made
-	// a request since the start (its first), with which SampleStorage
-	// reads the tenant's storage in the background.
-	// NB: only the tenant of the scope is used; Forget drops it.
-	scopes sync.Map // tenancy.TenantID -> tenancy.Scope
 	// saveMu serializes bucket checkpoints with Forget; forgotten holds
 	// the tenants being deleted, whose buckets are not checkpointed.
 	saveMu    sync.Mutex
@@ -723,9 +718,6 @@ func (m *Manager) Admit(ctx context.Context, s tenancy.Scope, o *dynamo.Op, in a
 		}
 		tk.st, f = st, st.flows[class]
 		st.recent.Add(1)
-		if _, ok := m.scopes.Load(t); !ok {
-			m.scopes.Store(t, s)
-		}
 		if !m.opts.Disabled {
 			reason := -1
 			// NB: a request may need a lease for each of its buckets (the

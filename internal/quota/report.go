@@ -60,13 +60,10 @@ func (m *Manager) SampleStorage(ctx context.Context) {
 			}
 			return true
 		}
-		sc, ok := m.scopes.Load(k.tenant)
-		if !ok {
-			// Touched only by TTL expiry since this process started: no
-			// scope of the tenant to read its storage with yet.
-			return true
+		if m.meter.gone(k.tenant) {
+			return true // being deleted (Forget): nothing to sample
 		}
-		st, err := m.storage.TenantStorage(ctx, sc.(tenancy.Scope))
+		st, err := m.storage.TenantStorage(ctx, sampleScope(k.tenant))
 		if err == nil {
 			err = m.meter.writeStorage(k, st)
 		}

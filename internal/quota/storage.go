@@ -15,7 +15,8 @@ type TableStorage = schema.TableStorage
 // embedded engine's TenantStorage reads its statistics counters, a
 // gateway's the engine's storage counters (internal/remote, storage.go).
 // Usage reports call it with the scope the guard admitted; the hourly
-// samples with the scope of a request of the tenant (Manager.SampleStorage).
+// samples (Manager.SampleStorage) with the server's own scope for the
+// tenant (sampleScope), which has the operator's role and no environment.
 // Quota never reads a backend's records itself.
 type StorageSource interface {
 	TenantStorage(ctx context.Context, s tenancy.Scope) ([]TableStorage, error)

@@ -14,15 +14,17 @@ import (
 
 // fakeStorage is a StorageSource whose figures the test sets.
 type fakeStorage struct {
-	mu    sync.Mutex
-	st    []TableStorage
-	calls int
+	mu     sync.Mutex
+	st     []TableStorage
+	calls  int
+	scopes []tenancy.Scope // the scopes it was called with
 }
 
-func (f *fakeStorage) TenantStorage(context.Context, tenancy.Scope) ([]TableStorage, error) {
+func (f *fakeStorage) TenantStorage(_ context.Context, s tenancy.Scope) ([]TableStorage, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls++
+	f.scopes = append(f.scopes, s)
 	return append([]TableStorage(nil), f.st...), nil
 }
 
@@ -147,5 +149,52 @@ func TestExpirySamplesIdleHour(t *testing.T) {
 	}
 	if h := got[1]; !h.Hour.Equal(t0.Add(time.Hour)) || !h.Sampled || h.StorageBytes != 200 || h.Items != 2 || h.Requests != 0 {
 		t.Errorf("the expiry's hour: %+v", h)
+	}
+}
+
+// The hourly samples read with the server's own scope for the tenant,
+// not with a request's: a tenant active only through TTL expiry since
+// the start (no request yet) is sampled too, with the same scope, and a
+// tenant being deleted (Forget) is not read at all.
+func TestSamplesUseServerScope(t *testing.T) {
+	c := &clock{t: t0.Add(10 * time.Minute)}
+	fs := &fakeStorage{}
+	m := newManager(t, Options{DB: memDB(t), Now: c.now, Storage: fs, FlushInterval: time.Hour})
+	a, b, d := tid(1), tid(2), tid(3)
+	ctx := context.Background()
+	fs.set(TableStorage{Table: "t", Env: "live", Items: 5, Bytes: 500})
+	req := scope(t, a, "PutItem")
+	if err := do(t, m, a, "PutItem", &wire.PutItemInput{TableName: "t"}, wire.Usage{WriteUnits: 1, Table: "t"}); err != nil {
+		t.Fatal(err)
+	}
+	m.Expired(b) // b: no request since the start, only expiry
+	m.Expired(d)
+	m.Forget(d) // d: being deleted
+	m.SampleStorage(ctx)
+	fs.mu.Lock()
+	got := append([]tenancy.Scope(nil), fs.scopes...)
+	fs.mu.Unlock()
+	if len(got) != 2 {
+		t.Fatalf("%d storage reads, want 2 (a's request, b's expiry; none of d, being deleted): %+v", len(got), got)
+	}
+	seen := map[tenancy.TenantID]bool{}
+	for _, s := range got {
+		seen[s.Tenant()] = true
+		if !s.Valid() || s.KeyID() != "system:quota.storage" || s.Env() != "" || s.KeyID() == req.KeyID() {
+			t.Errorf("tenant %v sampled with scope key %q env %q (valid %v), want the server's own (system:quota.storage, every environment)", s.Tenant(), s.KeyID(), s.Env(), s.Valid())
+		}
+	}
+	if !seen[a] || !seen[b] || seen[d] {
+		t.Errorf("sampled tenants %v, want %v and %v only", seen, a, b)
+	}
+	if err := m.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := m.Usage(ctx, sys(b), t0, t0.Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.TableHours) != 1 || !r.TableHours[0].Sampled || r.TableHours[0].StorageBytes != 500 || r.TableHours[0].Requests != 0 {
+		t.Errorf("b's hour of expiry only: %+v", r.TableHours)
 	}
 }
