@@ -62,6 +62,7 @@ func until(t *testing.T, what string, limit time.Duration, f func() bool) time.D
 // source, its index answers as the source's, and the copies are charged
 // to the tenant.
 func TestBackupAcrossKilledGateways(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("-short: builds and kills tenantdb processes")
 	}
@@ -224,6 +225,7 @@ func TestBackupAcrossKilledGateways(t *testing.T) {
 // with the tenant: afterwards no item of the engine's table names it,
 // and another tenant's backup of the same shared table is intact.
 func TestDeletedTenantDeletesBackups(t *testing.T) {
+	t.Parallel()
 	f := harness.StartCluster(t, 2, harness.Options{})
 	g0, g1 := f.Gateways[0], f.Gateways[1]
 	ctx := context.Background()

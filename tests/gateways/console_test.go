@@ -105,6 +105,7 @@ func sessionRecords(t *testing.T, f *harness.Cluster, id string) []map[string]ty
 // session hashed and sealed, never its token or key; a key revoked
 // through the API of B ends its session on A.
 func TestConsoleAcrossGateways(t *testing.T) {
+	t.Parallel()
 	f := harness.StartCluster(t, 2, harness.Options{})
 	gws := f.Gateways
 	a, b := gws[0], gws[1]

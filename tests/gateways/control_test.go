@@ -82,6 +82,7 @@ func within(t *testing.T, what string, f func() bool) time.Duration {
 // operator and writes <data-dir>/operator-credentials; the others find it
 // in the engine, write no file, and accept the first one's key.
 func TestOperatorBootstrap(t *testing.T) {
+	t.Parallel()
 	f := harness.StartCluster(t, 2, harness.Options{})
 	gws := f.Gateways
 	ctx := context.Background()
@@ -112,6 +113,7 @@ func TestOperatorBootstrap(t *testing.T) {
 // by B as soon as the suspension returns, and served by A as soon as B
 // resumed it (a tenant that is not active is read again on each request).
 func TestKeyAcrossGateways(t *testing.T) {
+	t.Parallel()
 	gws := harness.StartCluster(t, 2, harness.Options{}).Gateways
 	a, b := gws[0], gws[1]
 	ctx := context.Background()
@@ -166,6 +168,7 @@ func TestKeyAcrossGateways(t *testing.T) {
 // same moment: exactly one succeeds, the other gets a conflict, every
 // round.
 func TestSlugRace(t *testing.T) {
+	t.Parallel()
 	gws := harness.StartCluster(t, 2, harness.Options{}).Gateways
 	ctx := context.Background()
 	for round := range 10 {
@@ -214,6 +217,7 @@ func TestSlugRace(t *testing.T) {
 // chain at once (each creates keys for the tenant); the chain verifies
 // and holds every record.
 func TestAuditChainConcurrent(t *testing.T) {
+	t.Parallel()
 	gws := harness.StartCluster(t, 3, harness.Options{}).Gateways
 	ctx := context.Background()
 	tn, err := gws[0].Admin().CreateTenant(ctx, client.CreateTenantRequest{Name: "audited"})
@@ -267,6 +271,7 @@ func TestAuditChainConcurrent(t *testing.T) {
 // within the bound; requests served by either gateway are billed to the
 // same counters in the engine (ADD), whichever gateway reports them.
 func TestQuotaAndUsageAcrossGateways(t *testing.T) {
+	t.Parallel()
 	gws := harness.StartCluster(t, 2, harness.Options{}).Gateways
 	a, b := gws[0], gws[1]
 	ctx := context.Background()
@@ -319,6 +324,7 @@ func TestQuotaAndUsageAcrossGateways(t *testing.T) {
 // last use, its usage, the audit records of refused attempts through B),
 // nor its wrapped data key.
 func TestDeleteTenantAcrossGateways(t *testing.T) {
+	t.Parallel()
 	f := harness.StartCluster(t, 2, harness.Options{})
 	gws := f.Gateways
 	a, b := gws[0], gws[1]
@@ -396,6 +402,7 @@ func TestDeleteTenantAcrossGateways(t *testing.T) {
 // on B within the bound when the key that minted them is revoked
 // through A.
 func TestSessionAcrossGateways(t *testing.T) {
+	t.Parallel()
 	gws := harness.StartCluster(t, 2, harness.Options{}).Gateways
 	a, b := gws[0], gws[1]
 	ctx := context.Background()
@@ -430,6 +437,7 @@ func TestSessionAcrossGateways(t *testing.T) {
 // one the engine's credentials are sealed under refuses to start, saying
 // why; rotating the server key through a gateway is refused.
 func TestFleetServerKey(t *testing.T) {
+	t.Parallel()
 	f := harness.StartCluster(t, 1, harness.Options{})
 	gws := f.Gateways
 	err := f.StartGatewayWithKey(t, t.TempDir(), strings.Repeat("ab", 32))

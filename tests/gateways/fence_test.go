@@ -130,6 +130,7 @@ func engineHas(t *testing.T, eng *dynamodb.Client, table, v string) bool {
 // nothing of them — no item of the shared table (whose id, and so
 // collection, it shares with the deleted tenant) and no table.
 func TestFencedWritesOfDeletedTenant(t *testing.T) {
+	t.Parallel()
 	c := harness.StartCluster(t, 1, harness.Options{})
 	a := c.Gateways[0]
 	h := newHolder("held-early", "held-late", "heldtable")
@@ -242,6 +243,7 @@ func TestFencedWritesOfDeletedTenant(t *testing.T) {
 // not stay there (an orphan nothing can reach or delete), and the drop
 // is forgotten once purged again.
 func TestFencedWritesOfDroppedTable(t *testing.T) {
+	t.Parallel()
 	c := harness.StartCluster(t, 1, harness.Options{})
 	a := c.Gateways[0]
 	h := newHolder("held-drop")

@@ -18,6 +18,7 @@ import (
 // tenant is gone, the engine holds nothing of it, and the platform's
 // audit log says the server finished it.
 func TestUnfinishedDeletionIsFinished(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("-short: builds and kills a tenantdb process")
 	}

@@ -3,9 +3,6 @@ package gateways
 import (
 	"context"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -19,26 +16,12 @@ import (
 	"github.com/tenantdb/tenantdb/tests/harness"
 )
 
-// binary returns TENANTDB_BIN or a freshly built ./cmd/tenantdb.
-func binary(t *testing.T) string {
-	t.Helper()
-	if bin := os.Getenv(harness.BinEnv); bin != "" {
-		return bin
-	}
-	bin := filepath.Join(t.TempDir(), "tenantdb")
-	cmd := exec.Command("go", "build", "-o", bin, "github.com/tenantdb/tenantdb/cmd/tenantdb")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
-
 // TestKillGateway: a gateway child process is killed with kill -9 while
 // clients write items and create keys (audited) through it; through
 // another gateway, every acknowledged write and key is in the engine,
 // every acknowledged key has its audit record, and the chain verifies.
 func TestKillGateway(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("-short: builds and kills a tenantdb process")
 	}

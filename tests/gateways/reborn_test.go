@@ -25,6 +25,7 @@ import (
 // the deleted tenant's retry, acknowledged and not applied); its audit
 // records (sealed by B) open on A.
 func TestRebornTenantAcrossGateways(t *testing.T) {
+	t.Parallel()
 	gws := harness.StartCluster(t, 2, harness.Options{}).Gateways
 	a, b := gws[0], gws[1]
 	ctx := context.Background()
@@ -92,6 +93,7 @@ func TestRebornTenantAcrossGateways(t *testing.T) {
 // (a definition cached on B put it in the dropped table's items, where it
 // was acknowledged and then lost).
 func TestRecreatedTableAcrossGateways(t *testing.T) {
+	t.Parallel()
 	gws := harness.StartCluster(t, 2, harness.Options{}).Gateways
 	a, b := gws[0], gws[1]
 	ctx := context.Background()
@@ -141,6 +143,7 @@ func TestRecreatedTableAcrossGateways(t *testing.T) {
 // every attempt accounted for (the counts over the rate are in the
 // engine, not in the gateway that refused them).
 func TestDenialsCoalescedAcrossGateways(t *testing.T) {
+	t.Parallel()
 	gws := harness.StartCluster(t, 2, harness.Options{}).Gateways
 	ctx := context.Background()
 	createTable(t, gws[0], "guarded")

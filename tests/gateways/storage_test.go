@@ -124,6 +124,8 @@ func reported(t *testing.T, s *harness.Server, tenant, table string) [3]int64 {
 // the usage report on either gateway shows it; another tenant's storage
 // never includes the first's. UpdateItem's ReturnValues stay exact.
 func TestStorageAcrossGateways(t *testing.T) {
+	// NB: not parallel: it waits for each gateway's flush of its size
+	// changes (every second) within bound+slack, which a starved CPU misses.
 	f := harness.StartCluster(t, 2, harness.Options{})
 	gws := f.Gateways
 	ctx := context.Background()
@@ -286,6 +288,7 @@ func TestStorageAcrossGateways(t *testing.T) {
 // quota change settles), then is no longer listed, and a quota change
 // on the gateway left alone returns without the settle.
 func TestStorageAfterKill(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("-short: builds and kills a tenantdb process")
 	}
@@ -408,6 +411,8 @@ func TestStorageAfterKill(t *testing.T) {
 // tenant's suspension without the fleet's settle; once a second gateway
 // registered, all settle again.
 func TestAloneSkipsSettle(t *testing.T) {
+	// NB: not parallel: it times changes against node.FleetSettle, which a
+	// starved CPU can exceed.
 	f := harness.StartCluster(t, 1, harness.Options{})
 	a := f.Gateways[0]
 	ctx := context.Background()

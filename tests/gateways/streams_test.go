@@ -23,6 +23,7 @@ import (
 // DISABLED at once, stops its readers at the first change made after it,
 // and a stream enabled again is a new stream, listed after the old one.
 func TestStreamLifetimeAcrossGateways(t *testing.T) {
+	t.Parallel()
 	f := harness.StartCluster(t, 2, harness.Options{})
 	g0, g1 := f.Gateways[0], f.Gateways[1]
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

@@ -80,6 +80,7 @@ func engineItemsOf(t *testing.T, eng *dynamodb.Client, table, id string) []strin
 // not its records, data, collections' registry entries, nor the buckets B
 // leased from after the deletion began.
 func TestDeletedTenantLeavesNothing(t *testing.T) {
+	t.Parallel()
 	// NB: with admission control on, so that the gateways lease capacity.
 	c := harness.StartCluster(t, 2, harness.Options{Fairness: true})
 	gws := c.Gateways

@@ -18,6 +18,7 @@ import (
 // such admin endpoint", as the README's table of the remote backend
 // says; tenant keys are still refused first.
 func TestUnservedAdminOperations(t *testing.T) {
+	t.Parallel()
 	gw := harness.StartCluster(t, 1, harness.Options{}).Gateways[0]
 	ctx := context.Background()
 	app := gw.NewTenant(t, "unserved", "admin")

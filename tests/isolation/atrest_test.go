@@ -62,6 +62,7 @@ func (d *diskNode) close(t *testing.T) {
 // still reads its own. Unlike the other suites this one is not
 // black-box: the attacker here is below the API.
 func TestStoredValuesOpenOnlyForTheirTenant(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("on-disk server")
 	}

@@ -19,6 +19,7 @@ import (
 // table to a time (only B's view comes back), B restoring A's own table,
 // and the operator. Every refusal of B's is audited in B's log.
 func TestBackupIsolation(t *testing.T) {
+	t.Parallel()
 	srv := harness.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

@@ -26,6 +26,7 @@ import (
 // of old B's items, through either gateway; tenant A's items are as they
 // were.
 func TestRebornTenantSeesNothingOfFencedWrites(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("-short: starts a fleet of gateways")
 	}

@@ -28,6 +28,7 @@ import (
 // (operator only, and the refusal names none); once A is deleted, no
 // storage counter of A is left in the engine and B's are intact.
 func TestFleetStorageIsolation(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("-short: starts a fleet of gateways")
 	}

@@ -16,6 +16,7 @@ import (
 // and denied attempts are coalesced fleet-wide. What the remote backend
 // does not serve skips there, saying so.
 func TestIsolationGateways(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("-short: the suite over two gateways")
 	}

@@ -28,6 +28,7 @@ import (
 // items whose keys spell A's control records' engine keys reach nothing
 // of A's.
 func TestGatewaysIsolation(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("-short: starts a fleet of gateways")
 	}

@@ -23,6 +23,7 @@ import (
 // its own items (values, count, index), A's secret never reaches B, B's
 // data never moved, and the move is audited in A's log, not in B's.
 func TestMoveIsolation(t *testing.T) {
+	t.Parallel()
 	srv := harness.Start(t, harness.Options{MaxOpenSilos: 1})
 	if srv.Remote {
 		t.Skip("a gateway over a remote engine has no silo stores; moves are not served there")

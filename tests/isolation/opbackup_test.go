@@ -20,6 +20,7 @@ import (
 // and its temporary credentials are refused with 403 before anything is
 // written, and each refusal is in the tenant's own audit log.
 func TestOperatorBackupRefusesTenants(t *testing.T) {
+	t.Parallel()
 	srv := harness.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

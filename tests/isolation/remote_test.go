@@ -11,6 +11,7 @@ import (
 // only through the DynamoDB API. What that backend does not serve yet
 // (deleting an index with UpdateTable) skips there, saying so.
 func TestRemote(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("-short: the remote backend's run of the suite")
 	}

@@ -25,6 +25,7 @@ import (
 // audited in B's log; on a shared table B's backup holds B's items only
 // and A's holds A's; the operator has no access to backups.
 func TestRemoteBackupIsolation(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("-short: starts a fleet of gateways")
 	}

@@ -28,6 +28,7 @@ import (
 // numbers count the engine's other writes in that shard, as DynamoDB's
 // numbers of one table's shard do — never which tenant, table or item.
 func TestRemoteStreamsIsolation(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("-short: two gateways over a stand-in engine")
 	}

@@ -68,6 +68,7 @@ func scanPairs(t *testing.T, c *dynamodb.Client, table string) []string {
 }
 
 func TestRestoreIsolation(t *testing.T) {
+	t.Parallel()
 	srv := harness.Start(t)
 	if srv.Remote {
 		t.Skip("remote backend: in-place tenant restores are not served there (README); TestRemotePITRIsolation attacks its point-in-time recovery")

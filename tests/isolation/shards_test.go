@@ -21,6 +21,7 @@ import (
 // scan segment; it must only ever see and count its own items. Changing
 // shard counts is the operator's alone (the admin-routes attacks).
 func TestShardIsolation(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("-short: starts a gateway and its engine")
 	}

@@ -38,6 +38,7 @@ type siloTenant struct {
 // "1000" or "silos-<B>"), whatever page tokens of B it replays, whichever
 // admin route it calls — nor must dropping A touch B's store.
 func TestSiloTierStoreIsolation(t *testing.T) {
+	t.Parallel()
 	srv := harness.Start(t, harness.Options{MaxOpenSilos: 1})
 	if srv.Remote {
 		t.Skip("a gateway over a remote engine has no silo stores and refuses the silo tier (tests/conformance TestSiloTier)")

@@ -23,6 +23,7 @@ import (
 // each tenant's silo store into the main store, still shows each tenant
 // only its own records.
 func TestDeletedTableStreamsIsolation(t *testing.T) {
+	t.Parallel()
 	srv := harness.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

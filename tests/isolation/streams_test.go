@@ -65,6 +65,7 @@ func trimHorizon(t *testing.T, ctx context.Context, sc *dynamodbstreams.Client, 
 }
 
 func TestStreamsIsolation(t *testing.T) {
+	t.Parallel()
 	srv := harness.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

@@ -60,6 +60,7 @@ func exportText(t *testing.T, c *client.Client, tenant string, tables ...string)
 }
 
 func TestTransfersIsolation(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	srv := harness.Start(t, harness.Options{ExportRoot: root})
 	if srv.Remote {
