@@ -25,6 +25,7 @@ import (
 // the tenant's audit log records the restore's start, its resumption and
 // its end.
 func TestPITRAcrossKilledGateways(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("-short: builds and kills tenantdb processes")
 	}

@@ -19,6 +19,7 @@ import (
 // the tenant deletes what the engine kept of it: no stream record or
 // entry naming the tenant is left.
 func TestDeletedTenantForgetsKeptStreams(t *testing.T) {
+	t.Parallel()
 	c := harness.StartCluster(t, 2, harness.Options{})
 	a, b := c.Gateways[0], c.Gateways[1]
 	eng, table := c.Engine.Client(c.EngineKey), "gw-tenantdb"

@@ -35,6 +35,7 @@ import (
 //     can name it (nor the engine table) as a table, during a restore or
 //     after; none is left in the engine.
 func TestRemotePITRIsolation(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("-short: starts a fleet of gateways")
 	}
