@@ -636,7 +636,8 @@ func scoped(s tenancy.Scope) (tenancy.TenantID, error) {
 
 // Reseal re-encrypts the scope's tenant's records that are not sealed
 // under the current version of its data key (a tenant key rotation) and
-// returns how many it rewrote. Appends wait meanwhile; the records'
+// returns how many it rewrote. Appends wait meanwhile (on a fleet, other
+// gateways' appends are fenced instead: fleetreseal.go); the records'
 // hashes cover their plaintext, so the chain is unchanged.
 func (l *Log) Reseal(ctx context.Context, s tenancy.Scope) (int64, error) {
 	t, err := scoped(s)
@@ -650,6 +651,9 @@ func (l *Log) Reseal(ctx context.Context, s tenancy.Scope) (int64, error) {
 	c := l.chain(t)
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if l.shared {
+		return l.resealShared(ctx, t, c) // fleetreseal.go: other gateways append meanwhile
+	}
 	lo, hi := keyspace.AuditRange(t)
 	var b kv.Batch
 	var n int64

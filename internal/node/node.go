@@ -451,7 +451,11 @@ func Open(ctx context.Context, o Options) (_ *Node, err error) {
 	if n.remote == nil {
 		data = n.engine
 	}
-	n.rekey = rekey.New(rekey.Options{Keys: n.keys, Data: data, Audit: n.audit, Logger: log.With("component", "rekey")})
+	var rekeyFleet *rekey.Fleet
+	if n.remote != nil { // a tenant's key seals its audit log in the engine
+		rekeyFleet = &rekey.Fleet{Owner: n.remote.GatewayID(), Settle: FleetSettle, Lease: remote.GatewayLease, Sweep: o.Remote.JobSweep}
+	}
+	n.rekey = rekey.New(rekey.Options{Keys: n.keys, Data: data, Audit: n.audit, Logger: log.With("component", "rekey"), Fleet: rekeyFleet})
 	adm.ServeEncryption(n.rekey, admin.ServerKeyOps{Status: n.serverKeyStatus, Rotate: n.rotateServerKey})
 	n.openBackups()
 	adm.ServeBackups(nodeBackups{n})

@@ -6,6 +6,13 @@
 // tenant's key file (package tenantkey), so a rotation interrupted by a
 // crash is resumed when the server starts again (Resume), from the last
 // table it finished. Start and finish are audited in the tenant's log.
+//
+// On a fleet of gateways over a DynamoDB-API engine (Options.Fleet) the
+// items are the engine's and not sealed by tenantdb; what a tenant's data
+// key seals there is its audit log, kept in the engine. The rotation's
+// state lives in the tenant's key record in the engine, worked on by one
+// gateway at a time (tenantkey.Keyring.Claim); any gateway takes over a
+// rotation whose worker stopped renewing its claim (fleet.go).
 package rekey
 
 import (
@@ -33,13 +40,16 @@ type Data interface {
 
 // Options name what a rotation touches. Keys and Audit are required;
 // Data may be nil for a server whose items live elsewhere (the remote
-// backend), where rotation is refused.
+// backend), where rotation is refused unless Fleet is set.
 type Options struct {
 	Keys   *tenantkey.Keyring
 	Data   Data
 	Audit  *audit.Log
 	Logger *slog.Logger
 	Now    func() time.Time
+	// Fleet, for a gateway of a fleet sharing the keys in an engine,
+	// says how rotations are shared between gateways (fleet.go).
+	Fleet *Fleet
 }
 
 // Service runs tenant key rotations.
@@ -92,7 +102,7 @@ func (s *Service) Status(ctx context.Context, sc tenancy.Scope) (Status, error) 
 	if err != nil {
 		return Status{}, err
 	}
-	k, err := s.o.Keys.Key(t)
+	k, err := s.o.Keys.Reload(t) // NB: on a fleet, as another gateway left it
 	if err != nil {
 		return Status{}, apierr.Wrap(apierr.Internal, err, "loading the tenant's data key")
 	}
@@ -119,7 +129,7 @@ func (s *Service) Rotate(ctx context.Context, sc tenancy.Scope, actor, role stri
 	if err != nil {
 		return Status{}, err
 	}
-	if s.o.Data == nil {
+	if s.o.Data == nil && s.o.Fleet == nil {
 		return Status{}, apierr.Validationf("this server keeps items in a remote engine; their encryption is the engine's, and tenant key rotation is not available")
 	}
 	r, err := s.o.Keys.StartRotation(t, s.o.Now())
@@ -137,6 +147,9 @@ func (s *Service) Rotate(ctx context.Context, sc tenancy.Scope, actor, role stri
 // Resume restarts, in the background, every rotation a previous process
 // left unfinished. scope returns the scope to work on a tenant with.
 func (s *Service) Resume(scope func(tenancy.TenantID) tenancy.Scope) error {
+	if s.o.Fleet != nil {
+		return s.resumeFleet(scope) // fleet.go
+	}
 	if s.o.Data == nil {
 		return nil
 	}
@@ -186,6 +199,9 @@ func (s *Service) start(sc tenancy.Scope) {
 
 // run re-encrypts the tenant's values and finishes the rotation.
 func (s *Service) run(sc tenancy.Scope) error {
+	if s.o.Fleet != nil {
+		return s.runFleet(sc) // fleet.go
+	}
 	t := sc.Tenant()
 	k, err := s.o.Keys.Key(t)
 	if err != nil {

@@ -1,13 +1,19 @@
 package tenantkey
 
 import (
+	"context"
 	"crypto/cipher"
 	"crypto/rand"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"sync/atomic"
 	"time"
+
+	"github.com/tenantdb/tenantdb/internal/keyspace"
+	"github.com/tenantdb/tenantdb/internal/kv"
 
 	"github.com/tenantdb/tenantdb/internal/tenancy"
 )
@@ -82,10 +88,29 @@ func (k *Key) Open(dst, sealed, aad []byte) ([]byte, error) {
 		return nil, ErrDestroyed
 	}
 	pt, err := st.open(dst, sealed, aad)
+	if err != nil && k.kr.store != nil && !st.has(sealed) {
+		// NB: another gateway rotated the key (a version this one has
+		// not read yet, for up to MaxStale): read the key again at once.
+		if nk, rerr := k.kr.reload(k.tenant); rerr == nil {
+			st = nk.st.Load()
+			if !st.destroyed {
+				pt, err = st.open(dst, sealed, aad)
+			}
+		}
+	}
 	if err != nil && st.legacy {
 		return append(dst, sealed...), nil
 	}
 	return pt, err
+}
+
+// has reports whether the state holds the version sealed names.
+func (st *keyState) has(sealed []byte) bool {
+	if len(sealed) < 2 || sealed[0] != magic {
+		return true // not sealed: nothing to read again for
+	}
+	v, n := binary.Uvarint(sealed[1:])
+	return n <= 0 || v > 1<<32-1 || st.aeads[uint32(v)] != nil
 }
 
 func (st *keyState) open(dst, sealed, aad []byte) ([]byte, error) {
@@ -178,8 +203,70 @@ func (kr *Keyring) Progress(t tenancy.TenantID, done int64, cursor string) error
 			return errors.New("tenantkey: no rotation in progress")
 		}
 		f.Rotation.Done, f.Rotation.Cursor = done, cursor
+		if f.Rotation.Owner != "" {
+			f.Rotation.Beat = time.Now().UnixMilli()
+		}
 		return nil
 	})
+}
+
+// Claim makes owner the worker of t's rotation in progress if it has no
+// worker, is owner's already, or its worker's Beat is older than stale,
+// and records now as its Beat; it reports whether owner holds it. The
+// write is conditioned on the key as read, so of two gateways claiming
+// at once one wins.
+func (kr *Keyring) Claim(t tenancy.TenantID, owner string, now time.Time, stale time.Duration) (bool, error) {
+	held := false
+	err := kr.update(t, func(f *keyFile) error {
+		held = false
+		r := f.Rotation
+		if r == nil {
+			return errNoChange
+		}
+		if r.Owner != "" && r.Owner != owner && now.Sub(time.UnixMilli(r.Beat)) < stale {
+			return errNoChange
+		}
+		r.Owner, r.Beat, held = owner, now.UnixMilli(), true
+		return nil
+	})
+	if errors.Is(err, errNoChange) {
+		err = nil
+	}
+	return held, err
+}
+
+// errNoChange, from update's fn, leaves the file as it is.
+var errNoChange = errors.New("tenantkey: no change")
+
+// Rotations returns the rotations in progress of the keys in the store
+// (Options.Store), read with one scan, without unwrapping any key.
+func (kr *Keyring) Rotations() (map[tenancy.TenantID]RotationInfo, error) {
+	out := map[tenancy.TenantID]RotationInfo{}
+	if kr.store == nil {
+		return out, nil
+	}
+	lo := keyspace.System(keyspace.SysTenantKeys)
+	var bad error
+	err := kr.store.Scan(context.Background(), lo, keyspace.PrefixEnd(lo), func(k, v []byte) bool {
+		var t tenancy.TenantID
+		if len(k) != len(lo)+len(t) {
+			return true
+		}
+		copy(t[:], k[len(lo):])
+		var f keyFile
+		if err := json.Unmarshal(v, &f); err != nil {
+			bad = fmt.Errorf("tenantkey: key file of tenant %s is corrupt", t)
+			return false
+		}
+		if f.Rotation != nil {
+			out[t] = *f.Rotation
+		}
+		return true
+	})
+	if err == nil {
+		err = bad
+	}
+	return out, err
 }
 
 // FinishRotation ends the rotation of t: every version but the current one
@@ -201,6 +288,32 @@ func (kr *Keyring) FinishRotation(t tenancy.TenantID) error {
 	})
 }
 
+// FinishRotationTo is FinishRotation for the rotation to version to only,
+// and reports whether this call ended it (false if it had ended, or
+// another rotation is in progress): of two gateways finishing one
+// rotation, one records its end.
+func (kr *Keyring) FinishRotationTo(t tenancy.TenantID, to uint32) (bool, error) {
+	ended := false
+	err := kr.update(t, func(f *keyFile) error {
+		ended = false
+		if f.Rotation == nil || f.Rotation.To != to {
+			return errNoChange
+		}
+		var keep []wrappedKey
+		for _, w := range f.Versions {
+			if w.Version == f.Current {
+				keep = append(keep, w)
+			}
+		}
+		f.Versions, f.Rotation, f.Legacy, ended = keep, nil, false, true
+		return nil
+	})
+	if errors.Is(err, errNoChange) {
+		err = nil
+	}
+	return ended, err
+}
+
 // Rewrap makes next the key-encryption key and re-wraps every tenant's
 // data keys under it (a rotation of the server key), online: keys wrapped
 // under the previous KEK keep unwrapping until Rewrap returns. Each
@@ -208,62 +321,101 @@ func (kr *Keyring) FinishRotation(t tenancy.TenantID) error {
 // wrapped under one of the two; calling Rewrap again (with the previous
 // KEK given as prev) finishes the job.
 func (kr *Keyring) Rewrap(prev, next []byte) error {
-	nk, err := newKEK(next)
-	if err != nil {
+	old := prev
+	if old == nil {
+		old = kr.kek.Load().raw
+	}
+	if err := kr.UseKEKs(next, old); err != nil {
 		return err
 	}
-	old := kr.kek.Load()
-	if prev != nil {
-		if old, err = newKEK(prev); err != nil {
-			return err
-		}
-	}
-	kr.prev.Store(old)
-	kr.kek.Store(nk)
-	tenants, err := kr.Tenants()
-	if err != nil {
+	if _, err := kr.RewrapAll(); err != nil {
 		return err
-	}
-	for _, t := range tenants {
-		err := kr.rewrapTenant(t, nk)
-		if errors.Is(err, ErrDestroyed) {
-			continue
-		}
-		if err != nil {
-			return err
-		}
 	}
 	kr.prev.Store(nil)
 	return nil
 }
 
-func (kr *Keyring) rewrapTenant(t tenancy.TenantID, nk *kek) error {
-	kr.mu.Lock()
-	defer kr.mu.Unlock()
-	if _, gone := kr.destroyed.Load(t); gone {
-		return ErrDestroyed
-	}
-	f, err := kr.read(t)
+// UseKEKs makes cur the key-encryption key that wraps new data keys and
+// also, if not nil, opens keys wrapped under also. A fleet's server key
+// rotation (package fleetkey) steps every gateway through
+// UseKEKs(old, new), UseKEKs(new, old), then UseKEKs(new, nil).
+func (kr *Keyring) UseKEKs(cur, also []byte) error {
+	nk, err := newKEK(cur)
 	if err != nil {
 		return err
 	}
-	changed := false
-	for i, w := range f.Versions {
-		if w.KEK == nk.id {
-			continue
-		}
-		dk, err := kr.unwrapOne(t, w)
-		if err != nil {
+	var ok *kek
+	if also != nil {
+		if ok, err = newKEK(also); err != nil {
 			return err
 		}
-		f.Versions[i] = wrappedKey{Version: w.Version, KEK: nk.id, Wrapped: wrap(nk, t, w.Version, dk)}
-		clear(dk)
-		changed = true
 	}
-	if !changed {
-		return nil
+	kr.mu.Lock()
+	defer kr.mu.Unlock()
+	kr.prev.Store(ok)
+	kr.kek.Store(nk)
+	return nil
+}
+
+// RewrapAll re-wraps, under the current key-encryption key, every
+// tenant's data keys wrapped under another (which must open under the
+// second key of UseKEKs), and returns how many tenants it rewrote. In a
+// store each file is replaced on condition that it is what was read.
+func (kr *Keyring) RewrapAll() (int, error) {
+	nk := kr.kek.Load()
+	tenants, err := kr.Tenants()
+	if err != nil {
+		return 0, err
 	}
-	return kr.write(t, f)
+	n := 0
+	for _, t := range tenants {
+		changed, err := kr.rewrapTenant(t, nk)
+		if errors.Is(err, ErrDestroyed) || errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return n, err
+		}
+		if changed {
+			n++
+		}
+	}
+	return n, nil
+}
+
+func (kr *Keyring) rewrapTenant(t tenancy.TenantID, nk *kek) (bool, error) {
+	kr.mu.Lock()
+	defer kr.mu.Unlock()
+	for round := 0; ; round++ {
+		if _, gone := kr.destroyed.Load(t); gone && kr.store == nil {
+			return false, ErrDestroyed
+		}
+		f, old, err := kr.readRaw(t)
+		if err != nil {
+			return false, err
+		}
+		changed := false
+		for i, w := range f.Versions {
+			if w.KEK == nk.id {
+				continue
+			}
+			dk, err := kr.unwrapOne(t, w)
+			if err != nil {
+				return false, err
+			}
+			f.Versions[i] = wrappedKey{Version: w.Version, KEK: nk.id, Wrapped: wrap(nk, t, w.Version, dk)}
+			clear(dk)
+			changed = true
+		}
+		if !changed {
+			return false, nil
+		}
+		err = kr.write(t, f, old)
+		if errors.Is(err, kv.ErrConflict) && round < updateRounds {
+			continue
+		}
+		return err == nil, err
+	}
 }
 
 // Wrapped reports how many tenant keys are wrapped under the current KEK

@@ -104,6 +104,7 @@ type Keyring struct {
 type kek struct {
 	id   string // hex of 8 bytes of HMAC under the KEK: which KEK wrapped a key
 	aead cipher.AEAD
+	raw  []byte
 }
 
 func newKEK(b []byte) (*kek, error) {
@@ -116,7 +117,7 @@ func newKEK(b []byte) (*kek, error) {
 	}
 	m := hmac.New(sha256.New, b)
 	m.Write([]byte("tenantdb tenant key wrap id v1"))
-	return &kek{id: hex.EncodeToString(m.Sum(nil)[:8]), aead: a}, nil
+	return &kek{id: hex.EncodeToString(m.Sum(nil)[:8]), aead: a, raw: append([]byte(nil), b...)}, nil
 }
 
 func newAEAD(k []byte) (cipher.AEAD, error) {
@@ -160,7 +161,7 @@ func (kr *Keyring) Create(t tenancy.TenantID) error {
 			return fmt.Errorf("tenantkey: %w", err)
 		}
 	}
-	_, err := kr.key(t, true)
+	_, err := kr.key(t, true, false)
 	return err
 }
 
@@ -192,10 +193,23 @@ func (kr *Keyring) shredded(t tenancy.TenantID) bool {
 // not created here but only by Create (tenant creation): another gateway
 // may have deleted the tenant and destroyed its key, and a key made now
 // would outlive it. Key then returns ErrNoKey.
-func (kr *Keyring) Key(t tenancy.TenantID) (*Key, error) { return kr.key(t, kr.store == nil) }
+func (kr *Keyring) Key(t tenancy.TenantID) (*Key, error) { return kr.key(t, kr.store == nil, false) }
 
-func (kr *Keyring) key(t tenancy.TenantID, create bool) (*Key, error) {
-	if v, ok := kr.keys.Load(t); ok && kr.fresh(v.(*Key)) {
+// Reload is Key, read from the store again however fresh the cached copy
+// (with Options.Store; Key otherwise): what another gateway changed
+// shows at once.
+func (kr *Keyring) Reload(t tenancy.TenantID) (*Key, error) {
+	if kr.store == nil {
+		return kr.Key(t)
+	}
+	return kr.reload(t)
+}
+
+// reload reads t's key from the store again, however fresh the cached one.
+func (kr *Keyring) reload(t tenancy.TenantID) (*Key, error) { return kr.key(t, false, true) }
+
+func (kr *Keyring) key(t tenancy.TenantID, create, force bool) (*Key, error) {
+	if v, ok := kr.keys.Load(t); ok && !force && kr.fresh(v.(*Key)) {
 		return v.(*Key), nil
 	}
 	if t.IsZero() {
@@ -204,7 +218,7 @@ func (kr *Keyring) key(t tenancy.TenantID, create bool) (*Key, error) {
 	kr.mu.Lock()
 	defer kr.mu.Unlock()
 	cached, ok := kr.keys.Load(t)
-	if ok && kr.fresh(cached.(*Key)) {
+	if ok && !force && kr.fresh(cached.(*Key)) {
 		return cached.(*Key), nil
 	}
 	if at, gone := kr.destroyed.Load(t); gone {
@@ -244,6 +258,15 @@ func (kr *Keyring) key(t tenancy.TenantID, create bool) (*Key, error) {
 	if err != nil {
 		return nil, err
 	}
+	if ok {
+		// NB: the key changed in the store (another gateway rotated it):
+		// whoever holds the cached Key sees the new state at once.
+		k := cached.(*Key)
+		k.st.Store(st)
+		k.stored = string(stored)
+		k.loaded.Store(start.UnixNano())
+		return k, nil
+	}
 	key := &Key{kr: kr, tenant: t, stored: string(stored)}
 	key.loaded.Store(start.UnixNano())
 	key.st.Store(st)
@@ -279,7 +302,7 @@ func (kr *Keyring) generate(t tenancy.TenantID) (*keyFile, error) {
 		}
 		return f, nil
 	}
-	return f, kr.write(t, f)
+	return f, kr.write(t, f, nil)
 }
 
 // storeKey is the key of tenant t's wrapped keys in Options.Store.
@@ -383,6 +406,11 @@ type RotationInfo struct {
 	Started int64  `json:"started"`          // unix ms
 	Done    int64  `json:"done"`             // values re-encrypted so far
 	Cursor  string `json:"cursor,omitempty"` // opaque resume point of the caller
+	// Owner and Beat, on a fleet of gateways (Options.Store): the
+	// gateway working on the rotation and when it last said so (unix
+	// ms); another gateway takes it over when Beat grows old (Claim).
+	Owner string `json:"owner,omitempty"`
+	Beat  int64  `json:"beat,omitempty"`
 }
 
 func wrapAAD(t tenancy.TenantID, v uint32) []byte {
@@ -452,47 +480,65 @@ func (kr *Keyring) path(t tenancy.TenantID) string { return filepath.Join(kr.dir
 
 // read returns t's stored key file (fs.ErrNotExist if none). REQUIRES: kr.mu.
 func (kr *Keyring) read(t tenancy.TenantID) (*keyFile, error) {
+	f, _, err := kr.readRaw(t)
+	return f, err
+}
+
+// readRaw is read, with the stored bytes (what a conditional write of the
+// file in the store is conditioned on). REQUIRES: kr.mu.
+func (kr *Keyring) readRaw(t tenancy.TenantID) (*keyFile, []byte, error) {
 	var data []byte
 	if kr.store != nil {
 		b, err := kr.store.Get(context.Background(), storeKey(t))
 		if errors.Is(err, kv.ErrNotFound) {
-			return nil, fs.ErrNotExist
+			return nil, nil, fs.ErrNotExist
 		}
 		if err != nil {
-			return nil, fmt.Errorf("tenantkey: reading key of tenant %s: %w", t, err)
+			return nil, nil, fmt.Errorf("tenantkey: reading key of tenant %s: %w", t, err)
 		}
 		data = b
 	} else if kr.dir == "" {
 		b, ok := kr.mem[t]
 		if !ok {
-			return nil, fs.ErrNotExist
+			return nil, nil, fs.ErrNotExist
 		}
 		data = b
 	} else {
 		b, err := os.ReadFile(kr.path(t))
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		data = b
 	}
 	var f keyFile
 	if err := json.Unmarshal(data, &f); err != nil || f.Tenant != t.String() {
-		return nil, fmt.Errorf("tenantkey: key file of tenant %s is corrupt", t)
+		return nil, nil, fmt.Errorf("tenantkey: key file of tenant %s is corrupt", t)
 	}
-	return &f, nil
+	return &f, data, nil
 }
 
 // write stores f durably (temporary file, fsync, rename, directory
-// fsync). REQUIRES: kr.mu.
-func (kr *Keyring) write(t tenancy.TenantID, f *keyFile) error {
+// fsync); in the store, on condition that it still holds old, what the
+// caller read (kv.ErrConflict otherwise: another gateway changed it, and
+// the caller reads it again). REQUIRES: kr.mu.
+//
+// NB: every write of a key in the store is conditioned so: two gateways
+// starting a rotation at once must not each make a version n+1 of their
+// own, one of which the other's write would erase with the values sealed
+// under it.
+func (kr *Keyring) write(t tenancy.TenantID, f *keyFile, old []byte) error {
 	data, err := json.Marshal(f)
 	if err != nil {
 		return err
 	}
 	if kr.store != nil {
 		var b kv.Batch
-		b.Set(storeKey(t), data)
-		if err := kr.store.Apply(context.Background(), &b); err != nil {
+		b.SetIfEquals(storeKey(t), old, data)
+		err := kr.store.Apply(context.Background(), &b)
+		if errors.Is(err, kv.ErrConflict) {
+			return err
+		}
+		if err != nil {
 			return fmt.Errorf("tenantkey: writing key of tenant %s: %w", t, err)
 		}
 		return nil
@@ -544,28 +590,43 @@ func (kr *Keyring) update(t tenancy.TenantID, fn func(f *keyFile) error) error {
 	}
 	kr.mu.Lock()
 	defer kr.mu.Unlock()
-	if _, gone := kr.destroyed.Load(t); gone {
-		return ErrDestroyed
+	for round := 0; ; round++ {
+		if _, gone := kr.destroyed.Load(t); gone {
+			return ErrDestroyed
+		}
+		f, old, err := kr.readRaw(t)
+		if err != nil {
+			return err
+		}
+		if err := fn(f); err != nil {
+			return err // errNoChange included: the caller's to read
+		}
+		st, err := kr.unwrap(t, f)
+		if err != nil {
+			return err
+		}
+		err = kr.write(t, f, old)
+		if errors.Is(err, kv.ErrConflict) && round < updateRounds {
+			continue // another gateway changed it: apply fn to theirs
+		}
+		if err != nil {
+			return err
+		}
+		if v, ok := kr.keys.Load(t); ok {
+			k := v.(*Key)
+			k.st.Store(st)
+			if data, err := json.Marshal(f); err == nil {
+				k.stored = string(data)
+			}
+			k.loaded.Store(time.Now().UnixNano())
+		}
+		return nil
 	}
-	f, err := kr.read(t)
-	if err != nil {
-		return err
-	}
-	if err := fn(f); err != nil {
-		return err
-	}
-	st, err := kr.unwrap(t, f)
-	if err != nil {
-		return err
-	}
-	if err := kr.write(t, f); err != nil {
-		return err
-	}
-	if v, ok := kr.keys.Load(t); ok {
-		v.(*Key).st.Store(st)
-	}
-	return nil
 }
+
+// updateRounds bounds how often update reads a key file another gateway
+// keeps changing.
+const updateRounds = 16
 
 // versions returns the version numbers of f, ascending.
 func (f *keyFile) versions() []uint32 {
