@@ -65,11 +65,34 @@ func (a *Authenticator) Rekey(ctx context.Context, next *ServerKey) (int, error)
 	if old == next {
 		old = a.keys.Load().prev
 	}
-	a.keys.Store(&keyPair{cur: next, prev: old})
-	n, err := a.cat.ResealCredentials(ctx, func(cr catalog.Credential) ([]byte, bool, error) {
+	a.UseKeys(next, old)
+	n, err := a.Reseal(ctx)
+	if err != nil {
+		return n, err
+	}
+	a.UseKeys(next, nil)
+	return n, nil
+}
+
+// UseKeys makes cur the key that seals new secrets and mints session
+// tokens, and also (if not nil) a key that secrets and tokens sealed
+// under it still open with. A fleet's rotation (package fleetkey) steps
+// every gateway through UseKeys(old, new), UseKeys(new, old) and
+// UseKeys(new, nil).
+func (a *Authenticator) UseKeys(cur, also *ServerKey) {
+	a.keys.Store(&keyPair{cur: cur, prev: also})
+}
+
+// Reseal re-seals under the current key every stored credential secret
+// that is not sealed under it (it must open under the other key of
+// UseKeys) and returns how many it re-sealed. Each record is rewritten on
+// condition that it is what was read.
+func (a *Authenticator) Reseal(ctx context.Context) (int, error) {
+	next := a.keys.Load().cur
+	return a.cat.ResealCredentials(ctx, func(cr catalog.Credential) ([]byte, bool, error) {
 		aad := sealAAD(cr.Tenant, cr.ID)
 		if _, err := open(next.seal, cr.Sealed, aad); err == nil {
-			return nil, false, nil // done before a crash
+			return nil, false, nil // done already
 		}
 		secret, err := a.openSecret(cr.Sealed, aad)
 		if err != nil {
@@ -77,11 +100,39 @@ func (a *Authenticator) Rekey(ctx context.Context, next *ServerKey) (int, error)
 		}
 		return seal(next.seal, secret, aad), true, nil
 	})
+}
+
+// Keys returns the server key in use and the other one it opens with (nil
+// unless a rotation is in progress).
+func (a *Authenticator) Keys() (cur, also *ServerKey) {
+	kp := a.keys.Load()
+	return kp.cur, kp.prev
+}
+
+// WriteNextServerKey writes master to dataDir's server.key.next (mode
+// 0600, synced), replacing what is there, and returns its ServerKey: a
+// gateway handed the new key of a fleet's rotation keeps it there until
+// the rotation ends (CommitServerKey).
+func WriteNextServerKey(dataDir string, master []byte) (*ServerKey, error) {
+	sk, err := NewServerKey(master)
 	if err != nil {
-		return n, err
+		return nil, err
 	}
-	a.keys.Store(&keyPair{cur: next})
-	return n, nil
+	path := filepath.Join(dataDir, NextServerKeyFile)
+	if err := writeFileAtomic(path, []byte(hex.EncodeToString(master)+"\n"), 0o600, false); err != nil {
+		return nil, fmt.Errorf("auth: writing the next server key: %w", err)
+	}
+	return sk, nil
+}
+
+// DiscardNextServerKey removes dataDir's server.key.next (a rotation that
+// was abandoned before it began to seal under it).
+func DiscardNextServerKey(dataDir string) error {
+	err := os.Remove(filepath.Join(dataDir, NextServerKeyFile))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("auth: %w", err)
+	}
+	return nil
 }
 
 // ServerKey returns the server key in use.

@@ -114,6 +114,14 @@ const (
 	// plane of a DynamoDB-API engine is sealed under: every gateway of
 	// the fleet must start with that key.
 	SysServerKeyCheck = "skcheck"
+	// A server key rotation of a fleet (package fleetkey): the rotation
+	// in progress (with the new key sealed under the old one, deleted at
+	// its end), how far each gateway followed it (<gateway id>), and the
+	// keys rotations retired (<check>), to say so to a gateway started
+	// with one.
+	SysServerKeyRotation = "skrot"
+	SysServerKeyAdopted  = "skgw/"
+	SysServerKeyRetired  = "skold/"
 	// SysTenantKeys holds tenants' wrapped data keys on a DynamoDB-API
 	// engine: <tenant:16> (tenantkey.Options.Store).
 	SysTenantKeys = "tkey/"

@@ -61,8 +61,11 @@ func (n *Node) serverKeyStatus(ctx context.Context) (admin.ServerKeyStatus, erro
 // rotateServerKey replaces the server key by a new random one (see
 // auth/rotate.go for the steps and why a crash is safe).
 func (n *Node) rotateServerKey(ctx context.Context) (admin.ServerKeyStatus, error) {
-	if n.remote != nil {
-		return admin.ServerKeyStatus{}, apierr.Validationf("rotating the server key of gateways over a remote engine is not supported yet: every gateway of the fleet holds it, and the credentials in the engine are sealed under it")
+	if n.remote != nil { // every gateway of the fleet moves to the new key (package fleetkey)
+		if err := n.fleetKey.Rotate(ctx, "operator"); err != nil {
+			return admin.ServerKeyStatus{}, err
+		}
+		return n.serverKeyStatus(ctx)
 	}
 	if n.opts.ServerKey != "" {
 		return admin.ServerKeyStatus{}, apierr.Validationf("the server key comes from %s, which the server cannot change; to rotate it, stop the server, move the key into <data-dir>/%s, unset the variable, start the server and rotate again", auth.ServerKeyEnv, auth.ServerKeyFile)
@@ -109,7 +112,7 @@ func (n *Node) finishServerKeyRotation(ctx context.Context, old, next *auth.Serv
 // server.key.next in the data directory) before the node serves, and
 // returns the server key then in charge.
 func (n *Node) resumeServerKeyRotation(ctx context.Context, key *auth.ServerKey) (*auth.ServerKey, error) {
-	if n.opts.InMemory || n.opts.ServerKey != "" {
+	if n.opts.InMemory || n.opts.ServerKey != "" || n.remote != nil { // a gateway's: fleetkey.Check
 		return key, nil
 	}
 	next, err := auth.LoadNextServerKey(n.opts.DataDir)

@@ -35,6 +35,7 @@ import (
 	"github.com/tenantdb/tenantdb/internal/dynamo"
 	"github.com/tenantdb/tenantdb/internal/engine"
 	"github.com/tenantdb/tenantdb/internal/enginekv"
+	"github.com/tenantdb/tenantdb/internal/fleetkey"
 	"github.com/tenantdb/tenantdb/internal/keyspace"
 	"github.com/tenantdb/tenantdb/internal/kv"
 	"github.com/tenantdb/tenantdb/internal/lifecycle"
@@ -220,6 +221,8 @@ type Node struct {
 	adminRoutes []string
 
 	sweeper *deletionSweeper // a gateway's: finishes tenant deletions left unfinished
+	// fleetKey follows and drives a gateway fleet's server key rotations.
+	fleetKey *fleetkey.Rotator
 
 	closeOnce sync.Once
 	closeErr  error
@@ -271,7 +274,7 @@ func Open(ctx context.Context, o Options) (_ *Node, err error) {
 		if n.remote, est, err = o.Remote.open(ctx, o, key, log); err != nil {
 			return nil, err
 		}
-		if err := checkFleetKey(ctx, est, key); err != nil {
+		if key, err = checkFleetKey(ctx, est, key, o); err != nil {
 			return nil, err
 		}
 		ctl, stale, keyStore = est, FleetStaleness, est
@@ -295,6 +298,11 @@ func Open(ctx context.Context, o Options) (_ *Node, err error) {
 	n.opts = o
 	if key, err = n.resumeServerKeyRotation(ctx, key); err != nil {
 		return nil, err
+	}
+	if n.remote != nil {
+		if err := n.startFleetKey(ctx, o, ctl.(*enginekv.Store)); err != nil {
+			return nil, err
+		}
 	}
 	if err := n.bootstrapStore(ctx, o); err != nil {
 		return nil, err
@@ -606,6 +614,9 @@ func (n *Node) Close() error {
 		}
 		if n.sweeper != nil {
 			n.sweeper.Close()
+		}
+		if n.fleetKey != nil {
+			n.fleetKey.Close() // a rotation it drives is taken over by another gateway
 		}
 		if n.quotas != nil {
 			errs = append(errs, n.quotas.Close())

@@ -1,10 +1,7 @@
 package node
 
 import (
-	"bytes"
 	"context"
-	"errors"
-	"fmt"
 	"log/slog"
 	"time"
 
@@ -15,8 +12,7 @@ import (
 
 	"github.com/tenantdb/tenantdb/internal/auth"
 	"github.com/tenantdb/tenantdb/internal/enginekv"
-	"github.com/tenantdb/tenantdb/internal/keyspace"
-	"github.com/tenantdb/tenantdb/internal/kv"
+	"github.com/tenantdb/tenantdb/internal/fleetkey"
 	"github.com/tenantdb/tenantdb/internal/remote"
 )
 
@@ -151,25 +147,34 @@ func (r Remote) open(ctx context.Context, o Options, key *auth.ServerKey, log *s
 }
 
 // checkFleetKey makes sure the engine's control plane is sealed under
-// key: the first gateway records the key's check value with a conditional
-// put, and a gateway started with another key refuses to start, instead
+// key, or that the gateway joins the rotation in progress of it, and
+// returns the key to start with (package fleetkey): the first gateway
+// records the key's check value with a conditional put, and a gateway
+// started with another key refuses to start, saying what to do, instead
 // of failing every credential it reads (credentials stay sealed in the
 // engine; every gateway of a fleet is given the same server key, by
 // TENANTDB_SERVER_KEY or the same <data-dir>/server.key file).
-func checkFleetKey(ctx context.Context, st *enginekv.Store, key *auth.ServerKey) error {
-	k := keyspace.System(keyspace.SysServerKeyCheck)
-	var b kv.Batch
-	b.SetIfAbsent(k, key.Check())
-	err := st.Apply(ctx, &b)
-	if !errors.Is(err, kv.ErrConflict) {
-		return err
+func checkFleetKey(ctx context.Context, st *enginekv.Store, key *auth.ServerKey, o Options) (*auth.ServerKey, error) {
+	dir := o.DataDir
+	if o.InMemory {
+		dir = ""
 	}
-	v, err := st.Get(ctx, k)
-	if err != nil {
-		return err
+	return fleetkey.Check(ctx, st, key, dir, o.ServerKey != "")
+}
+
+// startFleetKey follows the fleet's server key rotations (joining the one
+// in progress before the gateway serves) and drives those asked of it.
+func (n *Node) startFleetKey(ctx context.Context, o Options, st *enginekv.Store) (err error) {
+	dir := o.DataDir
+	if o.InMemory {
+		dir = ""
 	}
-	if !bytes.Equal(v, key.Check()) {
-		return fmt.Errorf("node: the engine's control plane is sealed under another server key; start every gateway with the same key (%s or the same <data-dir>/%s)", auth.ServerKeyEnv, auth.ServerKeyFile)
-	}
-	return nil
+	n.fleetKey, err = fleetkey.Start(ctx, fleetkey.Options{
+		Store: st, Gateways: n.remote.Gateways, Self: n.remote.GatewayID(),
+		Auth: n.auth, Keys: n.keys, KEKInfo: kekInfo,
+		DataDir: dir, FromEnv: o.ServerKey != "",
+		Audit: auditPlatform(n.audit, n.log), Logger: n.log.With("component", "fleetkey"),
+		Lease: remote.GatewayLease,
+	})
+	return err
 }

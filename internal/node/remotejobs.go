@@ -29,3 +29,16 @@ func auditRemoteJobs(r *remote.Backend, log *audit.Log, logger *slog.Logger) {
 		}
 	})
 }
+
+// auditPlatform records a step of the fleet's server key rotation, which
+// runs (or resumed) in the background, in the platform's audit log.
+func auditPlatform(log *audit.Log, logger *slog.Logger) func(ctx context.Context, action, target string) {
+	return func(ctx context.Context, action, target string) {
+		// NB: no request: a step of a rotation another gateway may have begun.
+		s := tenancy.SystemScope(tenancy.TenantID{}, action)
+		e := audit.Event{Actor: "system:server-key", Role: "operator", Action: action, Target: target}
+		if _, err := log.Append(ctx, s, e); err != nil {
+			logger.Error("audit append failed", "action", action, "err", err)
+		}
+	}
+}

@@ -22,6 +22,9 @@ func (f *Cluster) StartGatewayOwn(t testing.TB, dataDir, serverKey string, g Gat
 	if err != nil {
 		return nil, nil, err
 	}
+	if f.Operator.Key == "" {
+		f.Operator, f.Default = gw.Operator, gw.Default
+	}
 	if gw.Operator.Key == "" {
 		gw.Operator, gw.Default = f.Operator, f.Default
 	}
