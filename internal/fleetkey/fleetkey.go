@@ -811,8 +811,12 @@ func (r *Rotator) resealAll(ctx context.Context) (sealed, wrapped int, err error
 		if err != nil {
 			return sealed, wrapped, err
 		}
+		moved, err := r.resealStream(ctx)
+		if err != nil {
+			return sealed, wrapped, err
+		}
 		sealed, wrapped = sealed+s, wrapped+w
-		if s == 0 && w == 0 {
+		if s == 0 && w == 0 && !moved {
 			return sealed, wrapped, nil
 		}
 	}

@@ -122,6 +122,10 @@ const (
 	SysServerKeyRotation = "skrot"
 	SysServerKeyAdopted  = "skgw/"
 	SysServerKeyRetired  = "skold/"
+	// SysStreamSecret holds, sealed under the server key, the secret a
+	// fleet seals tenants' shard iterators with (package fleetkey), so
+	// that it outlives server key rotations.
+	SysStreamSecret = "skstr"
 	// SysTenantKeys holds tenants' wrapped data keys on a DynamoDB-API
 	// engine: <tenant:16> (tenantkey.Options.Store).
 	SysTenantKeys = "tkey/"

@@ -300,7 +300,7 @@ func Open(ctx context.Context, o Options) (_ *Node, err error) {
 		return nil, err
 	}
 	if n.remote != nil {
-		if err := n.startFleetKey(ctx, o, ctl.(*enginekv.Store)); err != nil {
+		if err := n.startFleetKey(ctx, o, ctl.(*enginekv.Store), key); err != nil {
 			return nil, err
 		}
 	}

@@ -126,7 +126,7 @@ func (r Remote) open(ctx context.Context, o Options, key *auth.ServerKey, log *s
 	b, err := remote.Open(ctx, remote.Options{
 		Client:       client,
 		Streams:      streams,
-		StreamSecret: key.Derive("tenantdb remote streams v1"),
+		StreamSecret: key.Derive(remoteStreamsInfo), // NB: replaced by the fleet's (startFleetKey)
 		TablePrefix:  r.TablePrefix,
 		Region:       o.Region,
 		Endpoint:     o.Endpoint,
@@ -164,7 +164,7 @@ func checkFleetKey(ctx context.Context, st *enginekv.Store, key *auth.ServerKey,
 
 // startFleetKey follows the fleet's server key rotations (joining the one
 // in progress before the gateway serves) and drives those asked of it.
-func (n *Node) startFleetKey(ctx context.Context, o Options, st *enginekv.Store) (err error) {
+func (n *Node) startFleetKey(ctx context.Context, o Options, st *enginekv.Store, key *auth.ServerKey) (err error) {
 	dir := o.DataDir
 	if o.InMemory {
 		dir = ""
@@ -176,5 +176,18 @@ func (n *Node) startFleetKey(ctx context.Context, o Options, st *enginekv.Store)
 		Audit: auditPlatform(n.audit, n.log), Logger: n.log.With("component", "fleetkey"),
 		Lease: remote.GatewayLease,
 	})
-	return err
+	if err != nil {
+		return err
+	}
+	// NB: after joining a rotation in progress: the secret may be sealed
+	// under either key.
+	secret, err := fleetkey.StreamSecret(ctx, st, n.auth, key.Derive(remoteStreamsInfo))
+	if err != nil {
+		return err
+	}
+	return n.remote.SetStreamSecret(secret)
 }
+
+// remoteStreamsInfo derives, from the server key, the stream secret of a
+// fleet whose engine has none stored yet (fleetkey.StreamSecret).
+const remoteStreamsInfo = "tenantdb remote streams v1"

@@ -17,6 +17,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+	stypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 
 	"github.com/tenantdb/tenantdb/client"
 	"github.com/tenantdb/tenantdb/internal/auth"
@@ -205,6 +207,7 @@ func TestServerKeyRotationFleet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	oldIter := streamIterator(t, g1, aAdmin)
 
 	var l keyLoad
 	l.run([]*harness.Server{g1, g2}, aAdmin, a, b)
@@ -242,6 +245,14 @@ func TestServerKeyRotationFleet(t *testing.T) {
 	g3, _ := fileGateway(t, f, keyDir(t, newKey), harness.GatewayOptions{})
 	if err := put(ctx, g3.Client(a), "rot", "after-new"); err != nil {
 		t.Errorf("a gateway started with the new key: %v", err)
+	}
+	// Shard iterators: one handed out before the rotation, one after by a
+	// gateway that took part, both open on the gateway started with the
+	// new key (the fleet's stream secret outlives the rotation).
+	for i, it := range []*string{oldIter, streamIterator(t, g1, aAdmin)} {
+		if _, err := g3.Streams(aAdmin).GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: it}); err != nil {
+			t.Errorf("shard iterator %d on the gateway started with the new key: %v", i, err)
+		}
 	}
 	err = f.StartGatewayWithKey(t, t.TempDir(), f.ServerKey)
 	if err == nil || !strings.Contains(err.Error(), "retired by a server key rotation") {
@@ -367,4 +378,44 @@ func TestServerKeyRotationKilled(t *testing.T) {
 	if readKeyFile(t, d1) != newKey {
 		t.Errorf("the killed gateway's server.key after its restart is not the new key")
 	}
+}
+
+// streamIterator returns a TRIM_HORIZON iterator of the first shard of
+// tenant c's table "rots" (created, with a stream, on first use) through g.
+func streamIterator(t *testing.T, g *harness.Server, c harness.Credential) *string {
+	t.Helper()
+	ctx := context.Background()
+	d := g.Client(c)
+	desc, err := d.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String("rots")})
+	if errCode(err) == "ResourceNotFoundException" {
+		_, err = d.CreateTable(ctx, &dynamodb.CreateTableInput{
+			TableName:            aws.String("rots"),
+			AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("pk"), AttributeType: types.ScalarAttributeTypeS}},
+			KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash}},
+			BillingMode:          types.BillingModePayPerRequest,
+			StreamSpecification:  &types.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: types.StreamViewTypeKeysOnly},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		harness.WaitActive(t, ctx, d, "rots")
+		if err := put(ctx, d, "rots", "x"); err != nil {
+			t.Fatal(err)
+		}
+		desc, err = d.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String("rots")})
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := g.Streams(c)
+	sd, err := sc.DescribeStream(ctx, &dynamodbstreams.DescribeStreamInput{StreamArn: desc.Table.LatestStreamArn})
+	if err != nil || len(sd.StreamDescription.Shards) == 0 {
+		t.Fatalf("describe stream: %v, %v", sd, err)
+	}
+	it, err := sc.GetShardIterator(ctx, &dynamodbstreams.GetShardIteratorInput{StreamArn: desc.Table.LatestStreamArn,
+		ShardId: sd.StreamDescription.Shards[0].ShardId, ShardIteratorType: stypes.ShardIteratorTypeTrimHorizon})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return it.ShardIterator
 }
