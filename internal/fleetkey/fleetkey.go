@@ -219,8 +219,9 @@ type Rotator struct {
 	rid       string
 	refused   string // the rotation rid this gateway refused (FromEnv)
 	lostSaid  bool
-	driving   string // the rotation this process drives, if any
-	keepOld   bool   // the driver opens under the old key until the record is gone
+	driving   string   // the rotation this process drives, if any
+	keepOld   bool     // the driver opens under the old key until the record is gone
+	adopted   adoption // the last adoption recorded (At zero)
 	doneCh    map[string]chan struct{}
 	lastError map[string]string
 }
@@ -437,14 +438,22 @@ func (r *Rotator) checkLost(ctx context.Context) error {
 }
 
 func (r *Rotator) adopt(ctx context.Context, a adoption) error {
-	a.At = time.Now().UnixMilli()
-	data, err := json.Marshal(a)
+	if r.adopted == a {
+		return nil // recorded already
+	}
+	rec := a
+	rec.At = time.Now().UnixMilli()
+	data, err := json.Marshal(rec)
 	if err != nil {
 		return err
 	}
 	var b kv.Batch
 	b.Set(adoptionKey(r.o.Self), data)
-	return r.o.Store.Apply(ctx, &b)
+	if err := r.o.Store.Apply(ctx, &b); err != nil {
+		return err
+	}
+	r.adopted = a
+	return nil
 }
 
 // pending returns the live gateways that have not reached phase of
@@ -492,6 +501,9 @@ var ErrFromEnv = apierr.Validationf("this gateway's server key comes from %s, wh
 func (r *Rotator) Rotate(ctx context.Context, actor string) error {
 	if r.o.FromEnv {
 		return ErrFromEnv
+	}
+	if err := r.follow(ctx); err != nil { // a rotation that just ended, here too
+		return apierr.Wrap(apierr.Internal, err, "following the server key rotation")
 	}
 	rec, _, err := r.read(ctx)
 	if err != nil {
@@ -657,14 +669,16 @@ func (r *Rotator) drive(ctx context.Context, id string) error {
 			resumed = true
 		}
 		// Claim (or renew the claim), on condition of the record read.
-		claimed := *rec
-		claimed.Owner, claimed.Beat = r.o.Self, time.Now().UnixMilli()
-		if raw, err = r.replace(ctx, raw, &claimed); errors.Is(err, kv.ErrConflict) {
-			continue
-		} else if err != nil {
-			return err
+		if rec.Owner != r.o.Self || time.Since(time.UnixMilli(rec.Beat)) >= r.o.Lease/4 {
+			claimed := *rec
+			claimed.Owner, claimed.Beat = r.o.Self, time.Now().UnixMilli()
+			if raw, err = r.replace(ctx, raw, &claimed); errors.Is(err, kv.ErrConflict) {
+				continue
+			} else if err != nil {
+				return err
+			}
+			rec = &claimed
 		}
-		rec = &claimed
 		if resumed {
 			resumed = false
 			r.o.Audit(ctx, "server-key.rotate.resumed", fmt.Sprintf("rotation %s taken over in phase %s by gateway %s", rec.ID, phaseNames[rec.Phase], r.o.Self))

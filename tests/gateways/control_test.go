@@ -435,7 +435,8 @@ func TestSessionAcrossGateways(t *testing.T) {
 
 // TestFleetServerKey: a gateway started with another server key than the
 // one the engine's credentials are sealed under refuses to start, saying
-// why; rotating the server key through a gateway is refused.
+// why; rotating the server key through a gateway whose key comes from
+// TENANTDB_SERVER_KEY is refused (serverkey_test.go rotates a fleet).
 func TestFleetServerKey(t *testing.T) {
 	t.Parallel()
 	f := harness.StartCluster(t, 1, harness.Options{})

@@ -15,7 +15,8 @@ import (
 // re-seals the tenant's audit log in the engine) is the operator's alone
 // and touches only its tenant: tenant B's admin key, through either
 // gateway, neither rotates nor reads A's key state or audit, nor rotates
-// its own; A's rotation changes nothing of B's.
+// its own, nor the fleet's server key; A's rotation changes nothing of
+// B's.
 func TestGatewaysTenantRotateKey(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: starts a fleet of gateways")
@@ -49,6 +50,10 @@ func TestGatewaysTenantRotateKey(t *testing.T) {
 		ac := &client.Client{Endpoint: g.Endpoint, Key: a.Key}
 		_, err = ac.RotateTenantKey(ctx, b.TenantID)
 		refused("A's admin rotates B's key", err)
+		_, err = bc.RotateServerKey(ctx)
+		refused("B's admin rotates the fleet's server key", err)
+		_, err = bc.ServerKey(ctx)
+		refused("B's admin reads the fleet's server key state", err)
 	}
 	after, err := g2.Admin().Encryption(ctx, a.TenantID)
 	if err != nil {
