@@ -685,6 +685,14 @@ func (r *Rotator) drive(ctx context.Context, id string) error {
 		}
 		r.mu.Lock()
 		r.driving = id
+		if r.rid == id && r.state == phaseDone && r.old != nil {
+			// NB: a driver taking over in phase 4 opens stragglers under
+			// the old key again, for the last pass.
+			if err := r.use(r.next, r.old); err != nil {
+				r.mu.Unlock()
+				return err
+			}
+		}
 		r.mu.Unlock()
 		if err := r.follow(ctx); err != nil {
 			return err
@@ -782,10 +790,15 @@ func (r *Rotator) step(ctx context.Context, rec *rotation, raw []byte) (bool, er
 			return false, err
 		}
 		// A last pass for writes sealed under the old key that landed
-		// after the re-sealing (this gateway still opens them).
+		// after the re-sealing (this gateway still opens them). NB: best
+		// effort: a driver that took over with only the new key cannot
+		// open a straggler, which is lost with the old key either way.
 		sealed, wrapped, err := r.resealAll(ctx)
 		if err != nil {
-			return false, err
+			if ctx.Err() != nil {
+				return false, ctx.Err()
+			}
+			r.o.Logger.Error("fleetkey: the last re-sealing pass failed; records still under the old key will not open", "rotation", rec.ID, "err", err)
 		}
 		var b kv.Batch
 		b.DeleteIfEquals(recKey(), raw)

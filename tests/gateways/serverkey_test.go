@@ -303,16 +303,56 @@ func TestServerKeyRotationEnvRefused(t *testing.T) {
 	}
 }
 
-// TestServerKeyRotationKilled: the gateway rotating the server key (a
+// TestKeyRotationsKilled: the gateway rotating the server key (a
 // process) is killed with kill -9 midway, once every gateway seals under
 // the new key; another gateway takes the rotation over and finishes it,
 // while clients keep using keys through it without a refusal; the killed
 // gateway, started again on its data directory, has the new key.
-func TestServerKeyRotationKilled(t *testing.T) {
+//
+// And a tenant key rotation whose gateway process is killed before it
+// re-sealed anything is taken over by another gateway and finished.
+func TestKeyRotationsKilled(t *testing.T) {
 	if testing.Short() {
-		t.Skip("-short: builds and kills a tenantdb process")
+		t.Skip("-short: builds and kills tenantdb processes")
 	}
 	bin := binary(t)
+	t.Run("server key", func(t *testing.T) { serverKeyRotationKilled(t, bin) })
+	t.Run("tenant key", func(t *testing.T) { tenantKeyRotationKilled(t, bin) })
+}
+
+func tenantKeyRotationKilled(t *testing.T, bin string) {
+	f := harness.StartCluster(t, 0, harness.Options{})
+	g2, _, err := f.StartGatewayOwn(t, t.TempDir(), f.ServerKey, harness.GatewayOptions{JobSweep: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	a := g2.NewTenant(t, "killed-rotation", "admin")
+	for range 20 {
+		g2.NewKey(t, a.TenantID, "app") // audit records to re-seal
+	}
+	victim := f.StartBinaryGateway(t, bin, t.TempDir(), harness.Options{})
+	if _, err := victim.Admin().RotateTenantKey(ctx, a.TenantID); err != nil {
+		t.Fatal(err)
+	}
+	victim.Kill(t) // within its settle: nothing re-sealed yet
+	enc, err := g2.Admin().Encryption(ctx, a.TenantID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if enc.Rotation == nil {
+		t.Fatalf("the rotation ended before its gateway was killed: %+v", enc)
+	}
+	start := time.Now()
+	waitRotated(t, g2, a.TenantID, 2, 60*time.Second)
+	t.Logf("killed with %d values done; finished by another gateway after %v", enc.Rotation.Done, time.Since(start).Round(time.Millisecond))
+	if n := storedVersions(t, f, a.TenantID); n != 1 {
+		t.Errorf("%d versions stored after the rotation, want 1", n)
+	}
+	auditActions(t, g2, a.TenantID)
+}
+
+func serverKeyRotationKilled(t *testing.T, bin string) {
 	f := harness.StartCluster(t, 0, harness.Options{})
 	d2 := keyDir(t, f.ServerKey)
 	g2, _ := fileGateway(t, f, d2, harness.GatewayOptions{})
