@@ -129,8 +129,13 @@ const (
 	// SysTenantKeys holds tenants' wrapped data keys on a DynamoDB-API
 	// engine: <tenant:16> (tenantkey.Options.Store).
 	SysTenantKeys = "tkey/"
-	SysPlacements = "plc/" // <tenant:16><table:8>: where a tenant's data of a table lives, when moved
-	SysMoves      = "mov/" // <tenant:16><table:8>: a move of a tenant's data of a table in progress
-	SysTierMoves  = "mvt/" // <tenant:16>: a move of all of a tenant's shared tables that then sets its tier
-	SysMoveLog    = "mvh/" // <tenant:16><finished:8><table:8>: a tenant's finished moves (bounded)
+	// SysTenantKeyRotations marks, beside a tenant's key record and
+	// written with it, that its rotation is in progress: <tenant:16>, so
+	// that gateways find the rotations to resume without reading every
+	// key (tenantkey.Keyring.Rotations).
+	SysTenantKeyRotations = "tkrot/"
+	SysPlacements         = "plc/" // <tenant:16><table:8>: where a tenant's data of a table lives, when moved
+	SysMoves              = "mov/" // <tenant:16><table:8>: a move of a tenant's data of a table in progress
+	SysTierMoves          = "mvt/" // <tenant:16>: a move of all of a tenant's shared tables that then sets its tier
+	SysMoveLog            = "mvh/" // <tenant:16><finished:8><table:8>: a tenant's finished moves (bounded)
 )

@@ -102,4 +102,7 @@ func TestFleetClaim(t *testing.T) {
 	if ended, err := krs[1].FinishRotationTo(a, 2); err != nil || ended {
 		t.Fatalf("finishing it again: %v, %v (want not ended)", ended, err)
 	}
+	if rs, err := krs[1].Rotations(); err != nil || len(rs) != 0 {
+		t.Fatalf("rotations after the end: %+v, %v (the mark must go with the rotation)", rs, err)
+	}
 }

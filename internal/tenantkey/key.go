@@ -239,34 +239,43 @@ func (kr *Keyring) Claim(t tenancy.TenantID, owner string, now time.Time, stale 
 var errNoChange = errors.New("tenantkey: no change")
 
 // Rotations returns the rotations in progress of the keys in the store
-// (Options.Store), read with one scan, without unwrapping any key.
+// (Options.Store): one scan of their marks, then one read of each marked
+// key record, without unwrapping any key.
 func (kr *Keyring) Rotations() (map[tenancy.TenantID]RotationInfo, error) {
 	out := map[tenancy.TenantID]RotationInfo{}
 	if kr.store == nil {
 		return out, nil
 	}
-	lo := keyspace.System(keyspace.SysTenantKeys)
-	var bad error
-	err := kr.store.Scan(context.Background(), lo, keyspace.PrefixEnd(lo), func(k, v []byte) bool {
+	ctx := context.Background()
+	lo := keyspace.System(keyspace.SysTenantKeyRotations)
+	var marked []tenancy.TenantID
+	if err := kr.store.Scan(ctx, lo, keyspace.PrefixEnd(lo), func(k, _ []byte) bool {
 		var t tenancy.TenantID
-		if len(k) != len(lo)+len(t) {
-			return true
+		if len(k) == len(lo)+len(t) {
+			copy(t[:], k[len(lo):])
+			marked = append(marked, t)
 		}
-		copy(t[:], k[len(lo):])
+		return true
+	}); err != nil {
+		return nil, err
+	}
+	for _, t := range marked {
+		v, err := kr.store.Get(ctx, storeKey(t))
+		if errors.Is(err, kv.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
 		var f keyFile
 		if err := json.Unmarshal(v, &f); err != nil {
-			bad = fmt.Errorf("tenantkey: key file of tenant %s is corrupt", t)
-			return false
+			return nil, fmt.Errorf("tenantkey: key file of tenant %s is corrupt", t)
 		}
 		if f.Rotation != nil {
 			out[t] = *f.Rotation
 		}
-		return true
-	})
-	if err == nil {
-		err = bad
 	}
-	return out, err
+	return out, nil
 }
 
 // FinishRotation ends the rotation of t: every version but the current one

@@ -305,6 +305,19 @@ func (kr *Keyring) generate(t tenancy.TenantID) (*keyFile, error) {
 	return f, kr.write(t, f, nil)
 }
 
+// rotationMark is the key of the mark of t's rotation in progress in
+// Options.Store.
+func rotationMark(t tenancy.TenantID) []byte {
+	return append(keyspace.System(keyspace.SysTenantKeyRotations), t[:]...)
+}
+
+// rotating reports whether the stored key file data has a rotation in
+// progress.
+func rotating(data []byte) bool {
+	var f keyFile
+	return data != nil && json.Unmarshal(data, &f) == nil && f.Rotation != nil
+}
+
 // storeKey is the key of tenant t's wrapped keys in Options.Store.
 func storeKey(t tenancy.TenantID) []byte {
 	return append(keyspace.System(keyspace.SysTenantKeys), t[:]...)
@@ -324,6 +337,7 @@ func (kr *Keyring) Destroy(t tenancy.TenantID) error {
 	if kr.store != nil {
 		var b kv.Batch
 		b.Delete(storeKey(t))
+		b.Delete(rotationMark(t))
 		if err := kr.store.Apply(context.Background(), &b); err != nil {
 			return fmt.Errorf("tenantkey: destroying key: %w", err)
 		}
@@ -534,6 +548,12 @@ func (kr *Keyring) write(t tenancy.TenantID, f *keyFile, old []byte) error {
 	if kr.store != nil {
 		var b kv.Batch
 		b.SetIfEquals(storeKey(t), old, data)
+		// NB: the mark of a rotation in progress changes with the record.
+		if was := rotating(old); f.Rotation != nil && !was {
+			b.Set(rotationMark(t), []byte{1})
+		} else if f.Rotation == nil && was {
+			b.Delete(rotationMark(t))
+		}
 		err := kr.store.Apply(context.Background(), &b)
 		if errors.Is(err, kv.ErrConflict) {
 			return err
