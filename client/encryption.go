@@ -21,6 +21,10 @@ type KeyRotation struct {
 	Started int64  `json:"started"` // unix ms
 	Done    int64  `json:"done"`    // values re-encrypted so far
 	Cursor  string `json:"cursor,omitempty"`
+	// Owner is, on a fleet of gateways, the gateway working on it, and
+	// Beat when it last renewed its claim (unix ms).
+	Owner string `json:"owner,omitempty"`
+	Beat  int64  `json:"beat,omitempty"`
 }
 
 // ServerKeyStatus reports which server key wraps the tenants' data keys.
@@ -31,6 +35,9 @@ type ServerKeyStatus struct {
 	// server key and under another (a rotation not finished).
 	Current int `json:"current"`
 	Other   int `json:"other"`
+	// Rotation, on a fleet of gateways, is the server key rotation in
+	// progress (its phase and the gateway driving it), if any.
+	Rotation string `json:"rotation,omitempty"`
 }
 
 // Encryption returns a tenant's encryption state.

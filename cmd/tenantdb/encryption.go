@@ -47,6 +47,9 @@ func serverKeyCmd(ctx context.Context, rotate bool, args []string, stdout, stder
 	return cf.output(stdout, st, func(w *tabwriter.Writer) {
 		fmt.Fprintln(w, "KEY CHECK\tTENANT KEYS UNDER IT\tUNDER ANOTHER")
 		fmt.Fprintf(w, "%s\t%d\t%d\n", st.Check, st.Current, st.Other)
+		if st.Rotation != "" {
+			fmt.Fprintf(w, "rotation in progress: %s\n", st.Rotation)
+		}
 	})
 }
 
@@ -59,6 +62,8 @@ func printEncryption(w *tabwriter.Writer, e client.Encryption) {
 		state = "paused (resumes at the next start or rotate-key)"
 		if e.Running {
 			state = "running"
+		} else if e.Rotation.Owner != "" {
+			state = "running on gateway " + e.Rotation.Owner + " (another takes it over if it stops)"
 		}
 	}
 	if e.Error != "" {

@@ -66,6 +66,16 @@ func (r *Rotator) Rotate(ctx context.Context, actor string) error {
 	return nil
 }
 
+// Status describes the rotation in progress ("" if none): its phase and
+// the gateway driving it.
+func (r *Rotator) Status(ctx context.Context) (string, error) {
+	rec, _, err := r.read(ctx)
+	if err != nil || rec == nil {
+		return "", err
+	}
+	return fmt.Sprintf("phase %s of rotation %s (server key %.16s -> %.16s), driven by gateway %s", phaseNames[rec.Phase], rec.ID, rec.From, rec.To, rec.Owner), nil
+}
+
 // waitGone waits until rotation id's record is gone.
 func (r *Rotator) waitGone(ctx context.Context, id string) error {
 	for {

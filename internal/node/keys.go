@@ -55,7 +55,13 @@ func (n *Node) serverKeyStatus(ctx context.Context) (admin.ServerKeyStatus, erro
 	if err != nil {
 		return admin.ServerKeyStatus{}, apierr.Wrap(apierr.Internal, err, "reading the tenant keys")
 	}
-	return admin.ServerKeyStatus{Check: hex.EncodeToString(n.auth.ServerKey().Check()[:8]), Current: cur, Other: other}, nil
+	st := admin.ServerKeyStatus{Check: hex.EncodeToString(n.auth.ServerKey().Check()[:8]), Current: cur, Other: other}
+	if n.fleetKey != nil {
+		if st.Rotation, err = n.fleetKey.Status(ctx); err != nil {
+			return admin.ServerKeyStatus{}, apierr.Wrap(apierr.Internal, err, "reading the fleet's server key rotation")
+		}
+	}
+	return st, nil
 }
 
 // rotateServerKey replaces the server key by a new random one (see

@@ -387,6 +387,9 @@ func serverKeyRotationKilled(t *testing.T, bin string) {
 	if err := <-rotated; err == nil {
 		t.Fatal("the rotation request answered although its gateway was killed midway")
 	}
+	if st, err := g2.Admin().ServerKey(ctx); err != nil || !strings.Contains(st.Rotation, "phase") {
+		t.Errorf("server-key status during the rotation: %+v, %v; want the rotation in progress", st, err)
+	}
 	start := time.Now()
 	for rotationPhase(t, f) != 0 {
 		if time.Since(start) > 60*time.Second {
