@@ -99,6 +99,7 @@ func auditActions(t *testing.T, s *harness.Server, tenant string) []string {
 // record readable through both, the chain intact, the start and the end
 // in the log, and one key version left in the engine.
 func TestTenantRotateKeyOnGateways(t *testing.T) {
+	t.Parallel()
 	f := harness.StartCluster(t, 2, harness.Options{})
 	g1, g2 := f.Gateways[0], f.Gateways[1]
 	ctx := context.Background()
@@ -181,6 +182,7 @@ func TestTenantRotateKeyOnGateways(t *testing.T) {
 // stops before re-sealing anything; another gateway takes the rotation
 // over once the first one's claim has lapsed, and finishes it.
 func TestTenantRotateKeyTakenOver(t *testing.T) {
+	t.Parallel()
 	f := harness.StartCluster(t, 1, harness.Options{})
 	g1 := f.Gateways[0]
 	ctx := context.Background()

@@ -191,6 +191,7 @@ func platformActions(t *testing.T, g *harness.Server) []string {
 // key serves, one started with the old key is refused saying why; the
 // start and the end are in the platform's audit log.
 func TestServerKeyRotationFleet(t *testing.T) {
+	t.Parallel()
 	f := harness.StartCluster(t, 0, harness.Options{})
 	d1, d2 := keyDir(t, f.ServerKey), keyDir(t, f.ServerKey)
 	g1, _ := fileGateway(t, f, d1, harness.GatewayOptions{})
@@ -281,6 +282,7 @@ func TestServerKeyRotationFleet(t *testing.T) {
 // TENANTDB_SERVER_KEY cannot rotate it, and a fleet with such a gateway
 // does not rotate (nothing changes, the reason is given).
 func TestServerKeyRotationEnvRefused(t *testing.T) {
+	t.Parallel()
 	f := harness.StartCluster(t, 1, harness.Options{}) // key from the environment
 	env := f.Gateways[0]
 	ctx := context.Background()
@@ -312,6 +314,7 @@ func TestServerKeyRotationEnvRefused(t *testing.T) {
 // And a tenant key rotation whose gateway process is killed before it
 // re-sealed anything is taken over by another gateway and finished.
 func TestKeyRotationsKilled(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("-short: builds and kills tenantdb processes")
 	}

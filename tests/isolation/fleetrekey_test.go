@@ -18,6 +18,7 @@ import (
 // its own, nor the fleet's server key; A's rotation changes nothing of
 // B's.
 func TestGatewaysTenantRotateKey(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("-short: starts a fleet of gateways")
 	}
