@@ -214,7 +214,7 @@ type Node struct {
 	// aggregates maintains aggregates from the change log (embedded
 	// engine only).
 	aggregates *aggregate.Service
-	webhooks   *webhook.Manager // nil with a remote backend
+	webhooks   *webhook.Manager
 	server     *server.Server
 	bootstrap  Bootstrap
 	// adminRoutes are the routes the admin API registered.
@@ -419,23 +419,9 @@ func Open(ctx context.Context, o Options) (_ *Node, err error) {
 		}
 		adm.ServeTransfers(n.transfers)
 		adm.ServeMoves(n.engine)
-		// NB: webhooks follow the embedded engine's change log.
-		wo := o.Webhooks
-		wo.DB, wo.Log, wo.Meter = n.db, n.engine, n.quotas
-		wo.SecretKey = key.Derive("tenantdb webhook secrets v1")
-		wo.AllowPrivate = o.AllowPrivateWebhooks
-		wo.Region, wo.Logger = o.Region, log
-		wo.TenantActive = func(ctx context.Context, t tenancy.TenantID) bool {
-			tn, err := n.catalog.Tenant(ctx, t)
-			return err == nil && tn.Status == catalog.Active
-		}
-		if n.webhooks, err = webhook.New(wo); err != nil {
+		if err := n.openWebhooks(o, key, ctl, adm); err != nil { // webhooks.go
 			return nil, err
 		}
-		if err := n.webhooks.Start(); err != nil {
-			return nil, err
-		}
-		adm.ServeSubscriptions(n.webhooks)
 		adm.ServeShards(nil)
 		adm.ServeGateways(nil)
 	} else {
@@ -443,7 +429,9 @@ func Open(ctx context.Context, o Options) (_ *Node, err error) {
 		adm.ServeGateways(n.remote)
 		adm.ServeMoves(nil)
 		adm.ServeTransfers(transfer.Unavailable("they read a snapshot of the embedded engine, and this server is a gateway over a remote one"))
-		adm.ServeSubscriptions(webhook.Unavailable("they follow the embedded engine's change log, and this server is a gateway over a remote one"))
+		if err := n.openWebhooks(o, key, ctl, adm); err != nil { // webhooks.go
+			return nil, err
+		}
 	}
 	if n.remote == nil {
 		if n.aggregates, err = aggregate.New(aggregate.Options{DB: n.db, Log: n.engine, Tables: n.engine, Shared: n.engine,

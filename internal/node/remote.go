@@ -53,6 +53,10 @@ type Remote struct {
 	// restore before it answers the table CREATING
 	// (remote.Options.PITRWait; 0: 30 s).
 	PITRWait time.Duration
+	// WebhookLease is how long a gateway delivering a webhook
+	// subscription holds it without renewing (webhook.Options.Lease; 0:
+	// FleetWebhookLease).
+	WebhookLease time.Duration
 }
 
 // FleetStaleness is how long a gateway over a remote engine uses what it

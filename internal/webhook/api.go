@@ -2,12 +2,15 @@ package webhook
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"time"
 
 	"github.com/tenantdb/tenantdb/internal/apierr"
 	"github.com/tenantdb/tenantdb/internal/attr"
 	"github.com/tenantdb/tenantdb/internal/changelog"
+	"github.com/tenantdb/tenantdb/internal/keyspace"
+	"github.com/tenantdb/tenantdb/internal/kv"
 	"github.com/tenantdb/tenantdb/internal/storage"
 	"github.com/tenantdb/tenantdb/internal/tenancy"
 )
@@ -30,21 +33,31 @@ func consumer(id string) string { return "webhook:" + id }
 
 // own returns subscription id if s may see it.
 func (m *Manager) own(s tenancy.Scope, id string) (*record, error) {
+	r, _, err := m.ownRaw(s, id)
+	return r, err
+}
+
+// ownRaw is own with the subscription's stored bytes.
+func (m *Manager) ownRaw(s tenancy.Scope, id string) (*record, []byte, error) {
 	if err := checkScope(s); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if !validID(id) {
-		return nil, errNotFound(id)
+		return nil, nil, errNotFound(id)
 	}
-	r, err := m.st.get(s.Tenant(), id)
+	r, raw, err := m.st.getRaw(s.Tenant(), id)
 	if errors.Is(err, storage.ErrNotFound) || err == nil && !s.IsOperator() && r.Env != s.Env() {
-		return nil, errNotFound(id)
+		return nil, nil, errNotFound(id)
 	}
 	if err != nil {
-		return nil, apierr.Wrap(apierr.Internal, err, "reading the subscription")
+		return nil, nil, apierr.Wrap(apierr.Internal, err, "reading the subscription")
 	}
-	return r, nil
+	return r, raw, nil
 }
+
+// conflictRetries bounds how often a fleet's read-modify-write of a
+// subscription is tried again after another gateway's write came between.
+const conflictRetries = 8
 
 // view returns the admin API's view of r.
 func (m *Manager) view(t tenancy.TenantID, r *record) (View, error) {
@@ -72,7 +85,10 @@ func (m *Manager) view(t tenancy.TenantID, r *record) (View, error) {
 	if err != nil {
 		return v, apierr.Wrap(apierr.Internal, err, "reading the subscription's cursor")
 	}
-	v.Cursor = pos.cursor().String()
+	v.Cursor = pos.Cursor
+	if m.o.Feed == nil {
+		v.Cursor = pos.cursor().String()
+	}
 	if !pos.FailingSince.IsZero() {
 		f := pos.FailingSince
 		v.FailingSince = &f
@@ -149,21 +165,21 @@ func (m *Manager) Create(ctx context.Context, s tenancy.Scope, in CreateInput) (
 	}
 	id := newID()
 	ws := workerScope(t, env)
-	if err := m.o.Log.RetainLog(ctx, ws, in.Table, consumer(id)); err != nil {
+	if err := m.feed.Retain(ctx, ws, in.Table, consumer(id)); err != nil {
 		return View{}, err
 	}
 	now := m.o.Now()
-	start, err := m.o.Log.LogCursorAt(ctx, ws, in.Table, now)
+	start, err := m.feed.Start(ctx, ws, in.Table, now)
 	if err != nil && !apierr.Is(err, apierr.TrimmedDataAccess) {
-		_ = m.o.Log.ReleaseLog(context.WithoutCancel(ctx), ws, in.Table, consumer(id))
+		_ = m.feed.Release(context.WithoutCancel(ctx), ws, in.Table, consumer(id))
 		return View{}, err
 	}
 	plain := newSecret()
 	r := &record{ID: id, Env: env, Table: in.Table, URL: in.URL, Filter: in.Filter, FilterNames: in.FilterNames,
 		FilterValues: values, Events: events, BatchSize: batch, RetryPeriod: retry, State: Active,
 		Secrets: []secret{{ID: secretID(now), Sealed: m.st.seal(t, id, plain), Created: now}}, Created: now, Updated: now}
-	if err := m.st.put(t, r, &position{Cursor: start.String()}, true); err != nil {
-		_ = m.o.Log.ReleaseLog(context.WithoutCancel(ctx), ws, in.Table, consumer(id))
+	if err := m.st.put(t, r, &position{Cursor: start}, true); err != nil {
+		_ = m.feed.Release(context.WithoutCancel(ctx), ws, in.Table, consumer(id))
 		return View{}, apierr.Wrap(apierr.Internal, err, "storing the subscription")
 	}
 	m.startWorker(t, r)
@@ -222,16 +238,25 @@ func (m *Manager) setState(s tenancy.Scope, id string, to State) (View, error) {
 		w.mu.Lock()
 		defer w.mu.Unlock()
 	}
-	r, err := m.own(s, id)
-	if err != nil {
-		return View{}, err
-	}
-	r.State, r.StateReason, r.Updated = to, "", m.o.Now()
-	if to == Paused {
-		r.StateReason = "paused by " + s.KeyID()
-	}
-	if err := m.st.put(s.Tenant(), r, nil, false); err != nil {
-		return View{}, apierr.Wrap(apierr.Internal, err, "storing the subscription")
+	var r *record
+	for i := 0; ; i++ {
+		cur, raw, err := m.ownRaw(s, id)
+		if err != nil {
+			return View{}, err
+		}
+		r = cur
+		r.State, r.StateReason, r.Updated = to, "", m.o.Now()
+		if to == Paused {
+			r.StateReason = "paused by " + s.KeyID()
+		}
+		err = m.st.putIf(s.Tenant(), r, raw, nil, false)
+		if errors.Is(err, kv.ErrConflict) && i < conflictRetries {
+			continue // another gateway changed it: read it again
+		}
+		if err != nil {
+			return View{}, apierr.Wrap(apierr.Internal, err, "storing the subscription")
+		}
+		break
 	}
 	if w != nil {
 		w.poke()
@@ -268,7 +293,7 @@ func (m *Manager) Delete(ctx context.Context, s tenancy.Scope, id string) error 
 	if err != nil {
 		return err
 	}
-	if err := m.o.Log.ReleaseLog(ctx, workerScope(s.Tenant(), r.Env), r.Table, consumer(id)); err != nil && !apierr.Is(err, apierr.ResourceNotFound) {
+	if err := m.feed.Release(ctx, workerScope(s.Tenant(), r.Env), r.Table, consumer(id)); err != nil && !apierr.Is(err, apierr.ResourceNotFound) {
 		m.log.Warn("releasing a deleted subscription's log", "tenant", s.Tenant(), "subscription", id, "err", err)
 	}
 	return nil
@@ -293,7 +318,7 @@ func (m *Manager) Replay(ctx context.Context, s tenancy.Scope, id, from string) 
 	if err != nil {
 		return View{}, err
 	}
-	if err := m.movePosition(s.Tenant(), id, func(p *position) { p.Cursor, p.FailingSince = c.String(), time.Time{} }); err != nil {
+	if err := m.movePosition(s.Tenant(), id, func(p *position) { p.Cursor, p.FailingSince = c, time.Time{} }); err != nil {
 		return View{}, err
 	}
 	return m.view(s.Tenant(), r)
@@ -314,21 +339,11 @@ func parseFromKind(from string) (t time.Time, c changelog.Cursor, seq changelog.
 	return t, c, seq, 0
 }
 
-func (m *Manager) parseFrom(ctx context.Context, tenant tenancy.TenantID, r *record, pos position, from string) (changelog.Cursor, error) {
-	t, c, seq, kind := parseFromKind(from)
-	switch kind {
-	case 1:
-		return m.o.Log.LogCursorAt(ctx, workerScope(tenant, r.Env), r.Table, t)
-	case 2:
-		if seq.Seq == 0 {
-			return c, apierr.Validationf("from: sequence number %s names no record", apierr.Clip(from))
-		}
-		cur := pos.cursor()
-		return changelog.Cursor{Stream: cur.Stream, Shard: seq.Shard, Seq: seq.Seq - 1}, nil
-	case 3:
-		return c, nil
+func (m *Manager) parseFrom(ctx context.Context, tenant tenancy.TenantID, r *record, pos position, from string) (string, error) {
+	if t, err := time.Parse(time.RFC3339Nano, from); err == nil {
+		return m.feed.Start(ctx, workerScope(tenant, r.Env), r.Table, t)
 	}
-	return c, apierr.Validationf("from must be an RFC 3339 time (2026-01-02T15:04:05Z), a record's SequenceNumber or a cursor, not %q", apierr.Clip(from))
+	return m.feed.Seek(ctx, workerScope(tenant, r.Env), r.Table, pos.Cursor, from)
 }
 
 // movePosition changes the stored position under the worker's lock, so
@@ -339,15 +354,29 @@ func (m *Manager) movePosition(t tenancy.TenantID, id string, f func(*position))
 		w.mu.Lock()
 		defer w.mu.Unlock()
 	}
-	pos, err := m.st.position(t, id)
-	if err != nil {
-		return apierr.Wrap(apierr.Internal, err, "reading the subscription's cursor")
-	}
-	f(&pos)
-	x := m.st.begin(t)
-	x.setPosition(id, pos)
-	if err := x.commit(); err != nil {
-		return apierr.Wrap(apierr.Internal, err, "storing the subscription's cursor")
+	for i := 0; ; i++ {
+		pos, raw, err := m.st.positionRaw(t, id)
+		if err != nil {
+			return apierr.Wrap(apierr.Internal, err, "reading the subscription's cursor")
+		}
+		f(&pos)
+		var b kv.Batch
+		pv, _ := json.Marshal(pos)
+		if m.st.fleet {
+			// NB: the holder's next write, conditioned on what it read,
+			// fails; it reads this position and goes on from it.
+			b.SetIfEquals(keyspace.WebhookCursor(t, id), raw, pv)
+		} else {
+			b.Set(keyspace.WebhookCursor(t, id), pv)
+		}
+		err = m.st.apply(&b)
+		if errors.Is(err, kv.ErrConflict) && i < conflictRetries {
+			continue
+		}
+		if err != nil {
+			return apierr.Wrap(apierr.Internal, err, "storing the subscription's cursor")
+		}
+		break
 	}
 	if w != nil {
 		w.gen++
@@ -425,22 +454,32 @@ func (m *Manager) RotateSecret(ctx context.Context, s tenancy.Scope, id string, 
 		w.mu.Lock()
 		defer w.mu.Unlock()
 	}
-	r, err := m.own(s, id)
-	if err != nil {
-		return View{}, err
-	}
-	now := m.o.Now()
-	var keep []secret
-	if n := len(r.Secrets); n > 0 {
-		cur := r.Secrets[n-1]
-		cur.Expires = now.Add(overlap)
-		keep = append(keep, cur)
-	}
-	plain := newSecret()
-	keep = append(keep, secret{ID: secretID(now), Sealed: m.st.seal(s.Tenant(), id, plain), Created: now})
-	r.Secrets, r.Updated = keep, now
-	if err := m.st.put(s.Tenant(), r, nil, false); err != nil {
-		return View{}, apierr.Wrap(apierr.Internal, err, "storing the subscription")
+	var r *record
+	var plain string
+	for i := 0; ; i++ {
+		cur, raw, err := m.ownRaw(s, id)
+		if err != nil {
+			return View{}, err
+		}
+		r = cur
+		now := m.o.Now()
+		var keep []secret
+		if n := len(r.Secrets); n > 0 {
+			cur := r.Secrets[n-1]
+			cur.Expires = now.Add(overlap)
+			keep = append(keep, cur)
+		}
+		plain = newSecret()
+		keep = append(keep, secret{ID: secretID(now), Sealed: m.st.seal(s.Tenant(), id, plain), Created: now})
+		r.Secrets, r.Updated = keep, now
+		err = m.st.putIf(s.Tenant(), r, raw, nil, false)
+		if errors.Is(err, kv.ErrConflict) && i < conflictRetries {
+			continue
+		}
+		if err != nil {
+			return View{}, apierr.Wrap(apierr.Internal, err, "storing the subscription")
+		}
+		break
 	}
 	if w != nil {
 		w.poke() // NB: before the answer, so the next delivery signs with the new secret

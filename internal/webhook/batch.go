@@ -19,6 +19,7 @@ type batch struct {
 	starts []int // where each record begins in buf
 	size   int   // the records' bytes, without the framing
 	sent   *sentBody
+	max    int // the records' bytes a body may hold (0: maxBody)
 }
 
 // keepBody bounds the buffer a worker keeps between deliveries.
@@ -50,7 +51,11 @@ func (b *batch) add(enc *encoder, e changelog.Entry) bool {
 	start := len(b.buf)
 	b.buf = enc.append(b.buf, e)
 	n := len(b.buf) - start
-	if len(b.starts) > 0 && b.size+n > maxBody {
+	limit := b.max
+	if limit <= 0 {
+		limit = maxBody
+	}
+	if len(b.starts) > 0 && b.size+n > limit {
 		b.buf = b.buf[:at]
 		return false
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tenantdb/tenantdb/internal/apierr"
 	"github.com/tenantdb/tenantdb/internal/changelog"
+	"github.com/tenantdb/tenantdb/internal/kv"
 	"github.com/tenantdb/tenantdb/internal/storage"
 	"github.com/tenantdb/tenantdb/internal/tenancy"
 )
@@ -41,10 +42,33 @@ type Meter interface {
 	DeliveryDelay(ctx context.Context, s tenancy.Scope) time.Duration
 }
 
-// Options configure a Manager. DB, Log and SecretKey are required.
+// Options configure a Manager. SecretKey is required, and DB or KV, and
+// Log or Feed.
 type Options struct {
-	DB  Store
-	Log Log
+	// DB is the embedded server's store; KV, if set, is used instead
+	// (a gateway's: the engine, through enginekv).
+	DB Store
+	KV KV
+	// Log is the embedded engine's change log; Feed, if set, is used
+	// instead (a gateway's: the engine table's DynamoDB stream).
+	Log  Log
+	Feed Feed
+	// Lease, when positive, makes delivery a fleet's: any number of
+	// Managers share one KV, and a subscription is delivered by the one
+	// holding its lease (a holder and an expiry in its position, renewed
+	// by every write of the position and at least every Lease/3; taken
+	// by another Manager once expired). Zero: this Manager is the only
+	// one (the embedded server).
+	Lease time.Duration
+	// Holder names this Manager among the fleet's (default: random).
+	Holder string
+	// Rescan is how often a fleet's Manager reads the registry for
+	// subscriptions created through another (default Lease/2).
+	Rescan time.Duration
+	// MaxBody bounds a delivery's body (default 6 MB, Lambda's payload
+	// limit); a gateway's is smaller, so that a dead letter fits one
+	// engine item.
+	MaxBody int
 	// SecretKey (32 bytes) seals the signing secrets at rest.
 	SecretKey []byte
 	// Meter, if set, meters deliveries per tenant.
@@ -87,6 +111,7 @@ type Options struct {
 type Manager struct {
 	o      Options
 	st     *store
+	feed   Feed
 	log    *slog.Logger
 	client *http.Client
 	src    source
@@ -108,12 +133,34 @@ type key struct {
 
 // New returns a Manager; Start starts its workers.
 func New(o Options) (*Manager, error) {
-	if o.DB == nil || o.Log == nil {
-		return nil, errors.New("webhook: DB and Log are required")
+	db := o.KV
+	if db == nil {
+		sdb, ok := o.DB.(*storage.DB)
+		if !ok {
+			return nil, errors.New("webhook: DB (a *storage.DB) or KV is required")
+		}
+		db = kv.NewLocal(sdb)
 	}
-	st, err := newStore(o.DB, o.SecretKey)
+	feed := o.Feed
+	if feed == nil {
+		if o.Log == nil {
+			return nil, errors.New("webhook: Log or Feed is required")
+		}
+		feed = cursorFeed{o.Log}
+	}
+	st, err := newStore(db, o.SecretKey)
 	if err != nil {
 		return nil, err
+	}
+	st.fleet = o.Lease > 0
+	if o.Holder == "" {
+		o.Holder = newID()[4:]
+	}
+	if o.Rescan <= 0 {
+		o.Rescan = max(o.Lease/2, time.Second)
+	}
+	if o.MaxBody <= 0 {
+		o.MaxBody = maxBody
 	}
 	if o.TenantConcurrency <= 0 {
 		o.TenantConcurrency = 4
@@ -151,7 +198,7 @@ func New(o Options) (*Manager, error) {
 	if o.Account == "" {
 		o.Account = "000000000000"
 	}
-	m := &Manager{o: o, st: st, log: o.Logger.With("component", "webhook"), src: source{o.Region, o.Account},
+	m := &Manager{o: o, st: st, feed: feed, log: o.Logger.With("component", "webhook"), src: source{o.Region, o.Account},
 		workers: map[key]*worker{}, retired: map[tenancy.TenantID]bool{}, slots: map[tenancy.TenantID]chan struct{}{}}
 	m.client = newClient(o.Timeout, o.AllowPrivate)
 	m.ctx, m.cancel = context.WithCancel(context.Background())
@@ -181,13 +228,42 @@ func newClient(timeout time.Duration, allowPrivate bool) *http.Client {
 }
 
 // Start starts a worker for every stored subscription. Registry entries
-// whose subscription is gone (its tenant was deleted) are removed.
+// whose subscription is gone (its tenant was deleted) are removed. A
+// fleet's Manager reads the registry again every Rescan.
 func (m *Manager) Start() error {
+	if err := m.scanRegistry(); err != nil {
+		return err
+	}
+	if m.o.Lease > 0 {
+		m.wg.Add(1)
+		go func() {
+			defer m.wg.Done()
+			t := time.NewTicker(m.o.Rescan)
+			defer t.Stop()
+			for {
+				select {
+				case <-m.ctx.Done():
+					return
+				case <-t.C:
+				}
+				if err := m.scanRegistry(); err != nil {
+					m.log.Warn("reading the subscriptions' registry", "err", err)
+				}
+			}
+		}()
+	}
+	return nil
+}
+
+func (m *Manager) scanRegistry() error {
 	ts, ids, err := m.st.registry()
 	if err != nil {
 		return err
 	}
 	for i, t := range ts {
+		if m.worker(t, ids[i]) != nil {
+			continue
+		}
 		r, err := m.st.get(t, ids[i])
 		if errors.Is(err, storage.ErrNotFound) {
 			if err := m.st.forget(t, ids[i]); err != nil {

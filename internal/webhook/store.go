@@ -1,6 +1,7 @@
 package webhook
 
 import (
+	"context"
 	"crypto/aes"
 	"crypto/cipher"
 	"crypto/rand"
@@ -12,11 +13,13 @@ import (
 
 	"github.com/tenantdb/tenantdb/internal/changelog"
 	"github.com/tenantdb/tenantdb/internal/keyspace"
+	"github.com/tenantdb/tenantdb/internal/kv"
 	"github.com/tenantdb/tenantdb/internal/storage"
 	"github.com/tenantdb/tenantdb/internal/tenancy"
 )
 
-// Store is the part of *storage.DB the subscriptions are kept in.
+// Store is the part of *storage.DB the embedded server's subscriptions
+// are kept in (Options.DB; the Manager reaches it through kv.Local).
 type Store interface {
 	Get(key []byte) ([]byte, error)
 	NewBatch() *storage.Batch
@@ -26,6 +29,19 @@ type Store interface {
 }
 
 var _ Store = (*storage.DB)(nil)
+
+// KV is where subscriptions and their state are kept (Options.KV): the
+// control plane's seam (package kv), so a fleet of gateways keeps them in
+// its engine (enginekv) and the embedded server in its store (kv.Local).
+// Every record of a subscription is in its tenant's partition
+// (keyspace.Partition), the registry in the system one.
+type KV interface {
+	Get(ctx context.Context, key []byte) ([]byte, error)
+	Scan(ctx context.Context, lo, hi []byte, f func(k, v []byte) bool) error
+	Apply(ctx context.Context, b *kv.Batch) error
+}
+
+var _ KV = (*kv.Local)(nil)
 
 // position is a subscription's durable delivery state, under
 // keyspace.WebhookCursor.
@@ -38,6 +54,13 @@ type position struct {
 	// Redrive asks the worker to deliver the dead-letter list again
 	// before it continues with the log.
 	Redrive bool `json:"redrive,omitempty"`
+	// Holder is the gateway delivering the subscription until Expires
+	// (Options.Lease; empty on the embedded server, whose one process
+	// delivers everything). NB: the holder's every write of the position
+	// is conditioned on the bytes it last read or wrote, so a gateway
+	// that lost the lease advances nothing.
+	Holder  string    `json:"holder,omitempty"`
+	Expires time.Time `json:"expires,omitzero"`
 }
 
 func (p position) cursor() changelog.Cursor {
@@ -77,13 +100,19 @@ type DeadLetter struct {
 // maxAttempts is how many attempts a subscription keeps.
 const maxAttempts = 200
 
+// storeTimeout bounds one call of the store (an engine's, for a gateway).
+const storeTimeout = 30 * time.Second
+
 // store keeps subscriptions and their state.
 type store struct {
-	db   Store
+	db   KV
 	aead cipher.AEAD
+	// fleet: writes of a subscription's state are conditioned on the
+	// position as read (Options.Lease), not only on the subscription.
+	fleet bool
 }
 
-func newStore(db Store, key []byte) (*store, error) {
+func newStore(db KV, key []byte) (*store, error) {
 	if len(key) < 32 {
 		return nil, errors.New("webhook: the secret key must have 32 bytes")
 	}
@@ -96,6 +125,15 @@ func newStore(db Store, key []byte) (*store, error) {
 		return nil, err
 	}
 	return &store{db: db, aead: aead}, nil
+}
+
+func bg() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), storeTimeout)
+}
+
+// notFound reports whether err says a key is absent.
+func notFound(err error) bool {
+	return errors.Is(err, kv.ErrNotFound) || errors.Is(err, storage.ErrNotFound)
 }
 
 // seal encrypts a secret, bound to its tenant and subscription.
@@ -117,121 +155,157 @@ func (s *store) open(t tenancy.TenantID, id string, sealed []byte) (string, erro
 	return string(p), nil
 }
 
+func (s *store) raw(key []byte) ([]byte, error) {
+	ctx, cancel := bg()
+	defer cancel()
+	return s.db.Get(ctx, key)
+}
+
+func (s *store) scan(lo, hi []byte, f func(k, v []byte) bool) error {
+	ctx, cancel := bg()
+	defer cancel()
+	return s.db.Scan(ctx, lo, hi, f)
+}
+
+func (s *store) apply(b *kv.Batch) error {
+	ctx, cancel := bg()
+	defer cancel()
+	return s.db.Apply(ctx, b)
+}
+
 func (s *store) get(t tenancy.TenantID, id string) (*record, error) {
-	v, err := s.db.Get(keyspace.WebhookSubscription(t, id))
+	r, _, err := s.getRaw(t, id)
+	return r, err
+}
+
+// getRaw returns subscription id and its stored bytes (for a write
+// conditioned on them). Errors: storage.ErrNotFound.
+func (s *store) getRaw(t tenancy.TenantID, id string) (*record, []byte, error) {
+	v, err := s.raw(keyspace.WebhookSubscription(t, id))
+	if notFound(err) {
+		return nil, nil, storage.ErrNotFound
+	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	r := new(record)
 	if err := json.Unmarshal(v, r); err != nil {
-		return nil, fmt.Errorf("webhook: decoding subscription %s: %w", id, err)
+		return nil, nil, fmt.Errorf("webhook: decoding subscription %s: %w", id, err)
 	}
-	return r, nil
-}
-
-// exists reports whether subscription id of tenant t is stored.
-func (s *store) exists(t tenancy.TenantID, id string) (bool, error) {
-	_, err := s.db.Get(keyspace.WebhookSubscription(t, id))
-	if errors.Is(err, storage.ErrNotFound) {
-		return false, nil
-	}
-	return err == nil, err
+	return r, v, nil
 }
 
 func (s *store) list(t tenancy.TenantID) ([]*record, error) {
 	lo, hi := keyspace.WebhookSubscriptions(t)
-	it := s.db.NewIter(lo, hi)
-	defer it.Close()
 	var out []*record
-	for ok := it.First(); ok; ok = it.Next() {
+	var derr error
+	err := s.scan(lo, hi, func(_, v []byte) bool {
 		r := new(record)
-		if err := json.Unmarshal(it.Value(), r); err != nil {
-			return nil, fmt.Errorf("webhook: decoding a subscription: %w", err)
+		if derr = json.Unmarshal(v, r); derr != nil {
+			derr = fmt.Errorf("webhook: decoding a subscription: %w", derr)
+			return false
 		}
 		out = append(out, r)
-	}
-	return out, it.Error()
+		return true
+	})
+	return out, errors.Join(err, derr)
 }
 
 // registry returns every (tenant, id) of the system registry.
 func (s *store) registry() (ts []tenancy.TenantID, ids []string, err error) {
 	lo, hi := keyspace.WebhookRegistryRange()
-	it := s.db.NewIter(lo, hi)
-	defer it.Close()
-	for ok := it.First(); ok; ok = it.Next() {
-		if t, id, ok := keyspace.WebhookRegistryEntry(it.Key()); ok {
+	err = s.scan(lo, hi, func(k, _ []byte) bool {
+		if t, id, ok := keyspace.WebhookRegistryEntry(k); ok {
 			ts, ids = append(ts, t), append(ids, id)
 		}
-	}
-	return ts, ids, it.Error()
+		return true
+	})
+	return ts, ids, err
 }
 
 // put writes r (and, when pos is not nil, its position) in one synced
 // batch; create also adds the registry entry.
 func (s *store) put(t tenancy.TenantID, r *record, pos *position, create bool) error {
-	b := s.db.NewBatch()
-	defer b.Close()
+	return s.putIf(t, r, nil, pos, create)
+}
+
+// putIf is put, on a fleet conditioned on the subscription's stored
+// bytes being old (nil: unconditional). Errors: kv.ErrConflict.
+func (s *store) putIf(t tenancy.TenantID, r *record, old []byte, pos *position, create bool) error {
+	var b kv.Batch
 	v, err := json.Marshal(r)
 	if err != nil {
 		return err
 	}
-	b.Set(keyspace.WebhookSubscription(t, r.ID), v)
+	switch {
+	case create:
+		b.SetIfAbsent(keyspace.WebhookSubscription(t, r.ID), v)
+	case old != nil && s.fleet:
+		b.SetIfEquals(keyspace.WebhookSubscription(t, r.ID), old, v)
+	default:
+		b.Set(keyspace.WebhookSubscription(t, r.ID), v)
+	}
 	if pos != nil {
 		pv, _ := json.Marshal(pos)
 		b.Set(keyspace.WebhookCursor(t, r.ID), pv)
 	}
 	if create {
-		b.Set(keyspace.WebhookRegistry(t, r.ID), nil)
+		b.Set(keyspace.WebhookRegistry(t, r.ID), []byte{})
 	}
-	return s.db.Apply(b)
+	return s.apply(&b)
 }
 
 // remove deletes subscription id with everything it holds.
 func (s *store) remove(t tenancy.TenantID, id string) error {
-	b := s.db.NewBatch()
-	defer b.Close()
-	b.Delete(keyspace.WebhookSubscription(t, id))
-	b.Delete(keyspace.WebhookCursor(t, id))
+	var b kv.Batch
 	b.DeleteRange(keyspace.WebhookDeadLetters(t, id))
 	b.DeleteRange(keyspace.WebhookAttempts(t, id))
+	b.Delete(keyspace.WebhookSubscription(t, id))
+	b.Delete(keyspace.WebhookCursor(t, id))
 	b.Delete(keyspace.WebhookRegistry(t, id))
-	return s.db.Apply(b)
+	return s.apply(&b)
 }
 
 // forget deletes a registry entry whose subscription is gone (its tenant
 // was deleted).
 func (s *store) forget(t tenancy.TenantID, id string) error {
-	b := s.db.NewBatch()
-	defer b.Close()
+	var b kv.Batch
 	b.Delete(keyspace.WebhookRegistry(t, id))
-	return s.db.Apply(b)
+	return s.apply(&b)
 }
 
 func (s *store) position(t tenancy.TenantID, id string) (position, error) {
+	p, _, err := s.positionRaw(t, id)
+	return p, err
+}
+
+// positionRaw returns the position and its stored bytes (nil when none
+// is stored).
+func (s *store) positionRaw(t tenancy.TenantID, id string) (position, []byte, error) {
 	var p position
-	v, err := s.db.Get(keyspace.WebhookCursor(t, id))
-	if errors.Is(err, storage.ErrNotFound) {
-		return p, nil
+	v, err := s.raw(keyspace.WebhookCursor(t, id))
+	if notFound(err) {
+		return p, nil, nil
 	}
 	if err != nil {
-		return p, err
+		return p, nil, err
 	}
-	return p, json.Unmarshal(v, &p)
+	return p, v, json.Unmarshal(v, &p)
 }
 
 // tx is one batch of a worker's state changes.
 type tx struct {
 	s *store
 	t tenancy.TenantID
-	b *storage.Batch
+	b kv.Batch
+	// id and pos: the position to write, if any.
+	id  string
+	pos *position
 }
 
-func (s *store) begin(t tenancy.TenantID) *tx { return &tx{s: s, t: t, b: s.db.NewBatch()} }
+func (s *store) begin(t tenancy.TenantID) *tx { return &tx{s: s, t: t} }
 
-func (x *tx) setPosition(id string, p position) {
-	v, _ := json.Marshal(p)
-	x.b.Set(keyspace.WebhookCursor(x.t, id), v)
-}
+func (x *tx) setPosition(id string, p position) { x.id, x.pos = id, &p }
 
 func (x *tx) attempt(id string, n uint64, a Attempt) {
 	v, _ := json.Marshal(a)
@@ -248,62 +322,93 @@ func (x *tx) deadLetter(id string, d DeadLetter) {
 
 func (x *tx) dropDeadLetter(id string, n uint64) { x.b.Delete(keyspace.WebhookDeadLetter(x.t, id, n)) }
 
+// guard makes the batch conditional: on the position's stored bytes
+// being old (a fleet: a gateway that lost the lease, or whose position a
+// replay moved, writes nothing), or else on the subscription existing.
+// It returns the bytes of the position written (nil if none).
+func (x *tx) guard(id string, old []byte) []byte {
+	var pv []byte
+	if x.pos != nil {
+		pv, _ = json.Marshal(x.pos)
+	}
+	switch {
+	case x.s.fleet && pv != nil:
+		x.b.SetIfEquals(keyspace.WebhookCursor(x.t, id), old, pv)
+	case x.s.fleet:
+		x.b.Expect(keyspace.WebhookCursor(x.t, id), old)
+	default:
+		x.b.ExpectPresent(keyspace.WebhookSubscription(x.t, id))
+		if pv != nil {
+			x.b.Set(keyspace.WebhookCursor(x.t, id), pv)
+		}
+	}
+	return pv
+}
+
 // commit applies the batch, synced (a cursor or dead letter must survive
 // a crash once the worker acts on it).
-func (x *tx) commit() error {
-	defer x.b.Close()
-	return x.s.db.Apply(x.b)
-}
+func (x *tx) commit() error { return x.s.apply(&x.b) }
 
 // commitNoSync applies the batch without waiting for the WAL sync (an
 // attempt record alone: losing it in a crash loses only a diagnostic).
 func (x *tx) commitNoSync() error {
-	defer x.b.Close()
-	return x.s.db.ApplyNoSync(x.b)
+	x.b.NoSync = true
+	return x.s.apply(&x.b)
 }
 
 // lastN returns the number of the last key of the range (0 if empty).
 func (s *store) lastN(lo, hi []byte) (uint64, error) {
-	it := s.db.NewIter(lo, hi)
-	defer it.Close()
-	if it.Last() {
-		k := it.Key()
-		return binary.BigEndian.Uint64(k[len(k)-8:]), it.Error()
+	var last []byte
+	err := s.scan(lo, hi, func(k, _ []byte) bool {
+		last = append(last[:0], k...)
+		return true
+	})
+	if len(last) >= 8 {
+		return binary.BigEndian.Uint64(last[len(last)-8:]), err
 	}
-	return 0, it.Error()
+	return 0, err
 }
 
 func (s *store) attempts(t tenancy.TenantID, id string, limit int) ([]Attempt, error) {
 	lo, hi := keyspace.WebhookAttempts(t, id)
-	it := s.db.NewIter(lo, hi)
-	defer it.Close()
+	var all [][]byte
+	err := s.scan(lo, hi, func(_, v []byte) bool {
+		all = append(all, append([]byte(nil), v...))
+		return true
+	})
+	if err != nil {
+		return nil, err
+	}
 	var out []Attempt
-	for ok := it.Last(); ok && len(out) < limit; ok = it.Prev() {
+	for i := len(all) - 1; i >= 0 && len(out) < limit; i-- {
 		var a Attempt
-		if err := json.Unmarshal(it.Value(), &a); err != nil {
+		if err := json.Unmarshal(all[i], &a); err != nil {
 			return nil, err
 		}
 		out = append(out, a)
 	}
-	return out, it.Error()
+	return out, nil
 }
 
 func (s *store) deadLetters(t tenancy.TenantID, id string, limit int) ([]DeadLetter, int, error) {
 	lo, hi := keyspace.WebhookDeadLetters(t, id)
-	it := s.db.NewIter(lo, hi)
-	defer it.Close()
 	var out []DeadLetter
 	n := 0
-	for ok := it.First(); ok; ok = it.Next() {
+	var derr error
+	err := s.scan(lo, hi, func(_, v []byte) bool {
 		n++
 		if len(out) >= limit {
-			continue
+			return true
 		}
 		var d DeadLetter
-		if err := json.Unmarshal(it.Value(), &d); err != nil {
-			return nil, 0, err
+		if derr = json.Unmarshal(v, &d); derr != nil {
+			return false
 		}
 		out = append(out, d)
+		return true
+	})
+	if err = errors.Join(err, derr); err != nil {
+		return nil, 0, err
 	}
-	return out, n, it.Error()
+	return out, n, nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/tenantdb/tenantdb/internal/apierr"
 	"github.com/tenantdb/tenantdb/internal/changelog"
 	"github.com/tenantdb/tenantdb/internal/keyspace"
+	"github.com/tenantdb/tenantdb/internal/kv"
 	"github.com/tenantdb/tenantdb/internal/storage"
 	"github.com/tenantdb/tenantdb/internal/tenancy"
 )
@@ -52,8 +53,11 @@ type worker struct {
 	cachedAt time.Time
 	dirty    atomic.Bool
 	// pos is the position as last read or written (guarded by mu), valid
-	// while havePos and posGen == gen.
+	// while havePos and posGen == gen; posRaw its stored bytes (on a
+	// fleet pos may be ahead of them: records filtered out are passed in
+	// memory and written with the next write).
 	pos     position
+	posRaw  []byte
 	havePos bool
 	posGen  uint64
 	// nextRead is when the log may be read next: under load, a read
@@ -82,15 +86,7 @@ const pollEvery = 30 * time.Second
 func (w *worker) run() {
 	s := workerScope(w.t, w.env)
 	st := w.m.st
-	var err error
-	if w.attemptN, err = st.lastN(keyspace.WebhookAttempts(w.t, w.id)); err == nil {
-		if w.deadN, err = st.lastN(keyspace.WebhookDeadLetters(w.t, w.id)); err == nil {
-			_, w.deadCount, err = st.deadLetters(w.t, w.id, 0)
-		}
-	}
-	if err != nil {
-		w.m.log.Error("reading a subscription's state", "tenant", w.t, "subscription", w.id, "err", err)
-	}
+	w.loadCounters()
 	for w.ctx.Err() == nil {
 		r := w.cached
 		var err error
@@ -124,7 +120,7 @@ func (w *worker) run() {
 		w.mu.Lock()
 		gen := w.gen
 		if !w.havePos || w.posGen != gen {
-			w.pos, err = st.position(w.t, w.id)
+			w.pos, w.posRaw, err = st.positionRaw(w.t, w.id)
 			w.havePos, w.posGen = err == nil, gen
 		}
 		pos := w.pos
@@ -134,11 +130,33 @@ func (w *worker) run() {
 			w.sleep(w.m.o.BackoffMax)
 			continue
 		}
+		if w.m.o.Lease > 0 {
+			var ok bool
+			if pos, ok = w.lease(gen, pos); !ok {
+				continue
+			}
+		}
 		if pos.Redrive {
 			w.redrive(s, r, gen, pos)
 			continue
 		}
 		w.step(s, r, gen, pos)
+	}
+}
+
+// loadCounters reads the numbers of the last attempt and dead letter and
+// the dead letters' count (at the start, and on a fleet whenever the
+// worker takes the lease: the previous holder wrote more).
+func (w *worker) loadCounters() {
+	st := w.m.st
+	var err error
+	if w.attemptN, err = st.lastN(keyspace.WebhookAttempts(w.t, w.id)); err == nil {
+		if w.deadN, err = st.lastN(keyspace.WebhookDeadLetters(w.t, w.id)); err == nil {
+			_, w.deadCount, err = st.deadLetters(w.t, w.id, 0)
+		}
+	}
+	if err != nil {
+		w.m.log.Error("reading a subscription's state", "tenant", w.t, "subscription", w.id, "err", err)
 	}
 }
 
@@ -156,9 +174,9 @@ func (w *worker) step(s tenancy.Scope, r *record, gen uint64, pos position) {
 	if d := time.Until(w.nextRead); d > 0 && w.sleep(d) {
 		return // poked: read the subscription again
 	}
-	from := pos.cursor()
+	from := pos.Cursor
 	readAt := time.Now()
-	page, err := w.m.o.Log.FollowLog(w.ctx, s, r.Table, from, r.BatchSize)
+	entries, pageNext, caughtUp, after, err := w.m.feed.Follow(w.ctx, s, r.Table, from, r.BatchSize)
 	switch {
 	case err == nil:
 	case w.ctx.Err() != nil:
@@ -169,9 +187,11 @@ func (w *worker) step(s tenancy.Scope, r *record, gen uint64, pos position) {
 		x := st(w).begin(w.t)
 		w.attemptN++
 		x.attempt(w.id, w.attemptN, Attempt{Time: w.m.o.Now(), Outcome: "skipped", Error: "changes after the cursor were trimmed from the change log before they were delivered; continuing from the oldest retained change"})
-		pos.Cursor = changelog.Cursor{}.String()
-		x.setPosition(w.id, pos)
-		w.commit(gen, x, true)
+		pos.Cursor = ""
+		if w.m.o.Feed == nil {
+			pos.Cursor = changelog.Cursor{}.String()
+		}
+		w.commit(gen, x, true, pos)
 		return
 	case apierr.Is(err, apierr.ResourceNotFound):
 		w.disable(gen, r, "the table "+r.Table+" no longer exists")
@@ -196,14 +216,15 @@ func (w *worker) step(s tenancy.Scope, r *record, gen uint64, pos position) {
 	// of them, byte for byte.
 	bt := &w.batch
 	bt.reset()
+	bt.max = w.m.o.MaxBody
 	var first, last string
-	next := page.Next
-	for i, e := range page.Entries {
+	next := pageNext
+	for i, e := range entries {
 		if !w.filter.Match(e.Record) {
 			continue
 		}
 		if !bt.add(w.enc, e) {
-			next = page.Entries[i-1].Next
+			next = after(i - 1)
 			break
 		}
 		if first == "" {
@@ -219,18 +240,30 @@ func (w *worker) step(s tenancy.Scope, r *record, gen uint64, pos position) {
 	// environment, cannot make the worker read once per commit. At light
 	// load the next read starts at once, and adds no lag.
 	w.pace.Window = w.m.o.Window
-	w.nextRead = w.pace.Next(readAt, len(page.Entries), len(page.Entries) >= r.BatchSize || next != page.Next)
+	w.nextRead = w.pace.Next(readAt, len(entries), len(entries) >= r.BatchSize || next != pageNext)
 	if n == 0 {
 		if next != from {
-			x := st(w).begin(w.t)
-			pos.Cursor = next.String()
-			x.setPosition(w.id, pos)
-			w.commit(gen, x, false)
+			pos.Cursor = next
+			if w.m.o.Lease > 0 {
+				// NB: on a fleet, passing records filtered out is kept in
+				// memory and written with the next write (at the latest
+				// the lease's renewal): the engine's stream holds every
+				// write of the engine table, these included, so writing
+				// each would make every poll find one more record.
+				w.mu.Lock()
+				if w.posGen == gen && w.havePos {
+					w.pos.Cursor = next
+				}
+				w.mu.Unlock()
+			} else {
+				x := st(w).begin(w.t)
+				w.commit(gen, x, false, pos)
+			}
 		}
 		// NB: an empty page waits even when not CaughtUp: that only says
 		// a change of the tenant environment (any table) is committing,
 		// and WaitLog returns once one has.
-		if len(page.Entries) == 0 || page.CaughtUp {
+		if len(entries) == 0 || caughtUp {
 			w.waitLog(s, r.Table, next)
 		}
 		return
@@ -257,7 +290,7 @@ func (w *worker) step(s tenancy.Scope, r *record, gen uint64, pos position) {
 		// batch is delivered again: at least once, receivers deduplicate
 		// by eventID. The cursor never passes a record not acknowledged,
 		// because this batch is made only after the 2xx.
-		w.commit(gen, x, false, position{Cursor: next.String()})
+		w.commit(gen, x, false, position{Cursor: next})
 		w.failures = 0
 	case status == http.StatusGone:
 		a.Outcome = "disabled"
@@ -289,7 +322,7 @@ func (w *worker) step(s tenancy.Scope, r *record, gen uint64, pos position) {
 		x.attempt(w.id, w.attemptN, a)
 		w.deadN++
 		x.deadLetter(w.id, DeadLetter{N: w.deadN, Time: now, Status: status, Error: a.Error, Records: bt.records()})
-		if w.commit(gen, x, true, position{Cursor: next.String()}) {
+		if w.commit(gen, x, true, position{Cursor: next}) {
 			w.deadCount++
 		}
 		w.failures = 0
@@ -331,7 +364,6 @@ func (w *worker) redrive(s tenancy.Scope, r *record, gen uint64, pos position) {
 	d := dls[0]
 	body, err := encode(d.Records)
 	if err != nil {
-		x.b.Close()
 		return
 	}
 	status, lat, derr := w.post(s, r, body, len(d.Records), &sentBody{})
@@ -368,20 +400,24 @@ func (w *worker) commit(gen uint64, x *tx, sync bool, pos ...position) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.gen != gen || w.gone {
-		x.b.Close()
 		return false
 	}
-	if ok, err := st(w).exists(w.t, w.id); !ok {
-		x.b.Close()
-		if err != nil {
-			w.m.log.Error("reading a subscription", "tenant", w.t, "subscription", w.id, "err", err)
+	if w.m.o.Lease > 0 {
+		// NB: every write of a fleet's worker renews its lease, and
+		// carries a position passed in memory (run's lease()).
+		if len(pos) == 0 && w.havePos && w.posGen == gen && !bytesEqualPos(w.pos, w.posRaw) {
+			pos = append(pos, w.pos)
 		}
-		w.dirty.Store(true) // read it again: gone, the worker stops
-		return false
+		for i := range pos {
+			pos[i].Holder, pos[i].Expires = w.m.o.Holder, time.Now().Add(w.m.o.Lease)
+		}
 	}
 	for _, p := range pos {
 		x.setPosition(w.id, p)
 	}
+	old := w.posRaw
+	raw := x.guard(w.id, old)
+	had := w.havePos && w.posGen == gen
 	w.havePos = false
 	var err error
 	if sync {
@@ -389,14 +425,68 @@ func (w *worker) commit(gen uint64, x *tx, sync bool, pos ...position) bool {
 	} else {
 		err = x.commitNoSync()
 	}
+	if errors.Is(err, kv.ErrConflict) {
+		// The subscription is gone (the worker stops), or on a fleet its
+		// position changed under it: a replay, or another gateway took
+		// the lease. Read both again.
+		w.dirty.Store(true)
+		return false
+	}
 	if err != nil {
 		w.m.log.Error("writing a subscription's state", "tenant", w.t, "subscription", w.id, "err", err)
 		return false
 	}
-	if len(pos) > 0 {
-		w.pos, w.havePos, w.posGen = pos[len(pos)-1], true, gen
+	if x.pos != nil {
+		w.pos, w.posRaw, w.havePos, w.posGen = *x.pos, raw, true, gen
+	} else if had {
+		w.havePos = true
 	}
 	return true
+}
+
+// bytesEqualPos reports whether p is what raw stores.
+func bytesEqualPos(p position, raw []byte) bool {
+	var q position
+	if raw == nil || json.Unmarshal(raw, &q) != nil {
+		return false
+	}
+	return p.Cursor == q.Cursor && p.FailingSince.Equal(q.FailingSince) && p.Redrive == q.Redrive &&
+		p.Holder == q.Holder && p.Expires.Equal(q.Expires)
+}
+
+// lease makes sure this worker holds its subscription's lease (a fleet's,
+// Options.Lease) for a while yet, taking or renewing it with a write of
+// pos conditioned on the stored bytes; it returns the position to go on
+// from, and false (after waiting) while another gateway holds it.
+func (w *worker) lease(gen uint64, pos position) (position, bool) {
+	now := time.Now()
+	me := w.m.o.Holder
+	l := w.m.o.Lease
+	if pos.Holder == me && pos.Expires.Sub(now) > l*2/3 {
+		return pos, true
+	}
+	if pos.Holder != "" && pos.Holder != me && now.Before(pos.Expires) {
+		// Held by another gateway: look again when it may have expired.
+		w.mu.Lock()
+		w.havePos = false
+		w.mu.Unlock()
+		w.sleep(min(pos.Expires.Sub(now)+rand.N(l/8+1), l/3))
+		return pos, false
+	}
+	taking := pos.Holder != me
+	x := st(w).begin(w.t)
+	if !w.commit(gen, x, true, pos) {
+		w.sleep(rand.N(l/8 + 1))
+		return pos, false
+	}
+	if taking {
+		w.loadCounters()
+		w.m.log.Info("delivering a subscription", "tenant", w.t, "subscription", w.id, "holder", me)
+	}
+	w.mu.Lock()
+	pos = w.pos
+	w.mu.Unlock()
+	return pos, true
 }
 
 // disable stops the subscription with reason (it keeps its cursor; resume
@@ -407,13 +497,13 @@ func (w *worker) disable(gen uint64, r *record, reason string) {
 	if w.gen != gen || w.gone {
 		return
 	}
-	cur, err := st(w).get(w.t, w.id)
+	cur, raw, err := st(w).getRaw(w.t, w.id)
 	if err != nil || cur.State != Active {
 		return
 	}
 	w.cached = nil
 	cur.State, cur.StateReason, cur.Updated = Disabled, reason, w.m.o.Now()
-	if err := st(w).put(w.t, cur, nil, false); err != nil {
+	if err := st(w).putIf(w.t, cur, raw, nil, false); err != nil {
 		w.m.log.Error("disabling a subscription", "tenant", w.t, "subscription", w.id, "err", err)
 	}
 	w.m.log.Info("subscription disabled", "tenant", w.t, "subscription", w.id, "reason", reason)
@@ -522,7 +612,7 @@ func (w *worker) sleep(d time.Duration) bool {
 
 // waitLog waits until a change after from may have committed, the worker
 // is poked, or pollEvery passed.
-func (w *worker) waitLog(s tenancy.Scope, table string, from changelog.Cursor) {
+func (w *worker) waitLog(s tenancy.Scope, table string, from string) {
 	ctx, cancel := context.WithTimeout(w.ctx, pollEvery)
 	defer cancel()
 	done := make(chan struct{})
@@ -533,7 +623,7 @@ func (w *worker) waitLog(s tenancy.Scope, table string, from changelog.Cursor) {
 		case <-done:
 		}
 	}()
-	err := w.m.o.Log.WaitLog(ctx, s, table, from)
+	err := w.m.feed.Wait(ctx, s, table, from)
 	close(done)
 	if err != nil && ctx.Err() == nil {
 		w.sleep(w.backoff())

@@ -1,0 +1,62 @@
+package node
+
+import (
+	"context"
+	"time"
+
+	"github.com/tenantdb/tenantdb/internal/admin"
+	"github.com/tenantdb/tenantdb/internal/auth"
+	"github.com/tenantdb/tenantdb/internal/catalog"
+	"github.com/tenantdb/tenantdb/internal/remote"
+	"github.com/tenantdb/tenantdb/internal/tenancy"
+	"github.com/tenantdb/tenantdb/internal/webhook"
+)
+
+// FleetWebhookLease is how long a gateway holds a webhook subscription it
+// delivers without renewing it: another gateway takes it over within
+// this plus a third of it after the holder died (webhook.Options.Lease).
+const FleetWebhookLease = 10 * time.Second
+
+// fleetWebhookBody bounds a gateway's deliveries, so that a dead letter
+// (the batch's records) fits one engine item (400 KB).
+const fleetWebhookBody = 256 << 10
+
+// openWebhooks starts webhook delivery and serves the subscriptions'
+// admin routes. Embedded, subscriptions live in the store and follow the
+// engine's change log; on a gateway they live in the engine (ctl) and
+// follow the engine table's DynamoDB stream (remote.Follower), delivered
+// by the gateway holding each one's lease.
+func (n *Node) openWebhooks(o Options, key *auth.ServerKey, ctl controlStore, adm *admin.Handler) error {
+	wo := o.Webhooks
+	wo.DB, wo.Log, wo.Meter = n.db, n.engine, n.quotas
+	if n.remote != nil {
+		wo.KV, wo.Feed = ctl, n.remote.Follower(0)
+		if wo.Lease <= 0 {
+			wo.Lease = o.Remote.WebhookLease
+		}
+		if wo.Lease <= 0 {
+			wo.Lease = FleetWebhookLease
+		}
+		if wo.MaxBody <= 0 {
+			wo.MaxBody = fleetWebhookBody
+		}
+	}
+	wo.SecretKey = key.Derive("tenantdb webhook secrets v1")
+	wo.AllowPrivate = o.AllowPrivateWebhooks
+	wo.Region, wo.Logger = o.Region, n.log
+	wo.TenantActive = func(ctx context.Context, t tenancy.TenantID) bool {
+		tn, err := n.catalog.Tenant(ctx, t)
+		return err == nil && tn.Status == catalog.Active
+	}
+	var err error
+	if n.webhooks, err = webhook.New(wo); err != nil {
+		return err
+	}
+	if err := n.webhooks.Start(); err != nil {
+		return err
+	}
+	adm.ServeSubscriptions(n.webhooks)
+	return nil
+}
+
+var _ webhook.Feed = (*remote.Follower)(nil)
