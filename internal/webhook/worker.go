@@ -142,6 +142,27 @@ func (w *worker) run() {
 		}
 		w.step(s, r, gen, pos)
 	}
+	if w.m.o.Lease > 0 {
+		w.release()
+	}
+}
+
+// release ends a fleet worker's lease as it stops (its Manager closes),
+// so that another gateway takes the subscription over at once.
+func (w *worker) release() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.gone || !w.havePos || w.posGen != w.gen || w.pos.Holder != w.m.o.Holder {
+		return
+	}
+	p := w.pos
+	p.Expires = time.Now()
+	pv, _ := json.Marshal(p)
+	var b kv.Batch
+	b.SetIfEquals(keyspace.WebhookCursor(w.t, w.id), w.posRaw, pv)
+	if err := w.m.st.apply(&b); err != nil && !errors.Is(err, kv.ErrConflict) {
+		w.m.log.Warn("releasing a subscription's lease", "tenant", w.t, "subscription", w.id, "err", err)
+	}
 }
 
 // loadCounters reads the numbers of the last attempt and dead letter and
@@ -324,8 +345,13 @@ func (w *worker) step(s tenancy.Scope, r *record, gen uint64, pos position) {
 		x.deadLetter(w.id, DeadLetter{N: w.deadN, Time: now, Status: status, Error: a.Error, Records: bt.records()})
 		if w.commit(gen, x, true, position{Cursor: next}) {
 			w.deadCount++
+			w.failures = 0
+		} else {
+			// NB: not stored (an engine refusing a dead letter over its
+			// item size, a lost lease): the batch comes again, not at once.
+			w.failures++
+			w.sleep(w.backoff())
 		}
-		w.failures = 0
 	}
 }
 

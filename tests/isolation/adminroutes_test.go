@@ -179,16 +179,13 @@ func (w *world) adminRouteAttacks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// B has a (paused) subscription for the {id} routes to name (none
-	// over a remote backend, which refuses subscriptions).
-	bSub := client.Subscription{ID: "sub_" + randHex(12)}
-	if !w.srv.Remote {
-		if bSub, err = w.admin.CreateSubscription(w.ctx, B.id, client.CreateSubscriptionRequest{Table: tblNS, URL: "https://93.184.216.34/b"}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := w.admin.PauseSubscription(w.ctx, B.id, bSub.ID); err != nil {
-			t.Fatal(err)
-		}
+	// B has a (paused) subscription for the {id} routes to name.
+	bSub, err := w.admin.CreateSubscription(w.ctx, B.id, client.CreateSubscriptionRequest{Table: tblNS, URL: "https://93.184.216.34/b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.admin.PauseSubscription(w.ctx, B.id, bSub.ID); err != nil {
+		t.Fatal(err)
 	}
 	noSub := "sub_" + randHex(12)
 

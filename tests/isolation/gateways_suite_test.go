@@ -28,4 +28,5 @@ func TestIsolationGateways(t *testing.T) {
 	t.Run("StreamsIsolation", TestStreamsIsolation)
 	t.Run("DeletedTableStreamsIsolation", TestDeletedTableStreamsIsolation)
 	t.Run("BackupIsolation", TestBackupIsolation)
+	t.Run("WebhookIsolation", TestWebhookIsolation)
 }

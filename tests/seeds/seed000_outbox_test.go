@@ -23,9 +23,6 @@ import (
 func TestSeed000Outbox(t *testing.T) {
 	ctx := context.Background()
 	srv := harness.Start(t, harness.Options{AllowPrivateWebhooks: true})
-	if srv.Remote {
-		t.Skip("webhooks are not served by the remote backend yet (they follow the embedded engine's change log)")
-	}
 	// One shared table, as the seed's tenant-partitioned tables are shared.
 	if _, err := srv.Client(srv.Operator).CreateTable(ctx, &dynamodb.CreateTableInput{
 		TableName: aws.String("Progress.UserState"),
