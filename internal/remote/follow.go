@@ -36,6 +36,10 @@ type Follower struct {
 	shards   []engineShard // the engine stream's shards, as last listed
 	listedAt time.Time
 	turn     atomic.Uint32 // the shard a read starts with, in turn
+	// behind holds the positions a Follow ended at, having found nothing
+	// within its budget, before reaching every shard's present end: a
+	// Wait from one of them returns at once (catching up reads on).
+	behind sync.Map
 }
 
 // engineShard is one shard of the engine stream.
@@ -190,8 +194,13 @@ func (f *Follower) Release(ctx context.Context, s tenancy.Scope, table, consumer
 }
 
 // Wait waits for the poll interval: the engine's stream says nothing of
-// new records but through reads.
+// new records but through reads. From a position a Follow left behind
+// the shards' ends (its budget spent on other tenants' records) it
+// returns at once.
 func (f *Follower) Wait(ctx context.Context, s tenancy.Scope, table, from string) error {
+	if _, ok := f.behind.LoadAndDelete(from); ok {
+		return nil
+	}
 	t := time.NewTimer(f.poll)
 	defer t.Stop()
 	select {
@@ -398,7 +407,11 @@ func (f *Follower) Follow(ctx context.Context, s tenancy.Scope, table, from stri
 			n = len(shards)
 		}
 	}
-	return nil, p.String(), caughtUp, func(int) string { return p.String() }, nil
+	next := p.String()
+	if !caughtUp {
+		f.behind.Store(next, struct{}{})
+	}
+	return nil, next, caughtUp, func(int) string { return next }, nil
 }
 
 // readShard reads shard id from state (T, A<seq>, F<seq>; "" is T) for at
