@@ -9,8 +9,7 @@ import (
 )
 
 // Unavailable serves the admin API's subscription routes where the server
-// cannot deliver webhooks (a gateway over the remote backend, which keeps
-// no change log of ours), refusing each with reason.
+// cannot deliver webhooks, refusing each with reason.
 type Unavailable string
 
 func (u Unavailable) err() error {
