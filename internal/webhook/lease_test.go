@@ -99,3 +99,46 @@ func TestLostLeaseAdvancesNothing(t *testing.T) {
 		t.Errorf("%d records, want 3 (only the holder delivers)", n)
 	}
 }
+
+// TestCloseEndsLease: a fleet Manager that closes ends the leases it
+// holds (an expiry of now), so another gateway need not wait them out.
+func TestCloseEndsLease(t *testing.T) {
+	ctx := context.Background()
+	db, err := storage.Open("", storage.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	st := kv.NewLocal(db)
+	l := newFakeLog()
+	rc := newReceiver(t)
+	tenant := tenancy.NewTenantID()
+	l.addTable(tenant, "live", "orders")
+	m1 := newFleetManager(t, st, l, "g1")
+	v, err := m1.Create(ctx, adminScope(t, tenant, "live"), CreateInput{Table: "orders", URL: rc.srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc.trust(v.Secret)
+	l.put(tenant, "live", "orders", changelog.Insert, nil, item("o", "1"))
+	rc.waitRecords(1)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if p, err := m1.st.position(tenant, v.ID); err == nil && p.Holder == "g1" && time.Until(p.Expires) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("g1 holds no lease")
+		}
+	}
+	m1.Close()
+	p, err := m1.st.position(tenant, v.ID)
+	if err != nil || time.Until(p.Expires) > 0 {
+		t.Fatalf("after g1 closed its position is %+v (%v): the lease still runs", p, err)
+	}
+	m2 := newFleetManager(t, st, l, "g2")
+	l.put(tenant, "live", "orders", changelog.Insert, nil, item("o", "2"))
+	rc.waitRecords(2)
+	if p, err := m2.st.position(tenant, v.ID); err != nil || p.Holder != "g2" {
+		t.Errorf("position after g2 delivered: %+v %v", p, err)
+	}
+}
