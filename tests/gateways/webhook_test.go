@@ -24,6 +24,7 @@ import (
 // nothing of the gateway's own attributes; every gateway shows it,
 // its cursor and its deliveries.
 func TestWebhookAcrossGateways(t *testing.T) {
+	t.Parallel()
 	f := harness.StartCluster(t, 2, harness.Options{AllowPrivateWebhooks: true})
 	g0, g1 := f.Gateways[0], f.Gateways[1]
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -155,6 +156,7 @@ func TestWebhookTakeoverAfterKill(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: builds and kills a tenantdb process")
 	}
+	t.Parallel()
 	bin := binary(t)
 	f := harness.StartCluster(t, 1, harness.Options{AllowPrivateWebhooks: true})
 	g0 := f.Gateways[0]
