@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"github.com/tenantdb/tenantdb/internal/apierr"
 	"github.com/tenantdb/tenantdb/internal/schema"
 	"github.com/tenantdb/tenantdb/internal/tenancy"
 	"github.com/tenantdb/tenantdb/internal/wire"
@@ -64,4 +65,28 @@ func SourceTableFeatures(t *schema.Table) *wire.SourceTableFeatureDetails {
 // it) and whether it asks for the latest restorable time.
 func PITRRequest(in *wire.RestoreTableToPointInTimeInput, tableARNPrefix string) (src string, latest bool, err error) {
 	return pitrRequest(in, tableARNPrefix)
+}
+
+// PITRSpec validates an UpdateContinuousBackups request and returns
+// whether it turns point-in-time recovery on and its window in days
+// (DefaultRecoveryDays unless given; 1 to MaxRecoveryDays).
+func PITRSpec(in *wire.UpdateContinuousBackupsInput) (enabled bool, days int64, err error) {
+	spec := in.PointInTimeRecoverySpecification
+	if spec == nil {
+		return false, 0, apierr.Validationf("1 validation error detected: Value null at 'pointInTimeRecoverySpecification' failed to satisfy constraint: Member must not be null")
+	}
+	if spec.PointInTimeRecoveryEnabled == nil {
+		return false, 0, apierr.Validationf("1 validation error detected: Value null at 'pointInTimeRecoverySpecification.pointInTimeRecoveryEnabled' failed to satisfy constraint: Member must not be null")
+	}
+	days = DefaultRecoveryDays
+	if spec.RecoveryPeriodInDays != nil {
+		if !*spec.PointInTimeRecoveryEnabled {
+			return false, 0, apierr.Validationf("RecoveryPeriodInDays can only be specified when PointInTimeRecoveryEnabled is true")
+		}
+		days = *spec.RecoveryPeriodInDays
+		if days < 1 || days > MaxRecoveryDays {
+			return false, 0, apierr.Validationf("1 validation error detected: Value '%d' at 'pointInTimeRecoverySpecification.recoveryPeriodInDays' failed to satisfy constraint: Member must have value between 1 and %d", days, MaxRecoveryDays)
+		}
+	}
+	return *spec.PointInTimeRecoveryEnabled, days, nil
 }

@@ -112,29 +112,16 @@ func (e *Engine) UpdateContinuousBackups(ctx context.Context, s tenancy.Scope, i
 	if err := schema.ValidateTableName(in.TableName); err != nil {
 		return nil, err
 	}
-	spec := in.PointInTimeRecoverySpecification
-	if spec == nil {
-		return nil, apierr.Validationf("1 validation error detected: Value null at 'pointInTimeRecoverySpecification' failed to satisfy constraint: Member must not be null")
-	}
-	if spec.PointInTimeRecoveryEnabled == nil {
-		return nil, apierr.Validationf("1 validation error detected: Value null at 'pointInTimeRecoverySpecification.pointInTimeRecoveryEnabled' failed to satisfy constraint: Member must not be null")
-	}
-	days := int64(DefaultRecoveryDays)
-	if spec.RecoveryPeriodInDays != nil {
-		if !*spec.PointInTimeRecoveryEnabled {
-			return nil, apierr.Validationf("RecoveryPeriodInDays can only be specified when PointInTimeRecoveryEnabled is true")
-		}
-		days = *spec.RecoveryPeriodInDays
-		if days < 1 || days > MaxRecoveryDays {
-			return nil, apierr.Validationf("1 validation error detected: Value '%d' at 'pointInTimeRecoverySpecification.recoveryPeriodInDays' failed to satisfy constraint: Member must have value between 1 and %d", days, MaxRecoveryDays)
-		}
+	enabled, days, err := PITRSpec(in)
+	if err != nil {
+		return nil, err
 	}
 	h0, err := e.openForBackup(ctx, s, in.TableName)
 	if err != nil {
 		return nil, err
 	}
 	h0.close()
-	if *spec.PointInTimeRecoveryEnabled {
+	if enabled {
 		err = e.retainLog(ctx, s, in.TableName, pitrConsumer, time.Duration(days)*24*time.Hour, true)
 	} else {
 		err = e.ReleaseLog(ctx, s, in.TableName, pitrConsumer)

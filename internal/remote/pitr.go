@@ -289,22 +289,9 @@ func (b *Backend) UpdateContinuousBackups(ctx context.Context, s tenancy.Scope, 
 	if err := schema.ValidateTableName(in.TableName); err != nil {
 		return nil, err
 	}
-	spec := in.PointInTimeRecoverySpecification
-	if spec == nil {
-		return nil, apierr.Validationf("1 validation error detected: Value null at 'pointInTimeRecoverySpecification' failed to satisfy constraint: Member must not be null")
-	}
-	if spec.PointInTimeRecoveryEnabled == nil {
-		return nil, apierr.Validationf("1 validation error detected: Value null at 'pointInTimeRecoverySpecification.pointInTimeRecoveryEnabled' failed to satisfy constraint: Member must not be null")
-	}
-	days := int64(engine.DefaultRecoveryDays)
-	if spec.RecoveryPeriodInDays != nil {
-		if !*spec.PointInTimeRecoveryEnabled {
-			return nil, apierr.Validationf("RecoveryPeriodInDays can only be specified when PointInTimeRecoveryEnabled is true")
-		}
-		days = *spec.RecoveryPeriodInDays
-		if days < 1 || days > engine.MaxRecoveryDays {
-			return nil, apierr.Validationf("1 validation error detected: Value '%d' at 'pointInTimeRecoverySpecification.recoveryPeriodInDays' failed to satisfy constraint: Member must have value between 1 and %d", days, engine.MaxRecoveryDays)
-		}
+	enabled, days, err := engine.PITRSpec(in)
+	if err != nil {
+		return nil, err
 	}
 	tg, err := b.openForBackup(ctx, s, in.TableName)
 	if err != nil {
@@ -313,12 +300,12 @@ func (b *Backend) UpdateContinuousBackups(ctx context.Context, s tenancy.Scope, 
 	if err := engine.TenantOnly(s); err != nil {
 		return nil, err
 	}
-	if *spec.PointInTimeRecoveryEnabled {
+	if enabled {
 		if err := b.ensureEnginePITR(ctx, days); err != nil {
 			return nil, err
 		}
 	}
-	if err := b.setPITR(ctx, tg, *spec.PointInTimeRecoveryEnabled, days); err != nil {
+	if err := b.setPITR(ctx, tg, enabled, days); err != nil {
 		return nil, err
 	}
 	d, err := b.describePITR(ctx, tg)
