@@ -483,8 +483,8 @@ func (e *Engine) ListBackups(ctx context.Context, s tenancy.Scope, in *wire.List
 }
 
 // RestoreTableFromBackup restores one of the caller's backups into a new
-// table of the caller's namespace, with the backup's definition (indexes,
-// TTL and stream settings) and DynamoDB's overrides. The load is charged
+// table of the caller's namespace, with the backup's keys, indexes and
+// billing and DynamoDB's overrides (no stream, no TTL, as DynamoDB's). The load is charged
 // to the tenant as writes. Errors: ValidationException,
 // BackupNotFoundException, BackupInUseException,
 // TableAlreadyExistsException, LimitExceededException,

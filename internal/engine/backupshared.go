@@ -46,8 +46,8 @@ func BackupTypeFilter(t string) (none bool, err error) {
 // RestoreInput is the CreateTable request that makes the table a
 // restore of a backup of src creates: src's keys, indexes and billing,
 // with in's overrides (target name, billing mode, throughput, indexes,
-// SSE, on-demand throughput). The restore turns on src's TTL and stream
-// settings itself.
+// SSE, on-demand throughput). As DynamoDB's, the restored table has no
+// stream and no TTL.
 func RestoreInput(src *schema.Table, in *wire.RestoreTableFromBackupInput) *wire.CreateTableInput {
 	return restoreInput(restoreSpec{src: src, target: in.TargetTableName,
 		billing: in.BillingModeOverride, pt: in.ProvisionedThroughputOverride, gsi: in.GlobalSecondaryIndexOverride,

@@ -17,8 +17,12 @@ import (
 // new table in the caller's own namespace — a tenant table, whatever the
 // source was — from a source definition with DynamoDB's overrides, load
 // the items through the ordinary write path (so indexes and counters are
-// maintained as for any write), and then turn on the source's TTL and
-// stream settings (so the load itself is not streamed).
+// maintained as for any write), and then make the table ACTIVE.
+//
+// NB: as DynamoDB's, a restored table has no stream and no TTL: the
+// source's settings are in the backup's SourceTableFeatureDetails, and
+// DynamoDB's documentation lists "Stream settings" and "Time to Live
+// (TTL) settings" among what must be set up by hand on a restored table.
 //
 // Crash safety: the new definition is written together with a restore
 // marker (s rst/<table>); the marker goes in the batch that finishes the
@@ -101,7 +105,7 @@ func (e *Engine) restore(ctx context.Context, s tenancy.Scope, r restoreSpec) (*
 		e.abandonRestore(t)
 		return nil, 0, err
 	}
-	c, err := e.finishRestore(t, r.src)
+	c, err := e.finishRestore(t)
 	if err != nil {
 		e.abandonRestore(t)
 		return nil, 0, err
@@ -229,9 +233,9 @@ func (e *Engine) createRestored(ctx context.Context, s tenancy.Scope, t *schema.
 	return t, nil
 }
 
-// finishRestore turns on src's TTL and stream settings on the restored
-// table t and ends its restore, in one batch.
-func (e *Engine) finishRestore(t, src *schema.Table) (*schema.Table, error) {
+// finishRestore makes the restored table t ACTIVE and ends its restore,
+// in one batch.
+func (e *Engine) finishRestore(t *schema.Table) (*schema.Table, error) {
 	e.ddl.Lock()
 	defer e.ddl.Unlock()
 	cur, err := e.res.Current(t)
@@ -240,14 +244,6 @@ func (e *Engine) finishRestore(t, src *schema.Table) (*schema.Table, error) {
 	}
 	c := cur.Clone()
 	c.Status = "ACTIVE"
-	c.TTLAttribute, c.TTLEnabled = src.TTLAttribute, src.TTLEnabled
-	if e.opts.Streams && streamEnabled(src) {
-		spec := *src.Stream
-		c.Stream = &spec
-		if err := e.newStream(c, c.Stream); err != nil {
-			return nil, err
-		}
-	}
 	b := e.db.NewBatch()
 	defer b.Close()
 	if err := saveTable(b, c); err != nil {
@@ -258,7 +254,7 @@ func (e *Engine) finishRestore(t, src *schema.Table) (*schema.Table, error) {
 		return nil, apierr.Wrap(apierr.Internal, err, "saving table definition")
 	}
 	e.res.Publish(c)
-	e.locks.barrier() // NB: writers see the stream from now on
+	e.locks.barrier() // NB: writers see the ACTIVE definition from now on
 	return c, nil
 }
 

@@ -22,9 +22,9 @@ import (
 // RestoreTableFromBackup (see backup.go, backupjob.go). The new table is
 // a tenant table of the caller's namespace, made from the backup's
 // definition with DynamoDB's overrides (engine.RestoreInput, validated
-// as CreateTable), with the source's TTL setting; it is CREATING until
-// every item of the backup is written into it through the ordinary
-// physical layout (index entries, TTL copies, versions), then ACTIVE.
+// as CreateTable), without stream and TTL as DynamoDB's; it is CREATING
+// until every item of the backup is written into it through the
+// ordinary physical layout (index entries, versions), then ACTIVE.
 // The copy's state is in the new table's registry entry (rs*
 // attributes), and the backup is pinned meanwhile (its bkrs set holds
 // the table's id: DeleteBackup answers BackupInUse).
@@ -75,7 +75,7 @@ func (b *Backend) RestoreTableFromBackup(ctx context.Context, s tenancy.Scope, i
 	if err := b.res.MayCreate(s, t.Name); err != nil {
 		return nil, err
 	}
-	j, err := b.createRestored(ctx, s, t, m.table, rsSource{bid: m.bid, backup: m})
+	j, err := b.createRestored(ctx, s, t, rsSource{bid: m.bid, backup: m})
 	if err != nil {
 		return nil, err
 	}
@@ -146,9 +146,8 @@ func rsSourceOf(it map[string]types.AttributeValue) (src rsSource, name string, 
 // the restore's marker, the backup's pin (a restore from a backup), the
 // new collection's registry entry (the copy's state and lease) and the
 // definition (CREATING), so that a gateway ending between any two leaves
-// a job that is finished or cleaned up (backupjob.go). from is the
-// source table's definition (its TTL setting is the new table's).
-func (b *Backend) createRestored(ctx context.Context, s tenancy.Scope, t, from *schema.Table, src rsSource) (*bkJob, error) {
+// a job that is finished or cleaned up (backupjob.go).
+func (b *Backend) createRestored(ctx context.Context, s tenancy.Scope, t *schema.Table, src rsSource) (*bkJob, error) {
 	b.ddl.Lock()
 	defer b.ddl.Unlock()
 	if err := b.res.AdmitCreate(ctx, s, t); err != nil {
@@ -172,12 +171,6 @@ func (b *Backend) createRestored(ctx context.Context, s tenancy.Scope, t, from *
 	}
 	for _, ix := range t.Indexes {
 		ix.Created = t.Created
-	}
-	// NB: the TTL setting from the start, so that the load writes the
-	// copies the engine's expiry reads (ttl.go); an engine without TTL
-	// restores the table with TTL off (README).
-	if from.TTLEnabled && b.ttlOff == "" {
-		t.TTLAttribute, t.TTLEnabled = from.TTLAttribute, true
 	}
 	n, err := b.defaultShards(ctx, resolve.TenantPrefix(s), t.Name)
 	if err != nil {

@@ -404,7 +404,7 @@ func (b *Backend) RestoreTableToPointInTime(ctx context.Context, s tenancy.Scope
 		return nil, err
 	}
 	rs := rsSource{srcNS: tg.Namespace, srcID: tg.Table.ID, at: at.UnixMilli(), tenant: s.Tenant().String()}
-	j, err := b.createRestored(ctx, s, t, tg.Table, rs)
+	j, err := b.createRestored(ctx, s, t, rs)
 	if err != nil {
 		return nil, err
 	}

@@ -255,6 +255,10 @@ func (r *Resolver) Lookup(ctx context.Context, s tenancy.Scope, name string) (Ta
 var freshActions = map[string]bool{
 	"DescribeTable": true, "DeleteTable": true, "UpdateTable": true, "TagResource": true, "UntagResource": true,
 	"ListTagsOfResource": true, "UpdateTimeToLive": true, "DescribeTimeToLive": true,
+	// A backup keeps the definition it reads (indexes, TTL, stream), and a
+	// restore or the recovery window starts from it.
+	"CreateBackup": true, "UpdateContinuousBackups": true, "DescribeContinuousBackups": true,
+	"RestoreTableToPointInTime": true,
 }
 
 func (r *Resolver) lookup(ctx context.Context, s tenancy.Scope, name string, reloaded bool) (Target, error) {

@@ -29,6 +29,7 @@ func TestRemoteGateways(t *testing.T) {
 		{"PartiQLStatements", TestPartiQLStatements}, {"PartiQLTransaction", TestPartiQLTransaction},
 		{"PartiQLMetering", TestPartiQLMetering}, {"DescribeLimitsIsTheQuota", TestDescribeLimitsIsTheQuota},
 		{"UpdateItemOnMissingItem", TestUpdateItemOnMissingItem}, {"SiloTier", TestSiloTier},
+		{"BackupsSDK", TestBackupsSDK}, {"PointInTimeSDK", TestPointInTimeSDK},
 	} {
 		t.Run(c.name, c.fn)
 	}

@@ -32,7 +32,7 @@ func TestRemote(t *testing.T) {
 		{"NumberMessages", TestNumberMessages}, {"UnknownAttributeValueType", TestUnknownAttributeValueType},
 		{"LegacyAndExpressionParameters", TestLegacyAndExpressionParameters}, {"UpdateItemOnMissingItem", TestUpdateItemOnMissingItem},
 		{"MemberTypeWording", TestMemberTypeWording},
-		{"SiloTier", TestSiloTier}, {"PointInTimeSDK", TestPointInTimeSDK},
+		{"SiloTier", TestSiloTier}, {"PointInTimeSDK", TestPointInTimeSDK}, {"BackupsSDK", TestBackupsSDK},
 	} {
 		t.Run(c.name, c.fn)
 	}
