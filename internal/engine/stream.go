@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tenantdb/tenantdb/internal/apierr"
+	"github.com/tenantdb/tenantdb/internal/attr"
 	"github.com/tenantdb/tenantdb/internal/changelog"
 	"github.com/tenantdb/tenantdb/internal/keyspace"
 	"github.com/tenantdb/tenantdb/internal/schema"
@@ -119,6 +120,9 @@ func (e *Engine) record(app **changelog.Appender, b *storage.Batch, w *itemWrite
 	if err != nil || !ok {
 		return err
 	}
+	if same, err := unchanged(w); err != nil || same {
+		return err
+	}
 	if *app == nil {
 		*app = e.clog.NewAppender()
 	}
@@ -130,6 +134,35 @@ func (e *Engine) record(app **changelog.Appender, b *storage.Batch, w *itemWrite
 		return apierr.Wrap(apierr.Internal, err, "appending to the change log")
 	}
 	return nil
+}
+
+// unchanged reports whether w puts back the very item it found. As
+// DynamoDB Streams, the log has no record of a PutItem or UpdateItem that
+// changes no data (so a client's retry of a put the server applied, or a
+// SET of the current value, is no event for a stream, webhook or
+// aggregate; point-in-time history loses nothing: the item is the same).
+// The old item is decoded only when both have the same size.
+// REQUIRES: w staged, its stripe held (the stored item is w's old one).
+func unchanged(w *itemWrite) (bool, error) {
+	if !w.found || !w.put || w.oldSize != attr.ItemSize(w.new) {
+		return false, nil
+	}
+	old := w.old
+	if old == nil {
+		enc := w.oldEnc
+		if enc == nil {
+			found, _, kept, err := readItemSize(w.h.vals, w.h.db, w.pk, true)
+			if err != nil || !found {
+				return false, err
+			}
+			enc = kept
+		}
+		var err error
+		if old, err = attr.DecodeItem(enc); err != nil {
+			return false, apierr.Wrap(apierr.Internal, err, "decoding item")
+		}
+	}
+	return attr.EqualItems(old, w.new), nil
 }
 
 // newStream creates a change log stream for table t (whose ID is set) as

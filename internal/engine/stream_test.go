@@ -110,7 +110,8 @@ func wantRecords(t *testing.T, got []string, want ...string) {
 }
 
 // TestStreamRecordsEveryWrite: every write operation appends its record,
-// with DynamoDB's events; writes that change nothing append none.
+// with DynamoDB's events; writes that change nothing append none (a put
+// of the item as it is included, as DynamoDB Streams).
 func TestStreamRecordsEveryWrite(t *testing.T) {
 	env := streamsOpen(t)
 	op := env.operator()
@@ -121,7 +122,7 @@ func TestStreamRecordsEveryWrite(t *testing.T) {
 	a, b := env.tenant(tenancy.RoleApp), env.tenant(tenancy.RoleApp)
 	e := env.e
 	a.put("Tbl", itemOf(t, `{"pk":{"S":"x"},"v":{"S":"1"}}`))
-	a.put("Tbl", itemOf(t, `{"pk":{"S":"x"},"v":{"S":"1"}}`)) // identical: still MODIFY
+	a.put("Tbl", itemOf(t, `{"pk":{"S":"x"},"v":{"S":"1"}}`)) // identical: no record
 	b.put("Tbl", itemOf(t, `{"pk":{"S":"other"},"v":{"S":"b"}}`))
 	_, err := e.UpdateItem(testCtx, a.scope("UpdateItem"), &wire.UpdateItemInput{TableName: "Tbl", Key: itemOf(t, `{"pk":{"S":"x"}}`),
 		UpdateExpression: strPtr("SET v = :v"), ExpressionAttributeValues: map[string]attr.Value{":v": attr.Str("2")}})
@@ -154,7 +155,6 @@ func TestStreamRecordsEveryWrite(t *testing.T) {
 	}
 	wantRecords(t, a.records("Tbl"),
 		"INSERT x - -> 1",
-		"MODIFY x 1 -> 1",
 		"MODIFY x 1 -> 2",
 		"REMOVE x 2 -> -",
 		"INSERT b1 - -> 1",
@@ -181,6 +181,39 @@ func TestStreamViewTypes(t *testing.T) {
 	wantRecords(t, a.records("T_KEYS_ONLY"), "INSERT x - -> -", "MODIFY x - -> -", "REMOVE x - -> -")
 	wantRecords(t, a.records("T_NEW_IMAGE"), "INSERT x - -> 1", "MODIFY x - -> 2", "REMOVE x - -> -")
 	wantRecords(t, a.records("T_OLD_IMAGE"), "INSERT x - -> -", "MODIFY x 1 -> -", "REMOVE x 2 -> -")
+}
+
+// TestStreamUnchangedWrites: a PutItem, UpdateItem, BatchWriteItem or
+// transaction that leaves the item as it was appends no record, in every
+// view type (KEYS_ONLY and NEW_IMAGE writes do not read the old item
+// otherwise); the same attributes in another order, or a set in another
+// order, are the same item. A change of one byte is recorded.
+func TestStreamUnchangedWrites(t *testing.T) {
+	env := streamsOpen(t)
+	op := env.operator()
+	a := env.tenant(tenancy.RoleApp)
+	for _, view := range []string{"KEYS_ONLY", "NEW_IMAGE", "OLD_IMAGE", "NEW_AND_OLD_IMAGES"} {
+		name := "U_" + view
+		op.create(streamTable(name, view))
+		a.put(name, itemOf(t, `{"pk":{"S":"x"},"v":{"S":"1"},"n":{"N":"5"},"ss":{"SS":["a","b"]}}`))
+		a.put(name, itemOf(t, `{"ss":{"SS":["b","a"]},"n":{"N":"5"},"v":{"S":"1"},"pk":{"S":"x"}}`))
+		_, err := env.e.UpdateItem(testCtx, a.scope("UpdateItem"), &wire.UpdateItemInput{TableName: name, Key: itemOf(t, `{"pk":{"S":"x"}}`),
+			UpdateExpression: strPtr("SET v = :v ADD n :z"), ExpressionAttributeValues: map[string]attr.Value{":v": attr.Str("1"), ":z": attr.Num(attr.MustNumber("0"))}})
+		noErr(t, err)
+		_, err = env.e.BatchWriteItem(testCtx, a.scope("BatchWriteItem"), &wire.BatchWriteItemInput{RequestItems: map[string][]wire.WriteRequest{name: {
+			{PutRequest: &wire.PutRequest{Item: itemOf(t, `{"pk":{"S":"x"},"v":{"S":"1"},"n":{"N":"5"},"ss":{"SS":["a","b"]}}`)}},
+		}}})
+		noErr(t, err)
+		_, err = env.e.TransactWriteItems(testCtx, a.scope("TransactWriteItems"), &wire.TransactWriteItemsInput{TransactItems: []wire.TransactWriteItem{
+			{Update: &wire.TransactUpdate{TableName: name, Key: itemOf(t, `{"pk":{"S":"x"}}`), UpdateExpression: "SET v = :v", ExpressionAttributeValues: map[string]attr.Value{":v": attr.Str("1")}}},
+		}})
+		noErr(t, err)
+		a.put(name, itemOf(t, `{"pk":{"S":"x"},"v":{"S":"2"},"n":{"N":"5"},"ss":{"SS":["a","b"]}}`))
+		got := a.records(name)
+		if len(got) != 2 || !strings.HasPrefix(got[0], "INSERT x") || !strings.HasPrefix(got[1], "MODIFY x") {
+			t.Errorf("%s: records %q, want one INSERT and one MODIFY", view, got)
+		}
+	}
 }
 
 // TestStreamTTLDeletion: an expiry deletion is a REMOVE by the service.

@@ -54,13 +54,6 @@ func fromStreamAV(av stypes.AttributeValue) types.AttributeValue {
 	return nil // unknown: fromAV refuses it
 }
 
-// physEqual reports whether two physical images are the same item.
-func physEqual(a, b map[string]types.AttributeValue) bool {
-	x, err1 := fromItem(a)
-	y, err2 := fromItem(b)
-	return err1 == nil && err2 == nil && attr.EqualItems(x, y)
-}
-
 func equalItems(a, b attr.Item) bool { return attr.EqualItems(a, b) }
 
 func itemSize(it attr.Item) int {

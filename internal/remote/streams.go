@@ -997,7 +997,9 @@ const drainAfter = 10 * time.Second
 // record maps engine record er to the logical stream's record; ok is false
 // if it is not a change of the caller's collection of the table, or only
 // of the gateway's own attributes (an index entry or TTL copy written by
-// a backfill, a move's mark), which DynamoDB would not record, or a copy
+// a backfill, a move's mark, a version renewed by a put of the item as it
+// was), or of nothing at all (an engine that records a put of the same
+// item, as Alternator may) — which DynamoDB would not record — or a copy
 // made or left by a move between shards (streammove.go).
 func (rd *recordReader) record(place place, er stypes.Record) (wire.Record, bool, error) {
 	sr := er.Dynamodb
@@ -1011,7 +1013,7 @@ func (rd *recordReader) record(place place, er stypes.Record) (wire.Record, bool
 	}
 	newPhys, oldPhys := fromStreamItem(sr.NewImage), fromStreamItem(sr.OldImage)
 	newImg, oldImg := strip(fromStreamItem(sr.NewImage)), strip(fromStreamItem(sr.OldImage))
-	if er.EventName == stypes.OperationTypeModify && newImg != nil && oldImg != nil && equalItems(newImg, oldImg) && !physEqual(newPhys, oldPhys) {
+	if er.EventName == stypes.OperationTypeModify && newImg != nil && oldImg != nil && equalItems(newImg, oldImg) {
 		return wire.Record{}, false, nil
 	}
 	if moveRecord(string(er.EventName), newPhys, oldPhys, er.UserIdentity != nil) {

@@ -86,7 +86,7 @@ func TestStreamRecordMapping(t *testing.T) {
 		{"own modify, old image", "OLD_IMAGE", streamRecord(stypes.OperationTypeModify, mine, sk, img("1"), img("2")), "MODIFY k old=2 new=0"},
 		{"own remove, new image", "NEW_IMAGE", streamRecord(stypes.OperationTypeRemove, mine, sk, img("1"), nil), "REMOVE k old=0 new=0"},
 		{"a backfill's slot attributes only", "NEW_AND_OLD_IMAGES", streamRecord(stypes.OperationTypeModify, mine, sk, img("1"), img("1", "tenantdb:x1p")), ""},
-		{"a put of the same item", "NEW_AND_OLD_IMAGES", streamRecord(stypes.OperationTypeModify, mine, sk, img("1"), img("1")), "MODIFY k old=2 new=2"},
+		{"a put of the same item (recorded by some engines, as Alternator may; not by DynamoDB)", "NEW_AND_OLD_IMAGES", streamRecord(stypes.OperationTypeModify, mine, sk, img("1"), img("1")), ""},
 		{"another shard of the collection", "KEYS_ONLY", streamRecord(stypes.OperationTypeInsert, collBase(ns, 1)+"7", sk, nil, img("1")), "INSERT k old=0 new=0"},
 		{"another namespace", "KEYS_ONLY", streamRecord(stypes.OperationTypeInsert, collBase([]byte("namespace-of-B"), 1)+"0", sk, nil, img("1")), ""},
 		{"a namespace it begins", "KEYS_ONLY", streamRecord(stypes.OperationTypeInsert, collBase([]byte("namespace-of-A2"), 1)+"0", sk, nil, img("1")), ""},

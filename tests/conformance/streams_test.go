@@ -109,10 +109,10 @@ func TestStreamsSDK(t *testing.T) {
 	ctx := ctxT(t)
 	sc := streamsClient(srv, srv.Default)
 	want := map[types.StreamViewType]string{
-		types.StreamViewTypeNewAndOldImages: "INSERT a -->1\nMODIFY a 1->1\nMODIFY a 1->2\nREMOVE a 2->-\nINSERT b -->1\nINSERT t -->1\nMODIFY b 1->2\n",
-		types.StreamViewTypeNewImage:        "INSERT a -->1\nMODIFY a -->1\nMODIFY a -->2\nREMOVE a -->-\nINSERT b -->1\nINSERT t -->1\nMODIFY b -->2\n",
-		types.StreamViewTypeOldImage:        "INSERT a -->-\nMODIFY a 1->-\nMODIFY a 1->-\nREMOVE a 2->-\nINSERT b -->-\nINSERT t -->-\nMODIFY b 1->-\n",
-		types.StreamViewTypeKeysOnly:        "INSERT a -->-\nMODIFY a -->-\nMODIFY a -->-\nREMOVE a -->-\nINSERT b -->-\nINSERT t -->-\nMODIFY b -->-\n",
+		types.StreamViewTypeNewAndOldImages: "INSERT a -->1\nMODIFY a 1->2\nREMOVE a 2->-\nINSERT b -->1\nINSERT t -->1\nMODIFY b 1->2\n",
+		types.StreamViewTypeNewImage:        "INSERT a -->1\nMODIFY a -->2\nREMOVE a -->-\nINSERT b -->1\nINSERT t -->1\nMODIFY b -->2\n",
+		types.StreamViewTypeOldImage:        "INSERT a -->-\nMODIFY a 1->-\nREMOVE a 2->-\nINSERT b -->-\nINSERT t -->-\nMODIFY b 1->-\n",
+		types.StreamViewTypeKeysOnly:        "INSERT a -->-\nMODIFY a -->-\nREMOVE a -->-\nINSERT b -->-\nINSERT t -->-\nMODIFY b -->-\n",
 	}
 	for view, expect := range want {
 		name := "streams_" + strings.ToLower(string(view))
@@ -123,7 +123,7 @@ func TestStreamsSDK(t *testing.T) {
 			}
 		}
 		put("a", "1")
-		put("a", "1")
+		put("a", "1") // changes nothing: no record, as on DynamoDB
 		if _, err := c.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(name), Key: item("pk", S("a")),
 			UpdateExpression: aws.String("SET v = :v"), ExpressionAttributeValues: item(":v", S("2"))}); err != nil {
 			t.Fatal(err)
