@@ -147,20 +147,16 @@ func unchanged(w *itemWrite) (bool, error) {
 	if !w.found || !w.put || w.oldSize != attr.ItemSize(w.new) {
 		return false, nil
 	}
-	old := w.old
-	if old == nil {
-		enc := w.oldEnc
-		if enc == nil {
-			found, _, kept, err := readItemSize(w.h.vals, w.h.db, w.pk, true)
-			if err != nil || !found {
-				return false, err
-			}
-			enc = kept
-		}
-		var err error
-		if old, err = attr.DecodeItem(enc); err != nil {
-			return false, apierr.Wrap(apierr.Internal, err, "decoding item")
-		}
+	old, err := w.old, error(nil)
+	switch {
+	case old != nil:
+	case w.oldEnc != nil:
+		old, err = decodeKept(w.oldEnc)
+	default:
+		old, err = readItem(w.h.vals, w.h.db, w.pk)
+	}
+	if err != nil || old == nil {
+		return false, err
 	}
 	return attr.EqualItems(old, w.new), nil
 }

@@ -124,6 +124,16 @@ func (v *values) decode(pk, sealed []byte) (attr.Item, error) {
 	return it, nil
 }
 
+// decodeKept decodes an item's attr encoding kept by size or encodeKeep
+// (already opened).
+func decodeKept(plain []byte) (attr.Item, error) {
+	it, err := attr.DecodeItem(plain)
+	if err != nil {
+		return nil, apierr.Wrap(apierr.Internal, err, "decoding item")
+	}
+	return it, nil
+}
+
 // size returns attr.ItemSize of the item stored as sealed at pk, without
 // decoding it, and with keep a copy of its attr encoding.
 func (v *values) size(pk, sealed []byte, keep bool) (int, []byte, error) {
