@@ -54,18 +54,25 @@ func (a *Authenticator) CreateKey(ctx context.Context, nk NewKey) (IssuedKey, er
 // issue seals and stores k, retrying with a fresh id on an id collision.
 func (a *Authenticator) issue(ctx context.Context, k APIKey, role tenancy.Role, expires time.Time, by string) (IssuedKey, error) {
 	for attempt := 0; ; attempt++ {
+		key := a.keys.Load().cur
 		cr := catalog.Credential{
 			Tenant: k.Tenant, ID: k.ID, AccessKeyID: k.AccessKeyID(), Role: role, Env: k.Env,
-			Sealed:  seal(a.keys.Load().cur.seal, []byte(k.Secret), sealAAD(k.Tenant, k.ID)),
+			Sealed:  seal(key.seal, []byte(k.Secret), sealAAD(k.Tenant, k.ID)),
 			Created: a.opts.Now().UTC(), CreatedBy: by,
 		}
 		if !expires.IsZero() {
 			cr.Expires = expires.UTC()
 		}
-		err := a.cat.PutCredential(ctx, cr)
+		err := a.cat.PutCredential(ctx, cr, keyspace.RetiredServerKey(key.Check()))
 		if apierr.Is(err, apierr.Conflict) && attempt < 3 {
 			k.ID = randomString(idLen, lowerAlnum)
 			continue
+		}
+		if errors.Is(err, catalog.ErrSealRetired) {
+			if a.keys.Load().cur != key && attempt < 3 {
+				continue // sealed just before this gateway switched keys: seal again
+			}
+			return IssuedKey{}, apierr.New(apierr.Internal, "this gateway's server key was retired by a server key rotation of the fleet while it did not follow (stalled); restart it with the fleet's current key")
 		}
 		if err != nil {
 			return IssuedKey{}, err

@@ -113,7 +113,7 @@ func TestDeleteTenantRemovesOnlyItsRange(t *testing.T) {
 	b, _ := c.CreateTenant(ctx, NewTenant{Name: "b", OwnerSub: "u1"})
 	for _, ten := range []Tenant{a, b} {
 		put(t, db, append(keyspace.Namespace(ten.ID, "live"), "item"...), []byte("v"))
-		if err := c.PutCredential(ctx, Credential{Tenant: ten.ID, ID: "k1", AccessKeyID: "x", Sealed: []byte{1}, Role: tenancy.RoleApp, Env: "live"}); err != nil {
+		if err := c.PutCredential(ctx, Credential{Tenant: ten.ID, ID: "k1", AccessKeyID: "x", Sealed: []byte{1}, Role: tenancy.RoleApp, Env: "live"}, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -157,14 +157,14 @@ func TestCredentials(t *testing.T) {
 	c := Open(kv.NewLocal(openDB(t)), Options{Now: func() time.Time { return now }})
 	a, _ := c.CreateTenant(ctx, NewTenant{Name: "a"})
 	cr := Credential{Tenant: a.ID, ID: "k1", AccessKeyID: "sk_live_x_k1", Sealed: []byte{1, 2}, Role: tenancy.RoleRead, Env: "live", Created: now}
-	if err := c.PutCredential(ctx, cr); err != nil {
+	if err := c.PutCredential(ctx, cr, nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.PutCredential(ctx, cr); !apierr.Is(err, apierr.Conflict) {
+	if err := c.PutCredential(ctx, cr, nil); !apierr.Is(err, apierr.Conflict) {
 		t.Fatalf("duplicate: %v", err)
 	}
 	cr.Tenant = tenancy.NewTenantID()
-	if err := c.PutCredential(ctx, cr); !errors.Is(err, ErrNotFound) {
+	if err := c.PutCredential(ctx, cr, nil); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("unknown tenant: %v", err)
 	}
 	if err := c.TouchCredential(a.ID, "k1", now.Add(time.Hour)); err != nil {

@@ -74,11 +74,18 @@ func decodeCredential(t tenancy.TenantID, v []byte) (Credential, error) {
 	}, nil
 }
 
+// ErrSealRetired is PutCredential's error when the server key that
+// sealed the credential's secret was retired by a fleet's rotation.
+var ErrSealRetired = errors.New("catalog: the credential is sealed under a server key a rotation retired")
+
 // PutCredential stores a new credential. Errors: Conflict if the tenant
 // already has a credential with that id; NotFound if the tenant does not
 // exist (operator credentials belong to keyspace.Platform and need no
-// tenant); Validation if the tenant is not active.
-func (c *Catalog) PutCredential(ctx context.Context, cr Credential) error {
+// tenant); Validation if the tenant is not active; ErrSealRetired if
+// fence (the mark keyspace.RetiredServerKey of the key that sealed
+// cr.Sealed; nil: none) is present: a fleet's rotation retired that key,
+// and the caller seals the secret again under its current key.
+func (c *Catalog) PutCredential(ctx context.Context, cr Credential, fence []byte) error {
 	if cr.ID == "" || cr.AccessKeyID == "" || len(cr.Sealed) == 0 {
 		return errors.New("catalog: credential lacks id, access key id or sealed secret")
 	}
@@ -103,12 +110,22 @@ func (c *Catalog) PutCredential(ctx context.Context, cr Credential) error {
 			if tenant != nil {
 				b.Expect(keyspace.TenantRecord(cr.Tenant), tenant)
 			}
+			if fence != nil {
+				// NB: nothing sealed under a retired key reaches the
+				// engine after the rotation's re-sealing began.
+				b.Expect(fence, nil)
+			}
 		})
 		if !errors.Is(err, kv.ErrConflict) {
 			return err
 		}
 		if _, err := c.get(ctx, key); err == nil {
 			return apierr.New(apierr.Conflict, "credential %s already exists", cr.ID)
+		}
+		if fence != nil {
+			if _, err := c.get(ctx, fence); err == nil {
+				return ErrSealRetired
+			}
 		}
 		// The tenant record changed meanwhile: check it again.
 	}

@@ -84,7 +84,7 @@ func TestEngineKeyVersusDeletion(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			putErr = c2.PutCredential(ctx, catalog.Credential{Tenant: tn.ID, ID: "k", AccessKeyID: "AK", Role: tenancy.RoleApp,
-				Env: "live", Sealed: []byte("sealed"), Created: time.Now()})
+				Env: "live", Sealed: []byte("sealed"), Created: time.Now()}, nil)
 		}()
 		go func() {
 			defer wg.Done()

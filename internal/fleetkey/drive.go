@@ -18,6 +18,7 @@ import (
 	"github.com/tenantdb/tenantdb/internal/auth"
 	"github.com/tenantdb/tenantdb/internal/keyspace"
 	"github.com/tenantdb/tenantdb/internal/kv"
+	"github.com/tenantdb/tenantdb/internal/tenantkey"
 )
 
 // ErrFromEnv is Rotate's error on a gateway whose key is given by
@@ -57,11 +58,32 @@ func (r *Rotator) Rotate(ctx context.Context, actor string) error {
 	r.mu.Unlock()
 	switch {
 	case msg == errTaken.Error():
-		return r.waitGone(ctx, rec.ID) // another gateway drives it
+		if err := r.waitGone(ctx, rec.ID); err != nil { // another gateway drives it
+			return err
+		}
 	case strings.HasPrefix(msg, abandonedMsg):
 		return apierr.Validationf("%s", msg)
 	case msg != "":
 		return apierr.New(apierr.Internal, "the server key rotation stopped (%s); another gateway, or this one, resumes it within seconds", msg)
+	}
+	return r.outcome(ctx, rec)
+}
+
+// outcome tells, once rotation rec's record is gone, whether it rotated
+// the key or was abandoned (by whichever gateway drove it): the old key
+// is marked retired when the re-sealing starts, and a rotation is
+// abandoned only before that.
+func (r *Rotator) outcome(ctx context.Context, rec *rotation) error {
+	from, err := hex.DecodeString(rec.From)
+	if err != nil {
+		return apierr.Wrap(apierr.Internal, err, "reading the rotation record")
+	}
+	_, err = r.o.Store.Get(ctx, retiredKey(from))
+	switch {
+	case errors.Is(err, kv.ErrNotFound):
+		return apierr.Validationf("%s by the gateway driving it, nothing changed (the audit log's server-key.rotate.abandoned says why)", abandonedMsg)
+	case err != nil:
+		return apierr.Wrap(apierr.Internal, err, "reading the outcome of the server key rotation")
 	}
 	return nil
 }
@@ -277,16 +299,12 @@ func (r *Rotator) step(ctx context.Context, rec *rotation, raw []byte) (bool, er
 		if err != nil || len(waiting) > 0 {
 			return false, err
 		}
-		// NB: a write a gateway sealed under the old key just before it
-		// switched may still be on its way to the engine.
-		select {
-		case <-ctx.Done():
-			return false, ctx.Err()
-		case <-time.After(r.o.Grace):
-		}
 		return r.moveTo(ctx, rec, raw, phaseReseal)
 	case phaseReseal:
-		sealed, wrapped, err := r.resealAll(ctx)
+		sealed, wrapped, raw, err := r.resealClaimed(ctx, rec, raw)
+		if errors.Is(err, errTaken) {
+			return true, nil // the loop reads the record again, and stops
+		}
 		if err != nil {
 			return false, err
 		}
@@ -323,13 +341,22 @@ func (r *Rotator) step(ctx context.Context, rec *rotation, raw []byte) (bool, er
 		// after the re-sealing (this gateway still opens them). NB: best
 		// effort: a driver that took over with only the new key cannot
 		// open a straggler, which is lost with the old key either way.
-		sealed, wrapped, err := r.resealAll(ctx)
+		sealed, wrapped, raw, err := r.resealClaimed(ctx, rec, raw)
+		if errors.Is(err, errTaken) {
+			return true, nil
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return false, ctx.Err()
 			}
 			r.o.Logger.Error("fleetkey: the last re-sealing pass failed; records still under the old key will not open", "rotation", rec.ID, "err", err)
 		}
+		// NB: the end is audited before the record goes: a driver killed
+		// in between leaves the record, and the one that resumes audits
+		// it again (a second entry) — rather than no entry at all, as
+		// when killed after the deletion.
+		r.o.Audit(ctx, "server-key.rotate.done", fmt.Sprintf("rotation %s: server key %.16s; %d credentials re-sealed, %d tenants' data keys re-wrapped; the old key opens nothing any more",
+			rec.ID, rec.To, rec.Sealed+sealed, rec.Wrapped+wrapped))
 		var b kv.Batch
 		b.DeleteIfEquals(recKey(), raw)
 		if err := r.o.Store.Apply(ctx, &b); errors.Is(err, kv.ErrConflict) {
@@ -338,8 +365,6 @@ func (r *Rotator) step(ctx context.Context, rec *rotation, raw []byte) (bool, er
 			return false, err
 		}
 		r.finish(ctx, rec.ID)
-		r.o.Audit(ctx, "server-key.rotate.done", fmt.Sprintf("rotation %s: server key %.16s; %d credentials re-sealed, %d tenants' data keys re-wrapped; the old key opens nothing any more",
-			rec.ID, rec.To, rec.Sealed+sealed, rec.Wrapped+wrapped))
 		return true, nil
 	}
 	return false, fmt.Errorf("fleetkey: unknown rotation phase %d", rec.Phase)
@@ -349,11 +374,81 @@ func (r *Rotator) step(ctx context.Context, rec *rotation, raw []byte) (bool, er
 func (r *Rotator) moveTo(ctx context.Context, rec *rotation, raw []byte, p int) (bool, error) {
 	n := *rec
 	n.Phase, n.Beat = p, time.Now().UnixMilli()
-	if _, err := r.replace(ctx, raw, &n); err != nil && !errors.Is(err, kv.ErrConflict) {
+	data, err := json.Marshal(&n)
+	if err != nil {
+		return false, err
+	}
+	var b kv.Batch
+	b.SetIfEquals(recKey(), raw, data)
+	if p == phaseReseal {
+		// NB: with the re-sealing's start, the old key (and the tenant
+		// keys' key-encryption key derived from it) seals nothing any
+		// more: every write of a secret or a data key is conditioned on
+		// these marks' absence (keyspace.RetiredServerKey, RetiredKEK).
+		// A write sealed under the old key that was on its way (a
+		// gateway switched meanwhile; or one stalled past its lease and
+		// not waited for) is refused, and sealed again under the new key
+		// by a gateway that switched; what landed before is in the
+		// engine for the re-sealing to find.
+		r.mu.Lock()
+		old := r.old
+		r.mu.Unlock()
+		if old == nil || checkHex(old) != rec.From {
+			return false, errors.New("fleetkey: this gateway does not hold the old key")
+		}
+		now := []byte(time.Now().UTC().Format(time.RFC3339))
+		b.Set(retiredKey(old.Check()), now)
+		b.Set(keyspace.RetiredKEK(tenantkey.KEKID(old.Derive(r.o.KEKInfo))), now)
+	}
+	if err := r.o.Store.Apply(ctx, &b); err != nil && !errors.Is(err, kv.ErrConflict) {
 		return false, err
 	}
 	r.o.Logger.Info("fleetkey: server key rotation", "rotation", rec.ID, "phase", phaseNames[p])
 	return true, nil
+}
+
+// resealClaimed is resealAll while renewing the driver's claim on rec
+// (stored as raw) every Lease/4, and returns the record's bytes as last
+// renewed. NB: a re-sealing pass over many credentials and tenants takes
+// longer than the lease; without renewal another gateway would take the
+// rotation over meanwhile, and then this one again, each pass's end
+// failing on the other's claim. Errors: errTaken if the claim was lost.
+func (r *Rotator) resealClaimed(ctx context.Context, rec *rotation, raw []byte) (sealed, wrapped int, last []byte, err error) {
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	last = raw
+	lost := false
+	renewed := make(chan struct{})
+	go func() {
+		defer close(renewed)
+		t := time.NewTicker(r.o.Lease / 4)
+		defer t.Stop()
+		for {
+			select {
+			case <-wctx.Done():
+				return
+			case <-t.C:
+			}
+			c := *rec
+			c.Owner, c.Beat = r.o.Self, time.Now().UnixMilli()
+			data, err := r.replace(wctx, last, &c)
+			switch {
+			case err == nil:
+				last = data
+			case errors.Is(err, kv.ErrConflict):
+				lost = true
+				cancel()
+				return
+			}
+		}
+	}()
+	sealed, wrapped, err = r.resealAll(wctx)
+	cancel()
+	<-renewed
+	if lost {
+		return sealed, wrapped, nil, errTaken
+	}
+	return sealed, wrapped, last, err
 }
 
 // resealAll re-seals the credentials and re-wraps the tenant keys under

@@ -88,9 +88,7 @@ func adoptionKey(gw string) []byte {
 	return append(keyspace.System(keyspace.SysServerKeyAdopted), gw...)
 }
 
-func retiredKey(check []byte) []byte {
-	return append(keyspace.System(keyspace.SysServerKeyRetired), hex.EncodeToString(check)...)
-}
+func retiredKey(check []byte) []byte { return keyspace.RetiredServerKey(check) }
 
 func checkHex(k *auth.ServerKey) string { return hex.EncodeToString(k.Check()) }
 
@@ -171,10 +169,6 @@ type Options struct {
 	// AcceptTimeout is how long a new rotation waits for every live
 	// gateway to accept the new key before it is abandoned (0: 30 s).
 	AcceptTimeout time.Duration
-	// Grace is how long, once every live gateway seals under the new
-	// key, the re-sealing waits for writes sealed under the old key
-	// before that to land (0: 2 s).
-	Grace time.Duration
 }
 
 func (o *Options) defaults() {
@@ -186,9 +180,6 @@ func (o *Options) defaults() {
 	}
 	if o.AcceptTimeout <= 0 {
 		o.AcceptTimeout = 30 * time.Second
-	}
-	if o.Grace <= 0 {
-		o.Grace = 2 * time.Second
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)

@@ -66,12 +66,16 @@ func StreamSecret(ctx context.Context, st Store, a *auth.Authenticator, derived 
 	}
 	var b kv.Batch
 	b.SetIfAbsent(k, sealed)
+	b.Expect(retiredKey(cur.Check()), nil) // NB: as every sealed write (DESIGN.md)
 	if err := st.Apply(ctx, &b); err == nil {
 		return derived, nil
 	} else if !errors.Is(err, kv.ErrConflict) {
 		return nil, err
 	}
 	v, err := st.Get(ctx, k)
+	if errors.Is(err, kv.ErrNotFound) {
+		return nil, errors.New("fleetkey: this gateway's server key was retired by a rotation of the fleet")
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -26,6 +26,7 @@ package keyspace
 
 import (
 	"encoding/binary"
+	"encoding/hex"
 	"hash/fnv"
 
 	"github.com/tenantdb/tenantdb/internal/tenancy"
@@ -33,6 +34,20 @@ import (
 
 // System returns the key of a server-wide value.
 func System(name string) []byte { return append([]byte{sysPrefix}, name...) }
+
+// RetiredServerKey returns the key of the mark that the server key whose
+// check value (auth.ServerKey.Check) is check was retired by a fleet's
+// rotation: a write of a secret sealed under that key is conditioned on
+// the mark's absence.
+func RetiredServerKey(check []byte) []byte {
+	return hex.AppendEncode(System(SysServerKeyRetired), check)
+}
+
+// RetiredKEK returns the key of the mark that the tenant-key encryption
+// key with id (tenantkey's kek id) was retired by a fleet's server key
+// rotation: a write of a data key wrapped under it is conditioned on the
+// mark's absence.
+func RetiredKEK(id string) []byte { return append(System(SysKEKRetired), id...) }
 
 // SharedTable returns the key of a shared table's definition.
 func SharedTable(name string) []byte { return append([]byte{catalogPrefix, catTable}, name...) }

@@ -122,6 +122,13 @@ const (
 	SysServerKeyRotation = "skrot"
 	SysServerKeyAdopted  = "skgw/"
 	SysServerKeyRetired  = "skold/"
+	// SysKEKRetired marks, by kek id, the tenant-key encryption key a
+	// server key rotation retired (derived from the old server key). It
+	// and SysServerKeyRetired are written when the rotation starts to
+	// re-seal: from then on a write of anything sealed under the old key
+	// is refused (RetiredServerKey, RetiredKEK), so nothing escapes the
+	// re-sealing.
+	SysKEKRetired = "skoldkek/"
 	// SysStreamSecret holds, sealed under the server key, the secret a
 	// fleet seals tenants' shard iterators with (package fleetkey), so
 	// that it outlives server key rotations.

@@ -190,7 +190,8 @@ func TestBlackBoxClients(t *testing.T) {
 // TestOnlyNodeAssembles: the constructors that wire a server process are
 // called only by internal/node, the one assembly that `tenantdb serve` and
 // the black-box suites share, and by the tests of those five packages
-// (which build the neighbours they need, e.g. admin's tests an auth).
+// (which build the neighbours they need, e.g. admin's tests an auth) and
+// of the packages in testsBuild (fleetkey's rotate an auth's keys).
 func TestOnlyNodeAssembles(t *testing.T) {
 	constructors := map[string][]string{ // package -> functions
 		"internal/server": {"New"},
@@ -199,6 +200,7 @@ func TestOnlyNodeAssembles(t *testing.T) {
 		"internal/admin":  {"New"},
 		"internal/auth":   {"New"},
 	}
+	testsBuild := []string{"internal/fleetkey"}
 	for _, p := range packages(t) {
 		if p.rel() == "internal/node" {
 			continue
@@ -207,7 +209,7 @@ func TestOnlyNodeAssembles(t *testing.T) {
 			t.Errorf("%s imports internal/node; only commands and black-box tests may", p.rel())
 		}
 		files := slices.Concat(p.GoFiles, p.IgnoredGoFiles)
-		if _, wired := constructors[p.rel()]; !wired {
+		if _, wired := constructors[p.rel()]; !wired && !slices.Contains(testsBuild, p.rel()) {
 			files = slices.Concat(files, p.TestGoFiles, p.XTestGoFiles)
 		} else {
 			files = slices.DeleteFunc(files, func(f string) bool { return strings.HasSuffix(f, "_test.go") })

@@ -115,9 +115,48 @@ func newKEK(b []byte) (*kek, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := hmac.New(sha256.New, b)
+	return &kek{id: KEKID(b), aead: a, raw: append([]byte(nil), b...)}, nil
+}
+
+// KEKID returns the id under which keys wrapped under the key-encryption
+// key kek are recorded (and keyspace.RetiredKEK marks it retired).
+func KEKID(kek []byte) string {
+	m := hmac.New(sha256.New, kek)
 	m.Write([]byte("tenantdb tenant key wrap id v1"))
-	return &kek{id: hex.EncodeToString(m.Sum(nil)[:8]), aead: a, raw: append([]byte(nil), b...)}, nil
+	return hex.EncodeToString(m.Sum(nil)[:8])
+}
+
+// fence makes b conditional on no key-encryption key that wrapped a
+// version of f which was not in the stored old (nil: none) being retired
+// by a fleet's server key rotation (keyspace.RetiredKEK): a data key
+// wrapped under a retired KEK would escape the rotation's re-wrapping.
+// Versions carried over from old need no fence: b is conditioned on old.
+func fence(b *kv.Batch, f *keyFile, old []byte) {
+	had := map[string]bool{}
+	var was keyFile
+	if old != nil && json.Unmarshal(old, &was) == nil {
+		for _, w := range was.Versions {
+			had[string(w.Wrapped)] = true
+		}
+	}
+	seen := map[string]bool{}
+	for _, w := range f.Versions {
+		if !had[string(w.Wrapped)] && !seen[w.KEK] {
+			seen[w.KEK] = true
+			b.Expect(keyspace.RetiredKEK(w.KEK), nil)
+		}
+	}
+}
+
+// errKEKRetired says a write was refused because a version is wrapped
+// under a retired key-encryption key (fence).
+var errKEKRetired = errors.New("tenantkey: this gateway's key-encryption key was retired by a server key rotation of the fleet while it did not follow (stalled); restart it with the fleet's current server key")
+
+// retiredKEK reports whether the key-encryption key id is marked retired
+// (fence).
+func (kr *Keyring) retiredKEK(id string) bool {
+	_, err := kr.store.Get(context.Background(), keyspace.RetiredKEK(id))
+	return err == nil
 }
 
 func newAEAD(k []byte) (cipher.AEAD, error) {
@@ -293,9 +332,17 @@ func (kr *Keyring) generate(t tenancy.TenantID) (*keyFile, error) {
 		}
 		var b kv.Batch
 		b.SetIfAbsent(storeKey(t), data)
+		fence(&b, f, nil)
 		err = kr.store.Apply(context.Background(), &b)
 		if errors.Is(err, kv.ErrConflict) {
-			return kr.read(t) // another gateway created it first: use that one
+			got, err := kr.read(t) // another gateway created it first: use that one
+			if errors.Is(err, fs.ErrNotExist) && kr.retiredKEK(f.Versions[0].KEK) {
+				if kr.kek.Load().id == f.Versions[0].KEK {
+					return nil, errKEKRetired
+				}
+				return kr.generate(t) // NB: wrapped just before this gateway switched keys
+			}
+			return got, err
 		}
 		if err != nil {
 			return nil, fmt.Errorf("tenantkey: storing key of tenant %s: %w", t, err)
@@ -548,6 +595,7 @@ func (kr *Keyring) write(t tenancy.TenantID, f *keyFile, old []byte) error {
 	if kr.store != nil {
 		var b kv.Batch
 		b.SetIfEquals(storeKey(t), old, data)
+		fence(&b, f, old)
 		// NB: the mark of a rotation in progress changes with the record.
 		if was := rotating(old); f.Rotation != nil && !was {
 			b.Set(rotationMark(t), []byte{1})
@@ -556,7 +604,10 @@ func (kr *Keyring) write(t tenancy.TenantID, f *keyFile, old []byte) error {
 		}
 		err := kr.store.Apply(context.Background(), &b)
 		if errors.Is(err, kv.ErrConflict) {
-			return err
+			if kr.retiredKEK(kr.kek.Load().id) {
+				return errKEKRetired // no retry can wrap under another
+			}
+			return err // the caller reads the record again and re-wraps
 		}
 		if err != nil {
 			return fmt.Errorf("tenantkey: writing key of tenant %s: %w", t, err)
