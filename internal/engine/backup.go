@@ -433,12 +433,12 @@ func (e *Engine) ListBackups(ctx context.Context, s tenancy.Scope, in *wire.List
 			return nil, err
 		}
 	}
-	switch in.BackupType {
-	case "", "USER", "ALL":
-	case "SYSTEM", "AWS_BACKUP":
+	none, err := BackupTypeFilter(in.BackupType)
+	if err != nil {
+		return nil, err
+	}
+	if none {
 		return &wire.ListBackupsOutput{BackupSummaries: []wire.BackupSummary{}}, nil
-	default:
-		return nil, enumErr(in.BackupType, "backupType", "USER, SYSTEM, AWS_BACKUP, ALL")
 	}
 	var after string
 	if in.ExclusiveStartBackupArn != "" {
@@ -453,33 +453,26 @@ func (e *Engine) ListBackups(ctx context.Context, s tenancy.Scope, in *wire.List
 	}
 	it := e.db.NewIter(lo, hi)
 	defer it.Close()
-	out := &wire.ListBackupsOutput{BackupSummaries: []wire.BackupSummary{}}
-	for ok := it.First(); ok; ok = it.Next() {
-		var m backupMeta
-		if err := json.Unmarshal(it.Value(), &m); err != nil || m.Table == nil {
-			return nil, apierr.Wrap(apierr.Internal, err, "corrupt backup descriptor")
+	allowed := func(table string) bool { return e.backupAllowed(ctx, s, table) == nil }
+	return FilterBackupSummaries(in, limit, allowed, func(yield func(wire.BackupSummary, error) bool) {
+		for ok := it.First(); ok; ok = it.Next() {
+			var m backupMeta
+			if err := json.Unmarshal(it.Value(), &m); err != nil || m.Table == nil {
+				yield(wire.BackupSummary{}, apierr.Wrap(apierr.Internal, err, "corrupt backup descriptor"))
+				return
+			}
+			if !yield(wire.BackupSummary{
+				TableName: m.Table.Name, TableId: m.Table.UUID, TableArn: e.tableARN(m.Table.Name),
+				BackupArn: e.backupARN(m.Table.Name, m.ID), BackupName: m.Name, BackupCreationDateTime: epoch(m.Created),
+				BackupStatus: m.Status, BackupType: "USER", BackupSizeBytes: m.Bytes,
+			}, nil) {
+				return
+			}
 		}
-		if in.TableName != "" && m.Table.Name != in.TableName || e.backupAllowed(ctx, s, m.Table.Name) != nil {
-			continue
+		if err := it.Error(); err != nil {
+			yield(wire.BackupSummary{}, apierr.Wrap(apierr.Internal, err, "listing backups"))
 		}
-		at := epoch(m.Created)
-		if in.TimeRangeLowerBound != nil && at < *in.TimeRangeLowerBound || in.TimeRangeUpperBound != nil && at >= *in.TimeRangeUpperBound {
-			continue
-		}
-		if len(out.BackupSummaries) == limit {
-			out.LastEvaluatedBackupArn = out.BackupSummaries[limit-1].BackupArn
-			return out, nil
-		}
-		out.BackupSummaries = append(out.BackupSummaries, wire.BackupSummary{
-			TableName: m.Table.Name, TableId: m.Table.UUID, TableArn: e.tableARN(m.Table.Name),
-			BackupArn: e.backupARN(m.Table.Name, m.ID), BackupName: m.Name, BackupCreationDateTime: at,
-			BackupStatus: m.Status, BackupType: "USER", BackupSizeBytes: m.Bytes,
-		})
-	}
-	if err := it.Error(); err != nil {
-		return nil, apierr.Wrap(apierr.Internal, err, "listing backups")
-	}
-	return out, nil
+	})
 }
 
 // RestoreTableFromBackup restores one of the caller's backups into a new

@@ -5,6 +5,7 @@ import (
 	"github.com/tenantdb/tenantdb/internal/schema"
 	"github.com/tenantdb/tenantdb/internal/tenancy"
 	"github.com/tenantdb/tenantdb/internal/wire"
+	"iter"
 )
 
 // What the remote backend's backups (internal/remote/backup.go) share
@@ -41,6 +42,35 @@ func BackupTypeFilter(t string) (none bool, err error) {
 		return true, nil
 	}
 	return false, enumErr(t, "backupType", "USER, SYSTEM, AWS_BACKUP, ALL")
+}
+
+// FilterBackupSummaries makes ListBackups' page out of a namespace's
+// backups in id order (creation first), from the one after
+// ExclusiveStartBackupArn: those of in.TableName (if set), created in
+// in's time range (lower bound included, upper excluded), whose table
+// the caller may see (allowed), up to limit, with LastEvaluatedBackupArn
+// set when one more follows. A backup's error ends the listing with it.
+// Both backends page through it.
+func FilterBackupSummaries(in *wire.ListBackupsInput, limit int, allowed func(table string) bool, backups iter.Seq2[wire.BackupSummary, error]) (*wire.ListBackupsOutput, error) {
+	out := &wire.ListBackupsOutput{BackupSummaries: []wire.BackupSummary{}}
+	for sum, err := range backups {
+		if err != nil {
+			return nil, err
+		}
+		if in.TableName != "" && sum.TableName != in.TableName || !allowed(sum.TableName) {
+			continue
+		}
+		at := sum.BackupCreationDateTime
+		if in.TimeRangeLowerBound != nil && at < *in.TimeRangeLowerBound || in.TimeRangeUpperBound != nil && at >= *in.TimeRangeUpperBound {
+			continue
+		}
+		if len(out.BackupSummaries) == limit {
+			out.LastEvaluatedBackupArn = out.BackupSummaries[limit-1].BackupArn
+			return out, nil
+		}
+		out.BackupSummaries = append(out.BackupSummaries, sum)
+	}
+	return out, nil
 }
 
 // RestoreInput is the CreateTable request that makes the table a

@@ -424,9 +424,8 @@ func (b *Backend) ListBackups(ctx context.Context, s tenancy.Scope, in *wire.Lis
 	if err != nil {
 		return nil, err
 	}
-	out := &wire.ListBackupsOutput{BackupSummaries: []wire.BackupSummary{}}
 	if none {
-		return out, nil
+		return &wire.ListBackupsOutput{BackupSummaries: []wire.BackupSummary{}}, nil
 	}
 	var after string
 	if in.ExclusiveStartBackupArn != "" {
@@ -438,28 +437,21 @@ func (b *Backend) ListBackups(ctx context.Context, s tenancy.Scope, in *wire.Lis
 	if err != nil {
 		return nil, err
 	}
-	for _, m := range ms {
-		if after != "" && m.id <= after {
-			continue
+	allowed := func(table string) bool { return b.backupAllowed(ctx, s, table) == nil }
+	return engine.FilterBackupSummaries(in, limit, allowed, func(yield func(wire.BackupSummary, error) bool) {
+		for _, m := range ms {
+			if after != "" && m.id <= after {
+				continue
+			}
+			if !yield(wire.BackupSummary{
+				TableName: m.table.Name, TableId: m.table.UUID, TableArn: b.res.TableARN(m.table.Name),
+				BackupArn: b.backupARN(m.table.Name, m.id), BackupName: m.name, BackupCreationDateTime: epochOf(m.created),
+				BackupStatus: m.status, BackupType: "USER", BackupSizeBytes: m.bytes,
+			}, nil) {
+				return
+			}
 		}
-		if in.TableName != "" && m.table.Name != in.TableName || b.backupAllowed(ctx, s, m.table.Name) != nil {
-			continue
-		}
-		at := epochOf(m.created)
-		if in.TimeRangeLowerBound != nil && at < *in.TimeRangeLowerBound || in.TimeRangeUpperBound != nil && at >= *in.TimeRangeUpperBound {
-			continue
-		}
-		if len(out.BackupSummaries) == limit {
-			out.LastEvaluatedBackupArn = out.BackupSummaries[limit-1].BackupArn
-			return out, nil
-		}
-		out.BackupSummaries = append(out.BackupSummaries, wire.BackupSummary{
-			TableName: m.table.Name, TableId: m.table.UUID, TableArn: b.res.TableARN(m.table.Name),
-			BackupArn: b.backupARN(m.table.Name, m.id), BackupName: m.name, BackupCreationDateTime: at,
-			BackupStatus: m.status, BackupType: "USER", BackupSizeBytes: m.bytes,
-		})
-	}
-	return out, nil
+	})
 }
 
 // listBackups reads the backups of namespace ns (not those being
