@@ -659,22 +659,15 @@ func (l *Log) Reseal(ctx context.Context, s tenancy.Scope) (int64, error) {
 	var n int64
 	var derr error
 	err = l.db.Scan(ctx, lo, hi, func(key, v []byte) bool {
-		if len(v) < 32 || k.Current(v[32:]) {
-			return true
-		}
-		seq := binary.BigEndian.Uint64(key[len(key)-8:])
-		h, _, canon, err := l.decode(t, seq, v)
+		val, err := l.resealed(t, k, key, v)
 		if err != nil {
 			derr = err
 			return false
 		}
-		val, err := l.seal(t, seq, h, canon)
-		if err != nil {
-			derr = err
-			return false
+		if val != nil {
+			b.Set(key, val)
+			n++
 		}
-		b.Set(key, val)
-		n++
 		return true
 	})
 	if err == nil {
@@ -687,4 +680,18 @@ func (l *Log) Reseal(ctx context.Context, s tenancy.Scope) (int64, error) {
 		return 0, fmt.Errorf("audit: re-encrypting: %w", err)
 	}
 	return n, nil
+}
+
+// resealed returns tenant t's audit record (key, v) sealed under the
+// current version of k, or nil if it is sealed under it already.
+func (l *Log) resealed(t tenancy.TenantID, k *tenantkey.Key, key, v []byte) ([]byte, error) {
+	if len(v) < 32 || k.Current(v[32:]) {
+		return nil, nil
+	}
+	seq := binary.BigEndian.Uint64(key[len(key)-8:])
+	h, _, canon, err := l.decode(t, seq, v)
+	if err != nil {
+		return nil, err
+	}
+	return l.seal(t, seq, h, canon)
 }

@@ -113,22 +113,16 @@ func (l *Log) resealUpTo(ctx context.Context, t tenancy.TenantID, last uint64) (
 				next = bytes.Clone(key)
 				return false
 			}
-			if len(v) < 32 || k.Current(v[32:]) {
-				return true
-			}
-			seq := binary.BigEndian.Uint64(key[len(key)-8:])
-			h, _, canon, err := l.decode(t, seq, v)
+			val, err := l.resealed(t, k, key, v)
 			if err != nil {
 				derr = err
 				return false
 			}
-			val, err := l.seal(t, seq, h, canon)
-			if err != nil {
-				derr = err
-				return false
+			if val != nil {
+				// NB: on condition: another gateway may re-seal or delete it meanwhile.
+				b.SetIfEquals(key, v, val)
+				count++
 			}
-			b.SetIfEquals(bytes.Clone(key), bytes.Clone(v), val)
-			count++
 			return true
 		})
 		if err == nil {
