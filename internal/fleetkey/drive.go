@@ -463,7 +463,8 @@ func (r *Rotator) resealAll(ctx context.Context) (sealed, wrapped int, err error
 		if err != nil {
 			return sealed, wrapped, err
 		}
-		moved, err := r.resealStream(ctx)
+		cur, also := r.o.Auth.Keys()
+		moved, err := ResealSecrets(ctx, r.o.Store, cur, also)
 		if err != nil {
 			return sealed, wrapped, err
 		}

@@ -133,6 +133,10 @@ const (
 	// fleet seals tenants' shard iterators with (package fleetkey), so
 	// that it outlives server key rotations.
 	SysStreamSecret = "skstr"
+	// SysWebhookSecret holds, sealed under the server key, the key that
+	// seals webhook subscriptions' signing secrets at rest (package
+	// fleetkey), so that it outlives server key rotations.
+	SysWebhookSecret = "skwhk"
 	// SysTenantKeys holds tenants' wrapped data keys on a DynamoDB-API
 	// engine: <tenant:16> (tenantkey.Options.Store).
 	SysTenantKeys = "tkey/"

@@ -13,6 +13,8 @@ import (
 	"github.com/tenantdb/tenantdb/internal/apierr"
 	"github.com/tenantdb/tenantdb/internal/auth"
 	"github.com/tenantdb/tenantdb/internal/catalog"
+	"github.com/tenantdb/tenantdb/internal/fleetkey"
+	"github.com/tenantdb/tenantdb/internal/kv"
 	"github.com/tenantdb/tenantdb/internal/tenantkey"
 )
 
@@ -99,6 +101,9 @@ func (n *Node) rotateServerKey(ctx context.Context) (admin.ServerKeyStatus, erro
 // finishServerKeyRotation re-wraps every tenant key and re-seals every
 // credential under next and installs it. Every step is idempotent.
 func (n *Node) finishServerKeyRotation(ctx context.Context, old, next *auth.ServerKey) error {
+	if _, err := fleetkey.ResealSecrets(ctx, kv.NewLocal(n.db), next, old); err != nil { // the webhook secret
+		return apierr.Wrap(apierr.Internal, err, "re-sealing the secrets kept under the server key")
+	}
 	if err := n.keys.Rewrap(old.Derive(kekInfo), next.Derive(kekInfo)); err != nil {
 		return apierr.Wrap(apierr.Internal, err, "re-wrapping the tenant keys")
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/tenantdb/tenantdb/internal/admin"
 	"github.com/tenantdb/tenantdb/internal/auth"
 	"github.com/tenantdb/tenantdb/internal/catalog"
+	"github.com/tenantdb/tenantdb/internal/fleetkey"
 	"github.com/tenantdb/tenantdb/internal/remote"
 	"github.com/tenantdb/tenantdb/internal/tenancy"
 	"github.com/tenantdb/tenantdb/internal/webhook"
@@ -41,14 +42,20 @@ func (n *Node) openWebhooks(o Options, key *auth.ServerKey, ctl controlStore, ad
 			wo.MaxBody = fleetWebhookBody
 		}
 	}
-	wo.SecretKey = key.Derive("tenantdb webhook secrets v1")
+	// NB: kept sealed under the server key in the control store and
+	// re-sealed by its rotations: derived from the key at each start, it
+	// would change with a rotation, and the signing secrets sealed before
+	// would no longer open (fleetkey.WebhookSecret).
+	var err error
+	if wo.SecretKey, err = fleetkey.WebhookSecret(context.Background(), ctl, n.auth, key.Derive("tenantdb webhook secrets v1")); err != nil {
+		return err
+	}
 	wo.AllowPrivate = o.AllowPrivateWebhooks
 	wo.Region, wo.Logger = o.Region, n.log
 	wo.TenantActive = func(ctx context.Context, t tenancy.TenantID) bool {
 		tn, err := n.catalog.Tenant(ctx, t)
 		return err == nil && tn.Status == catalog.Active
 	}
-	var err error
 	if n.webhooks, err = webhook.New(wo); err != nil {
 		return err
 	}

@@ -269,3 +269,35 @@ func TestServerKeyRotateThenRestart(t *testing.T) {
 	srv = start(t, dir)
 	verifyAll(t, srv.Client(b), []string{"Key1"}, 100)
 }
+
+// TestServerKeyRotateKeepsWebhookSecrets: a webhook subscription made
+// before `server-key rotate` still signs its deliveries after the server
+// restarts with the new key: the key sealing the subscriptions' signing
+// secrets at rest is re-sealed by the rotation, not derived from the
+// server key at each start.
+func TestServerKeyRotateKeepsWebhookSecrets(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the tenantdb binary")
+	}
+	dir := t.TempDir()
+	srv := harness.StartBinary(t, bin, dir, "--fairness=false", "--allow-private-webhooks")
+	createTable(t, srv.Client(srv.Operator), "Hooked", "NEW_IMAGE")
+	a := srv.NewTenant(t, "wh-a", "admin")
+	rc := harness.StartReceiver(t)
+	sub, err := (&client.Client{Endpoint: srv.Endpoint, Key: a.Key}).CreateSubscription(ctxT(t), a.TenantID,
+		client.CreateSubscriptionRequest{Table: "Hooked", URL: rc.URL, BatchSize: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc.TrustOnly(sub.Secret)
+	if stdout, _ := cli(t, srv, "server-key", "rotate"); !strings.Contains(stdout, "KEY CHECK") {
+		t.Fatalf("server-key rotate printed %q", stdout)
+	}
+	srv.Stop(t)
+	srv = harness.StartBinary(t, bin, dir, "--fairness=false", "--allow-private-webhooks")
+	fill(t, srv.Client(a), []string{"Hooked"}, 3)
+	rc.WaitFor(t, 30*time.Second, "signed deliveries after the restart", func(got []harness.Received) bool { return len(got) > 0 })
+	if n := rc.Invalid(); n != 0 {
+		t.Errorf("%d deliveries not signed with the subscription's secret after the rotation", n)
+	}
+}
