@@ -62,34 +62,14 @@ func TestBackups(t *testing.T) {
 func backups(t *testing.T, srv *harness.Server) {
 	ctx := context.Background()
 	a := srv.Client(srv.Default)
-	_, err := a.CreateTable(ctx, &dynamodb.CreateTableInput{
-		TableName: aws.String("src"),
-		AttributeDefinitions: []types.AttributeDefinition{
-			{AttributeName: aws.String("pk"), AttributeType: types.ScalarAttributeTypeS},
-			{AttributeName: aws.String("sk"), AttributeType: types.ScalarAttributeTypeN},
-			{AttributeName: aws.String("g"), AttributeType: types.ScalarAttributeTypeS},
-		},
-		KeySchema: []types.KeySchemaElement{
-			{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash},
-			{AttributeName: aws.String("sk"), KeyType: types.KeyTypeRange},
-		},
-		GlobalSecondaryIndexes: []types.GlobalSecondaryIndex{{IndexName: aws.String("byG"),
-			KeySchema:  []types.KeySchemaElement{{AttributeName: aws.String("g"), KeyType: types.KeyTypeHash}},
-			Projection: &types.Projection{ProjectionType: types.ProjectionTypeAll}}},
-		BillingMode: types.BillingModePayPerRequest,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	createByG(t, a, "src") // pitr_test.go
 	const items = 250
 	for i := range items {
-		item := map[string]types.AttributeValue{"pk": s(fmt.Sprintf("p%d", i%7)), "sk": n(fmt.Sprint(i)), "v": s(fmt.Sprint("v", i))}
+		g := ""
 		if i%3 == 0 {
-			item["g"] = s(fmt.Sprint("g", i%2))
+			g = fmt.Sprint("g", i%2)
 		}
-		if _, err := a.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("src"), Item: item}); err != nil {
-			t.Fatal(err)
-		}
+		putV(t, a, "src", fmt.Sprintf("p%d", i%7), i, fmt.Sprint("v", i), g)
 	}
 	want := scanAll(t, a, "src")
 	// TTL where the engine has it (not dynalite): the restore does not

@@ -53,6 +53,57 @@ func until(t *testing.T, what string, limit time.Duration, f func() bool) time.D
 	return time.Since(start)
 }
 
+// shardedSource creates, through g, the tenant's table "src" (hash key
+// pk, index byG on g) over 4 engine partition keys (shards): the source
+// of the backup and PITR tests.
+func shardedSource(t *testing.T, g *harness.Server, key harness.Credential) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := g.Admin().SetShards(ctx, key.TenantID, client.ShardRequest{Shards: 4}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := g.Client(key).CreateTable(ctx, &dynamodb.CreateTableInput{
+		TableName: aws.String("src"),
+		AttributeDefinitions: []types.AttributeDefinition{
+			{AttributeName: aws.String("pk"), AttributeType: types.ScalarAttributeTypeS},
+			{AttributeName: aws.String("g"), AttributeType: types.ScalarAttributeTypeS},
+		},
+		KeySchema: []types.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash}},
+		GlobalSecondaryIndexes: []types.GlobalSecondaryIndex{{IndexName: aws.String("byG"),
+			KeySchema:  []types.KeySchemaElement{{AttributeName: aws.String("g"), KeyType: types.KeyTypeHash}},
+			Projection: &types.Projection{ProjectionType: types.ProjectionTypeAll}}},
+		BillingMode: types.BillingModePayPerRequest,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// writeItems writes items k<from..to-1> of "src" through c, 25 to a
+// BatchWriteItem, v followed by k their value, every fourth in the index.
+func writeItems(t *testing.T, c *dynamodb.Client, from, to int, v string) {
+	t.Helper()
+	ctx := context.Background()
+	for i := from; i < to; i += 25 {
+		var reqs []types.WriteRequest
+		for k := i; k < min(i+25, to); k++ {
+			it := map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: fmt.Sprintf("k%05d", k)},
+				"v": &types.AttributeValueMemberS{Value: fmt.Sprint(v, k)}}
+			if k%4 == 0 {
+				it["g"] = &types.AttributeValueMemberS{Value: fmt.Sprint("g", k%3)}
+			}
+			reqs = append(reqs, types.WriteRequest{PutRequest: &types.PutRequest{Item: it}})
+		}
+		for len(reqs) > 0 {
+			out, err := c.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{RequestItems: map[string][]types.WriteRequest{"src": reqs}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			reqs = out.UnprocessedItems["src"]
+		}
+	}
+}
+
 // TestBackupAcrossKilledGateways: a backup is taken through a gateway
 // process that is killed with kill -9 in the middle of the copy; another
 // gateway finishes it (CREATING until then), and a restore of it through
@@ -74,43 +125,9 @@ func TestBackupAcrossKilledGateways(t *testing.T) {
 	c0, c1 := g0.Client(key), g1.Client(key)
 	// The tenant's tables spread over 4 engine partition keys: a backup
 	// reads every shard, a restore writes every shard.
-	if _, err := g0.Admin().SetShards(ctx, key.TenantID, client.ShardRequest{Shards: 4}); err != nil {
-		t.Fatal(err)
-	}
-	_, err := c0.CreateTable(ctx, &dynamodb.CreateTableInput{
-		TableName: aws.String("src"),
-		AttributeDefinitions: []types.AttributeDefinition{
-			{AttributeName: aws.String("pk"), AttributeType: types.ScalarAttributeTypeS},
-			{AttributeName: aws.String("g"), AttributeType: types.ScalarAttributeTypeS},
-		},
-		KeySchema: []types.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash}},
-		GlobalSecondaryIndexes: []types.GlobalSecondaryIndex{{IndexName: aws.String("byG"),
-			KeySchema:  []types.KeySchemaElement{{AttributeName: aws.String("g"), KeyType: types.KeyTypeHash}},
-			Projection: &types.Projection{ProjectionType: types.ProjectionTypeAll}}},
-		BillingMode: types.BillingModePayPerRequest,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	shardedSource(t, g0, key)
 	const n = 4000
-	for i := 0; i < n; i += 25 {
-		var reqs []types.WriteRequest
-		for k := i; k < i+25; k++ {
-			it := map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: fmt.Sprintf("k%05d", k)},
-				"v": &types.AttributeValueMemberS{Value: fmt.Sprint("value ", k)}}
-			if k%4 == 0 {
-				it["g"] = &types.AttributeValueMemberS{Value: fmt.Sprint("g", k%3)}
-			}
-			reqs = append(reqs, types.WriteRequest{PutRequest: &types.PutRequest{Item: it}})
-		}
-		for len(reqs) > 0 {
-			out, err := c0.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{RequestItems: map[string][]types.WriteRequest{"src": reqs}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			reqs = out.UnprocessedItems["src"]
-		}
-	}
+	writeItems(t, c0, 0, n, "value ")
 	if st, err := g1.Admin().Shards(ctx, key.TenantID); err != nil || len(st.Tables) != 1 || st.Tables[0].Shards != 4 {
 		t.Fatalf("the source's layout: %+v %v", st, err)
 	}

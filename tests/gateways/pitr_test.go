@@ -35,24 +35,7 @@ func TestPITRAcrossKilledGateways(t *testing.T) {
 	ctx := context.Background()
 	key := g0.NewTenant(t, "pitrkilled", "admin")
 	c0, c1 := g0.Client(key), g1.Client(key)
-	if _, err := g0.Admin().SetShards(ctx, key.TenantID, client.ShardRequest{Shards: 4}); err != nil {
-		t.Fatal(err)
-	}
-	_, err := c0.CreateTable(ctx, &dynamodb.CreateTableInput{
-		TableName: aws.String("src"),
-		AttributeDefinitions: []types.AttributeDefinition{
-			{AttributeName: aws.String("pk"), AttributeType: types.ScalarAttributeTypeS},
-			{AttributeName: aws.String("g"), AttributeType: types.ScalarAttributeTypeS},
-		},
-		KeySchema: []types.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash}},
-		GlobalSecondaryIndexes: []types.GlobalSecondaryIndex{{IndexName: aws.String("byG"),
-			KeySchema:  []types.KeySchemaElement{{AttributeName: aws.String("g"), KeyType: types.KeyTypeHash}},
-			Projection: &types.Projection{ProjectionType: types.ProjectionTypeAll}}},
-		BillingMode: types.BillingModePayPerRequest,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	shardedSource(t, g0, key) // backup_test.go
 	if _, err := c0.UpdateContinuousBackups(ctx, &dynamodb.UpdateContinuousBackupsInput{TableName: aws.String("src"),
 		PointInTimeRecoverySpecification: &types.PointInTimeRecoverySpecification{PointInTimeRecoveryEnabled: aws.Bool(true)}}); err != nil {
 		t.Fatal(err)
@@ -62,26 +45,7 @@ func TestPITRAcrossKilledGateways(t *testing.T) {
 		return err == nil && d.ContinuousBackupsDescription.PointInTimeRecoveryDescription.LatestRestorableDateTime != nil
 	})
 	const n = 4000
-	write := func(from, to int, v string) {
-		for i := from; i < to; i += 25 {
-			var reqs []types.WriteRequest
-			for k := i; k < min(i+25, to); k++ {
-				it := map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: fmt.Sprintf("k%05d", k)},
-					"v": &types.AttributeValueMemberS{Value: fmt.Sprint(v, k)}}
-				if k%4 == 0 {
-					it["g"] = &types.AttributeValueMemberS{Value: fmt.Sprint("g", k%3)}
-				}
-				reqs = append(reqs, types.WriteRequest{PutRequest: &types.PutRequest{Item: it}})
-			}
-			for len(reqs) > 0 {
-				out, err := c0.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{RequestItems: map[string][]types.WriteRequest{"src": reqs}})
-				if err != nil {
-					t.Fatal(err)
-				}
-				reqs = out.UnprocessedItems["src"]
-			}
-		}
-	}
+	write := func(from, to int, v string) { writeItems(t, c0, from, to, v) }
 	write(0, n, "value ")
 	want := items(t, c1, "src")
 	if len(want) != n {
