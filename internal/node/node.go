@@ -458,11 +458,13 @@ func Open(ctx context.Context, o Options) (_ *Node, err error) {
 	if err := n.rekey.Resume(rekey.SystemScope); err != nil {
 		return nil, err
 	}
-	var restoreData rewind.Engine
-	if n.remote == nil {
-		restoreData = n.engine
+	rwo := rewind.Options{Engine: n.engine, Audit: n.audit, Logger: log.With("component", "rewind")}
+	if n.remote != nil {
+		// NB: from the engine's point-in-time recovery; any gateway
+		// resumes a restore whose gateway was killed (its lease).
+		rwo.Engine, rwo.Poll = n.remote, remote.RewindPoll
 	}
-	n.rewind = rewind.New(rewind.Options{Engine: restoreData, Audit: n.audit, Logger: log.With("component", "rewind")})
+	n.rewind = rewind.New(rwo)
 	adm.ServeRestores(n.rewind)
 	if err := n.rewind.Resume(); err != nil {
 		return nil, err
@@ -652,6 +654,8 @@ var (
 	_ quota.StorageSource = engineStorage{}
 	_ dynamo.Backend      = (*engine.Engine)(nil)
 	_ dynamo.Backend      = (*remote.Backend)(nil)
+	_ rewind.Claimer      = (*remote.Backend)(nil)
+	_ rewind.Engine       = (*remote.Backend)(nil)
 	_ quota.Leaser        = (*remote.Capacity)(nil)
 	_ dynamo.Handler      = (*quota.Limited)(nil)
 	_ server.ConnGate     = (*quota.Manager)(nil)

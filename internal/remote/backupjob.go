@@ -244,13 +244,18 @@ func addUnits(u *float64, cc []types.ConsumedCapacity) {
 // putAll writes items with BatchWriteItem, 25 at a time, until the
 // engine has processed them all; it returns the write units consumed.
 func (b *Backend) putAll(ctx context.Context, items []map[string]types.AttributeValue) (float64, error) {
+	reqs := make([]types.WriteRequest, len(items))
+	for i, it := range items {
+		reqs[i] = types.WriteRequest{PutRequest: &types.PutRequest{Item: it}}
+	}
+	return b.writeAll(ctx, reqs)
+}
+
+// writeAll is putAll of any write requests (puts and deletes).
+func (b *Backend) writeAll(ctx context.Context, all []types.WriteRequest) (float64, error) {
 	var units float64
-	for start := 0; start < len(items); start += 25 {
-		chunk := items[start:min(start+25, len(items))]
-		reqs := make([]types.WriteRequest, len(chunk))
-		for i, it := range chunk {
-			reqs[i] = types.WriteRequest{PutRequest: &types.PutRequest{Item: it}}
-		}
+	for start := 0; start < len(all); start += 25 {
+		reqs := all[start:min(start+25, len(all))]
 		backoff := 20 * time.Millisecond
 		for len(reqs) > 0 {
 			res, err := b.db.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{RequestItems: map[string][]types.WriteRequest{b.table: reqs},
@@ -484,6 +489,9 @@ func (b *Backend) pollBackupJobs(ctx context.Context) error {
 			sk, ok := mk[attrSK].(*types.AttributeValueMemberB)
 			if !ok || len(sk.Value) < 9 {
 				continue
+			}
+			if sk.Value[0] == jobRewind {
+				continue // tenant restores' (rewind.go: PendingRewinds)
 			}
 			j := newJob(sk.Value[0], sk.Value[1:len(sk.Value)-8], binary.BigEndian.Uint64(sk.Value[len(sk.Value)-8:]))
 			if _, mine := b.bk.running.Load(string(j.markerSK())); mine {

@@ -33,6 +33,9 @@ func (b *Backend) open(ctx context.Context, s tenancy.Scope, name string) (place
 	if err != nil {
 		return place{}, err
 	}
+	if lay.fence != "" {
+		return place{}, errRewinding(tg.Table.Name, lay)
+	}
 	return placeOf(tg, lay), nil
 }
 

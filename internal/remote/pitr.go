@@ -466,26 +466,48 @@ func (b *Backend) pitrWait() time.Duration {
 // An engine that refuses the restore for good (the time left its window)
 // ends the job: the new table is dropped (errJobGone).
 func (b *Backend) prepareScratch(ctx context.Context, j *bkJob, src rsSource, name string) ([]string, error) {
+	// NB: the lease is checked just before the engine is asked: a runner
+	// that lost it does not make a scratch table another runner deletes.
+	refused, err := b.restoreScratch(ctx, src.scratch, src.at, func(ctx context.Context) error { return b.jobSave(ctx, j, "", "", nil, nil) })
+	if err != nil {
+		return nil, err
+	}
+	if refused != nil {
+		b.log.Warn("point-in-time restore refused by the engine; the restored table is dropped", "table", name, "err", refused)
+		b.pitrEvent(j, src, name, "cancelled", 0, "")
+		if derr := b.dropRestore(ctx, j, src, name, true); derr != nil {
+			return nil, derr
+		}
+		return nil, errors.Join(errPITRRefused(refused), b.dropMarker(ctx, j))
+	}
+	return b.scratchPartitions(ctx, src)
+}
+
+// restoreScratch makes scratch, the engine table restored to time at
+// (Unix ms), unless it exists, and waits until it is ACTIVE; renew is
+// called just before the engine is asked and while it restores (a job's
+// lease: on AWS this takes minutes to hours). refused is the engine's
+// refusal of the time (InvalidRestoreTime, PointInTimeRecoveryUnavailable:
+// the time left its window).
+func (b *Backend) restoreScratch(ctx context.Context, scratch string, at int64, renew func(context.Context) error) (refused smithy.APIError, err error) {
 	asked := false
 	wait := 200 * time.Millisecond
 	for {
-		out, err := b.db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: &src.scratch})
+		out, err := b.db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: &scratch})
 		var nf *types.ResourceNotFoundException
 		switch {
 		case err == nil && out.Table.TableStatus == types.TableStatusActive:
-			return b.scratchPartitions(ctx, src)
+			return nil, nil
 		case err == nil:
 		case !errors.As(err, &nf):
 			return nil, engineErr(err, strip)
 		case !asked:
-			// NB: the lease is checked just before: a runner that lost
-			// it does not make a scratch table another runner deletes.
-			if err := b.jobSave(ctx, j, "", "", nil, nil); err != nil {
+			if err := renew(ctx); err != nil {
 				return nil, err
 			}
 			_, err := b.db.RestoreTableToPointInTime(ctx, &dynamodb.RestoreTableToPointInTimeInput{
-				SourceTableName: &b.table, TargetTableName: &src.scratch,
-				RestoreDateTime:     aws.Time(time.UnixMilli(src.at)),
+				SourceTableName: &b.table, TargetTableName: &scratch,
+				RestoreDateTime:     aws.Time(time.UnixMilli(at)),
 				BillingModeOverride: types.BillingModePayPerRequest,
 				// NB: none of the engine table's index slots: the copy
 				// reads the base table, and the new table's entries are
@@ -496,12 +518,7 @@ func (b *Backend) prepareScratch(ctx context.Context, j *bkJob, src rsSource, na
 			if err != nil && !errors.As(err, &inUse) {
 				var ae smithy.APIError
 				if errors.As(err, &ae) && (ae.ErrorCode() == "InvalidRestoreTimeException" || ae.ErrorCode() == "PointInTimeRecoveryUnavailableException") {
-					b.log.Warn("point-in-time restore refused by the engine; the restored table is dropped", "table", name, "err", err)
-					b.pitrEvent(j, src, name, "cancelled", 0, "")
-					if derr := b.dropRestore(ctx, j, src, name, true); derr != nil {
-						return nil, derr
-					}
-					return nil, errors.Join(errPITRRefused(ae), b.dropMarker(ctx, j))
+					return ae, nil
 				}
 				return nil, engineErr(err, strip)
 			}
@@ -512,7 +529,7 @@ func (b *Backend) prepareScratch(ctx context.Context, j *bkJob, src rsSource, na
 			return nil, err
 		}
 		wait = min(2*wait, 5*time.Second)
-		if err := b.jobSave(ctx, j, "", "", nil, nil); err != nil { // the lease
+		if err := renew(ctx); err != nil {
 			return nil, err
 		}
 	}

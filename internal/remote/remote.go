@@ -117,6 +117,7 @@ type Backend struct {
 	fleet   *fleet
 	bk      backupJobs // the backup and restore copies this gateway runs (backupjob.go)
 	pitr    pitrCache  // the engine table's point-in-time recovery, read at most once a second (pitr.go)
+	rw      rewinds    // the in-place tenant restores this gateway holds (rewind.go)
 
 	st      streamState // DynamoDB Streams (streams.go)
 	jobs    jobHooks    // told of background jobs' steps (jobaudit.go)

@@ -36,6 +36,10 @@ type layout struct {
 	n     int    // shards of the (new) layout
 	from  int    // shards of the old layout during a change; 0 when stable
 	phase string // phasePrep or phaseMove during a change
+	// fence names the in-place tenant restore the collection is being
+	// restored by ("": none; rewind.go), fenceAt the time it restores to.
+	fence   string
+	fenceAt int64
 }
 
 // moving reports whether a change of shard count is under way.
@@ -145,6 +149,9 @@ func layoutFrom(it map[string]types.AttributeValue) layout {
 	}
 	if !lay.moving() {
 		lay.from, lay.phase = 0, ""
+	}
+	if s, ok := it[attrRewind].(*types.AttributeValueMemberS); ok {
+		lay.fence, lay.fenceAt = s.Value, num64Attr(it, attrRewindAt)
 	}
 	return lay
 }

@@ -131,6 +131,11 @@ func Background(t *schema.Table, ns []byte) Target { return Target{Table: t, Nam
 // live.
 func Namespace(s tenancy.Scope) []byte { return keyspace.Namespace(s.Tenant(), s.Env()) }
 
+// EnvOf returns the environment of namespace ns of tenant t (ok false if
+// ns is not one of t's): what a record of a namespace names (a tenant
+// restore's, whose resumption needs a scope in it).
+func EnvOf(t tenancy.TenantID, ns []byte) (env string, ok bool) { return keyspace.NamespaceOf(t, ns) }
+
 // TenantPrefix returns the prefix that every namespace of scope s's
 // tenant (each of its environments) begins with, for a backend that
 // drops a deleted tenant's data across its environments.

@@ -34,13 +34,26 @@ type Engine interface {
 	PendingRewinds() ([]engine.Rewind, error)
 }
 
+// Claimer is an Engine whose restores any of several processes may run
+// (gateways over a remote engine, internal/remote): ClaimRewind takes the
+// scope's unfinished restore for this process, false if another runs it.
+// Such an engine's PendingRewinds returns only the restores it claimed.
+type Claimer interface {
+	ClaimRewind(ctx context.Context, s tenancy.Scope) (bool, error)
+}
+
 // Options name what a restore touches. Audit is required; Engine nil
-// means a server whose items live elsewhere (a remote engine), where
-// restores are refused.
+// means a server whose items live where restores cannot be made in
+// place, where they are refused.
 type Options struct {
 	Engine Engine
 	Audit  *audit.Log
 	Logger *slog.Logger
+	// Poll, if positive, is how often the service looks for restores
+	// another process left unfinished (Resume), besides at its start: a
+	// fleet of gateways, where the process that ran one may have been
+	// killed while this one runs.
+	Poll time.Duration
 }
 
 // Service runs in-place tenant restores.
@@ -62,7 +75,29 @@ func New(o Options) *Service {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Service{o: o, ctx: ctx, cancel: cancel, running: map[string]engine.Rewind{}}
+	s := &Service{o: o, ctx: ctx, cancel: cancel, running: map[string]engine.Rewind{}}
+	if o.Poll > 0 && o.Engine != nil {
+		s.wg.Add(1)
+		go s.poll()
+	}
+	return s
+}
+
+// poll runs Resume every Options.Poll until Close.
+func (s *Service) poll() {
+	defer s.wg.Done()
+	t := time.NewTicker(s.o.Poll)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-t.C:
+			if err := s.Resume(); err != nil && s.ctx.Err() == nil {
+				s.o.Logger.Warn("rewind: looking for restores to resume", "err", err)
+			}
+		}
+	}
 }
 
 func nsKey(t, env string) string { return t + "/" + env }
@@ -73,7 +108,7 @@ func (s *Service) dataScope(sc tenancy.Scope) error {
 		return apierr.New(apierr.AccessDenied, "the operator credential has no access to tenant data: restore with an admin key of the tenant (the tenantdb CLI mints a short-lived one when given the operator's)")
 	}
 	if s.o.Engine == nil {
-		return apierr.Validationf("this server keeps items in a remote engine; in-place tenant restore needs the embedded engine's change log")
+		return apierr.Validationf("in-place tenant restore is not available on this server")
 	}
 	return nil
 }
@@ -102,6 +137,13 @@ func (s *Service) Start(ctx context.Context, sc tenancy.Scope, req client.Restor
 	if p, ok, err := s.o.Engine.RewindStatus(ctx, sc); err != nil {
 		return client.TenantRestore{}, err
 	} else if ok && p.State == engine.RewindRunning && p.At.Equal(req.ToTime) && sameTables(p, req.Tables) {
+		if c, fleet := s.o.Engine.(Claimer); fleet {
+			if mine, err := c.ClaimRewind(ctx, sc); err != nil {
+				return client.TenantRestore{}, err
+			} else if !mine {
+				return s.Status(ctx, sc) // the same restore, run by another process
+			}
+		}
 		s.event(ctx, sc, audit.Event{Actor: actor, Role: role, Action: "tenant.restore.resume", Target: target(p), Source: audit.Source(ctx)})
 		s.start(sc, p)
 		return s.Status(ctx, sc)
@@ -211,7 +253,10 @@ func (s *Service) start(sc tenancy.Scope, r engine.Rewind) {
 				Target: apierr.Clip(fmt.Sprintf("restore %s to %s: %d keys changed since, %d items written back or deleted; undo with --to-time %s",
 					final.ID, final.At.UTC().Format(time.RFC3339Nano), keys, changed, final.UndoTo.UTC().Format(time.RFC3339Nano)))})
 		case errors.Is(err, context.Canceled) && s.ctx.Err() != nil:
-			// shutting down: resumed at the next start
+			// shutting down: resumed at the next start (or by another gateway)
+		case apierr.Is(err, apierr.ResourceInUse):
+			// another process runs it (a gateway fleet: its lease)
+			s.o.Logger.Info("rewind: the tenant restore is run by another process", "tenant", sc.Tenant().String(), "env", sc.Env(), "err", err)
 		default:
 			s.o.Logger.Error("rewind: tenant restore stopped; the tenant's tables stay refused until it is run again", "tenant", sc.Tenant().String(), "env", sc.Env(), "err", err)
 			s.event(s.ctx, sc, audit.Event{Actor: "system", Action: "tenant.restore.failed", Outcome: audit.OutcomeError,

@@ -29,4 +29,5 @@ func TestIsolationGateways(t *testing.T) {
 	t.Run("DeletedTableStreamsIsolation", TestDeletedTableStreamsIsolation)
 	t.Run("BackupIsolation", TestBackupIsolation)
 	t.Run("WebhookIsolation", TestWebhookIsolation)
+	t.Run("RestoreIsolation", TestRestoreIsolation)
 }

@@ -70,9 +70,6 @@ func scanPairs(t *testing.T, c *dynamodb.Client, table string) []string {
 func TestRestoreIsolation(t *testing.T) {
 	t.Parallel()
 	srv := harness.Start(t)
-	if srv.Remote {
-		t.Skip("remote backend: in-place tenant restores are not served there (README); TestRemotePITRIsolation attacks its point-in-time recovery")
-	}
 	ctx := context.Background()
 	op := srv.Client(srv.Operator)
 	if _, err := op.CreateTable(ctx, isoTable("rst_shared")); err != nil {
