@@ -424,7 +424,8 @@ func (b *Backend) RewindStatus(ctx context.Context, s tenancy.Scope) (engine.Rew
 }
 
 // PendingRewinds claims the unfinished restores no live gateway runs
-// (their runner was killed, closed or stopped by an error) and returns
+// (their runner was killed or closed; not those an error stopped, which
+// wait to be asked for again, as embedded) and returns
 // them, for the caller to run (RunRewind); markers of restores that are
 // gone or done are cleaned up.
 func (b *Backend) PendingRewinds() ([]engine.Rewind, error) {
@@ -453,6 +454,14 @@ func (b *Backend) PendingRewinds() ([]engine.Rewind, error) {
 			running := b.rw.active[string(ns)]
 			b.rw.mu.Unlock()
 			if running {
+				continue
+			}
+			if st, _, err := b.readRewind(ctx, ns); err != nil {
+				return out, err
+			} else if st != nil && st.State == engine.RewindRunning && st.Error != "" {
+				// NB: stopped by an error: it stays fenced until it is
+				// asked for again, as on the embedded server (not
+				// retried every poll).
 				continue
 			}
 			_, st, ok, err := b.claimRewind(ctx, ns)

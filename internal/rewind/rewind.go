@@ -1,7 +1,10 @@
 // Package rewind runs in-place restores of one tenant environment to a
 // past time (`tenantdb tenant restore`, POST /v1/tenants/{id}/restore):
 // the engine fences the tables and rewinds them from their change log
-// (engine/rewind.go); this package starts the work in the background,
+// (engine/rewind.go), or, on a gateway over a remote engine, from that
+// engine's point-in-time recovery (remote/rewind.go, where any gateway
+// may resume a restore another left: Claimer, Options.Poll); this
+// package starts the work in the background,
 // shows its progress, resumes the restores a previous process left
 // unfinished, and audits the start, the end and every failure in the
 // tenant's audit log and in the platform log.
@@ -26,7 +29,7 @@ import (
 )
 
 // Engine restores a tenant environment's items in place (the embedded
-// engine).
+// engine, or the remote backend).
 type Engine interface {
 	BeginRewind(ctx context.Context, s tenancy.Scope, at time.Time, tables []string, actor string) (engine.Rewind, error)
 	RunRewind(ctx context.Context, s tenancy.Scope, progress func(engine.Rewind)) (engine.Rewind, error)

@@ -145,7 +145,8 @@ func collectionItemsOf(t *testing.T, f *harness.Cluster, tenant string) []string
 // TestTenantRestoreAcrossGateways: `tenantdb tenant restore` through a
 // gateway rewinds tenant A's view of a shared table and A's own table to
 // a time, in place: items changed, created and deleted since are as they
-// were (a GSI query too); A is refused as "being restored" meanwhile on
+// were (a GSI query too), a table deleted since is left deleted and one
+// created since is refused by name until the others are named; A is refused as "being restored" meanwhile on
 // both gateways while B — with items of the same keys in the shared
 // table and a table of the same name — is served and left byte for byte
 // as it was; the status and the audit show it; no scratch table is left.
@@ -162,8 +163,10 @@ func TestTenantRestoreAcrossGateways(t *testing.T) {
 	a0, a1, b0, b1 := g0.Client(a), g1.Client(a), g0.Client(b), g1.Client(b)
 	rwTable(t, a0, "own")
 	rwTable(t, b1, "own")
-	rwEnable(t, a1, "rw_shared", "own")
+	rwTable(t, a0, "gone")
+	rwEnable(t, a1, "rw_shared", "own", "gone")
 	rwEnable(t, b0, "rw_shared", "own")
+	rwWrite(t, a0, "gone", 0, 10, "then ")
 	for _, c := range []*dynamodb.Client{a0, b1} {
 		rwWrite(t, c, "rw_shared", 0, 300, "then ")
 		rwWrite(t, c, "own", 0, 200, "then ")
@@ -178,6 +181,19 @@ func TestTenantRestoreAcrossGateways(t *testing.T) {
 		rwWrite(t, a1, table, 50, 100, "")        // deleted since
 		rwWrite(t, a0, table, 300, 340, "added ") // created since
 		rwWrite(t, b1, table, 0, 20, "b-later ")  // B's changes since stay
+	}
+	// A table deleted since is not restored; one created since has no
+	// history at the time: refused, naming it, until the others are named.
+	if _, err := a1.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String("gone")}); err != nil {
+		t.Fatal(err)
+	}
+	rwTable(t, a0, "late")
+	rwEnable(t, a1, "late")
+	rwWrite(t, a0, "late", 0, 10, "late ")
+	_, stderr, err := tenantdbCLI(t, "tenant", "restore", a.TenantID, "--to-time", at.UTC().Format(time.RFC3339Nano), "--endpoint", g0.Endpoint, "--key", a.Key)
+	if err == nil || !strings.Contains(stderr, "InvalidRestoreTime") || !strings.Contains(stderr, "late (earliest restorable time") ||
+		strings.Contains(stderr, "rw_shared") || strings.Contains(stderr, "gone") {
+		t.Fatalf("a restore covering a table created since: %v\n%s", err, stderr)
 	}
 	bBefore := collectionItemsOf(t, f, b.TenantID)
 	bShared, bOwn := items(t, b0, "rw_shared"), items(t, b0, "own")
@@ -222,7 +238,7 @@ func TestTenantRestoreAcrossGateways(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	out, stderr, err := tenantdbCLI(t, "tenant", "restore", a.TenantID, "--to-time", at.UTC().Format(time.RFC3339Nano),
+	out, stderr, err := tenantdbCLI(t, "tenant", "restore", a.TenantID, "--to-time", at.UTC().Format(time.RFC3339Nano), "--table", "rw_shared", "--table", "own",
 		"--endpoint", g1.Endpoint, "--key", a.Key, "--interval", "500ms", "--json")
 	took := time.Since(start)
 	stop.Store(true)
