@@ -73,6 +73,10 @@ type rwState struct {
 	engine.Rewind
 	Scratch string    `json:"scratch"`
 	Fenced  time.Time `json:"fenced,omitzero"`
+	// Writable is when the restore may write: no write admitted before
+	// the fence can reach the engine after it (UndoTo unless it replaced
+	// an unfinished restore, whose UndoTo it keeps).
+	Writable time.Time `json:"writable,omitzero"`
 	Steps   []rwStep  `json:"steps"`
 }
 
@@ -341,8 +345,9 @@ func (b *Backend) fenceRewind(ctx context.Context, j *bkJob, st *rwState) error 
 		return nil
 	}
 	st.Fenced = b.opts.Now()
+	st.Writable = st.Fenced.Add(b.settleLayouts(ctx) + b.fenceWait()).Truncate(time.Millisecond).Add(time.Millisecond)
 	if st.UndoTo.IsZero() {
-		st.UndoTo = st.Fenced.Add(b.settleLayouts(ctx) + b.fenceWait()).Truncate(time.Millisecond).Add(time.Millisecond)
+		st.UndoTo = st.Writable
 	}
 	return b.saveRewind(ctx, j, st, "", nil)
 }
@@ -567,7 +572,7 @@ func (b *Backend) runRewind(ctx context.Context, s tenancy.Scope, j *bkJob, st *
 	// its way to the engine after UndoTo, and the restore writes nothing
 	// before it: restoring to UndoTo undoes the restore.
 	for {
-		d := time.Until(st.UndoTo.Add(time.Millisecond))
+		d := time.Until(st.Writable.Add(time.Millisecond))
 		if d <= 0 {
 			break
 		}
