@@ -77,7 +77,7 @@ type rwState struct {
 	// the fence can reach the engine after it (UndoTo unless it replaced
 	// an unfinished restore, whose UndoTo it keeps).
 	Writable time.Time `json:"writable,omitzero"`
-	Steps   []rwStep  `json:"steps"`
+	Steps    []rwStep  `json:"steps"`
 }
 
 // rwStep is where the restore of one table (Tables[i]) is.
