@@ -291,13 +291,27 @@ func TestTenantRestore(t *testing.T) {
 	}
 }
 
-// TestTenantRestoreRemote: a gateway over a remote engine has no change
-// log of its own to restore from, and says so.
+// TestTenantRestoreRemote: on a gateway over a remote engine, the CLI's
+// restore checks as embedded: a table the tenant holds items of without
+// its point-in-time recovery is refused by name (end to end through a
+// gateway: tests/gateways TestTenantRestoreAcrossGateways).
 func TestTenantRestoreRemote(t *testing.T) {
 	srv := harness.Start(t, harness.Options{Remote: true})
 	a := srv.NewTenant(t, "remote-restore", "admin")
-	e := tcliErr(t, srv, a.Key, "tenant", "restore", a.TenantID, "--to-time", time.Now().Add(-time.Minute).Format(time.RFC3339))
-	if !strings.Contains(e, "remote engine") {
+	c := srv.Client(a)
+	ctx := context.Background()
+	if _, err := c.CreateTable(ctx, &dynamodb.CreateTableInput{TableName: aws.String("nopitr"),
+		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("pk"), AttributeType: types.ScalarAttributeTypeS}},
+		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash}},
+		BillingMode:          types.BillingModePayPerRequest}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("nopitr"),
+		Item: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "k"}}}); err != nil {
+		t.Fatal(err)
+	}
+	e := tcliErr(t, srv, a.Key, "tenant", "restore", a.TenantID, "--to-time", time.Now().Add(-time.Second).Format(time.RFC3339Nano))
+	if !strings.Contains(e, "PointInTimeRecoveryUnavailable") || !strings.Contains(e, "nopitr") {
 		t.Fatalf("restore: %s", e)
 	}
 }
