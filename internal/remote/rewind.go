@@ -97,12 +97,35 @@ type rewinds struct {
 	active map[string]bool   // namespace -> RunRewind running
 }
 
-func (r *rewinds) hold(ns []byte, me []byte) {
+// begin marks ns's restore as run by this gateway: false if it is
+// already.
+func (r *rewinds) begin(ns []byte) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.init()
+	if r.active[string(ns)] {
+		return false
+	}
+	r.active[string(ns)] = true
+	return true
+}
+
+func (r *rewinds) end(ns []byte) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.active, string(ns))
+}
+
+func (r *rewinds) init() {
 	if r.held == nil {
 		r.held, r.active = map[string][]byte{}, map[string]bool{}
 	}
+}
+
+func (r *rewinds) hold(ns []byte, me []byte) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.init()
 	if me == nil {
 		delete(r.held, string(ns))
 	} else {
@@ -345,7 +368,10 @@ func (b *Backend) fenceRewind(ctx context.Context, j *bkJob, st *rwState) error 
 		return nil
 	}
 	st.Fenced = b.opts.Now()
-	st.Writable = st.Fenced.Add(b.settleLayouts(ctx) + b.fenceWait()).Truncate(time.Millisecond).Add(time.Millisecond)
+	st.Writable = st.Fenced.Truncate(time.Millisecond).Add(time.Millisecond)
+	if len(st.Tables) > 0 { // NB: nothing fenced, nothing to wait for
+		st.Writable = st.Writable.Add(b.settleLayouts(ctx) + b.fenceWait())
+	}
 	if st.UndoTo.IsZero() {
 		st.UndoTo = st.Writable
 	}
@@ -510,19 +536,10 @@ func (b *Backend) RunRewind(ctx context.Context, s tenancy.Scope, progress func(
 		return engine.Rewind{}, err
 	}
 	ns := resolve.Namespace(s)
-	b.rw.hold(ns, b.heldToken(ns)) // NB: makes the maps
-	b.rw.mu.Lock()
-	if b.rw.active[string(ns)] {
-		b.rw.mu.Unlock()
+	if !b.rw.begin(ns) {
 		return engine.Rewind{}, apierr.New(apierr.ResourceInUse, "the restore of this tenant is running already")
 	}
-	b.rw.active[string(ns)] = true
-	b.rw.mu.Unlock()
-	defer func() {
-		b.rw.mu.Lock()
-		delete(b.rw.active, string(ns))
-		b.rw.mu.Unlock()
-	}()
+	defer b.rw.end(ns)
 	j, st, ok, err := b.claimRewind(ctx, ns)
 	switch {
 	case err != nil:
@@ -553,12 +570,6 @@ func (b *Backend) RunRewind(ctx context.Context, s tenancy.Scope, progress func(
 	b.release(bg, j) // NB: another gateway may resume it at once
 	b.rw.hold(ns, nil)
 	return st.Rewind, err
-}
-
-func (b *Backend) heldToken(ns []byte) []byte {
-	b.rw.mu.Lock()
-	defer b.rw.mu.Unlock()
-	return b.rw.held[string(ns)]
 }
 
 func (b *Backend) runRewind(ctx context.Context, s tenancy.Scope, j *bkJob, st *rwState, progress func(engine.Rewind)) error {
