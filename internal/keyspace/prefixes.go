@@ -39,6 +39,7 @@ const (
 	subNamespace  = 'n' // environments' data: env 0x00 ...
 	subWebhook    = 'w' // webhook subscriptions and their state (see wh*)
 	subSession    = 'S' // web console sessions, by token hash
+	subTransfer   = 'j' // export and import job records of a gateway fleet: env 0x00 kind id
 )
 
 // Namespace level: the byte after Namespace(tenant, env).
@@ -149,4 +150,5 @@ const (
 	SysMoves              = "mov/" // <tenant:16><table:8>: a move of a tenant's data of a table in progress
 	SysTierMoves          = "mvt/" // <tenant:16>: a move of all of a tenant's shared tables that then sets its tier
 	SysMoveLog            = "mvh/" // <tenant:16><finished:8><table:8>: a tenant's finished moves (bounded)
+	SysTransfers          = "xfr/" // <tenant:16><env>0x00<kind><id>: an export or import of a gateway fleet in progress
 )

@@ -410,7 +410,7 @@ func Open(ctx context.Context, o Options) (_ *Node, err error) {
 		// NB: exports read the embedded store's snapshot; imports write
 		// through n.backend, so quotas and metering apply (Unlimited skips
 		// only the admission of an import that lifts them).
-		if n.transfers, err = transfer.New(transfer.Options{Engine: n.engine, Handler: n.backend, Unlimited: dynamo.Bind(items),
+		if n.transfers, err = transfer.New(transfer.Options{Source: transfer.EngineSource(n.engine), Handler: n.backend, Unlimited: dynamo.Bind(items),
 			Audit: n.audit, Root: o.ExportRoot, Region: o.Region, Logger: log.With("component", "transfer")}); err != nil {
 			return nil, err
 		}
@@ -428,7 +428,9 @@ func Open(ctx context.Context, o Options) (_ *Node, err error) {
 		adm.ServeShards(n.remote)
 		adm.ServeGateways(n.remote)
 		adm.ServeMoves(nil)
-		adm.ServeTransfers(transfer.Unavailable("they read a snapshot of the embedded engine, and this server is a gateway over a remote one"))
+		if err := n.openGatewayTransfers(o, ctl, adm, log); err != nil { // transfers.go
+			return nil, err
+		}
 		if err := n.openWebhooks(o, key, ctl, adm); err != nil { // webhooks.go
 			return nil, err
 		}

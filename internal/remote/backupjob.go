@@ -285,9 +285,18 @@ func (b *Backend) readPage(ctx context.Context, pk string, after []byte, units *
 
 // readPageOf is readPage of engine table table.
 func (b *Backend) readPageOf(ctx context.Context, table, pk string, after []byte, units *float64) (items []map[string]types.AttributeValue, last []byte, err error) {
+	return b.readPageN(ctx, table, pk, after, copyPage, units)
+}
+
+// readPageN is readPageOf with a page of at most limit items (0: as many
+// as one engine page holds, 1 MB).
+func (b *Backend) readPageN(ctx context.Context, table, pk string, after []byte, limit int32, units *float64) (items []map[string]types.AttributeValue, last []byte, err error) {
 	in := b.partitionQuery(pk)
 	in.TableName = &table
-	in.Limit, in.ReturnConsumedCapacity = aws.Int32(copyPage), types.ReturnConsumedCapacityTotal
+	in.ReturnConsumedCapacity = types.ReturnConsumedCapacityTotal
+	if limit > 0 {
+		in.Limit = aws.Int32(limit)
+	}
 	if after != nil {
 		in.ExclusiveStartKey = map[string]types.AttributeValue{attrPK: in.ExpressionAttributeValues[":p"], attrSK: &types.AttributeValueMemberB{Value: after}}
 	}

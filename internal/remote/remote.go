@@ -127,6 +127,10 @@ type Backend struct {
 	// ttl.go).
 	ttlOff string
 
+	// transfers serves the export and import operations (transfers.go);
+	// nil refuses them.
+	transfers Transfers
+
 	// bg is cancelled by Close: the migrators of shard changes run in it.
 	bg   context.Context
 	stop context.CancelFunc

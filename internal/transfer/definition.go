@@ -12,7 +12,7 @@ import (
 // describe returns the definition of table name as scope sc sees it, with
 // its ARN and id.
 func (s *Service) describe(ctx context.Context, sc tenancy.Scope, name string) (*dynexport.Definition, *wire.TableDescription, error) {
-	e := s.o.Engine
+	e := s.o.Source
 	dt, err := e.DescribeTable(ctx, sc, &wire.DescribeTableInput{TableName: name})
 	if err != nil {
 		return nil, nil, err

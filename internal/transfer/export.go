@@ -53,31 +53,31 @@ func (s *Service) Export(ctx context.Context, sc tenancy.Scope, tables []string,
 	if at != nil && at.After(now) {
 		return nil, apierr.New(apierr.InvalidExportTime, "the export time %s is in the future", at.UTC().Format(time.RFC3339Nano))
 	}
-	snap, err := s.o.Engine.Snapshot(ctx, sc, tables)
+	snap, err := s.o.Source.View(ctx, sc, tables)
 	if err != nil {
 		return nil, err
 	}
 	defer snap.Close()
 	var ends []TableEnd
-	for i, t := range snap.Tables() {
-		def, td, err := s.describe(ctx, sc, t.Name)
+	for i, name := range snap.Tables() {
+		def, td, err := s.describe(ctx, sc, name)
 		if err != nil {
 			return ends, err
 		}
 		exportTime := now
 		if at != nil {
-			if err := s.checkHistory(ctx, sc, t.Name, *at); err != nil {
+			if err := s.checkHistory(ctx, sc, name, *at); err != nil {
 				return ends, err
 			}
 			exportTime = *at
 		}
 		id := dynexport.NewExportID(now)
-		sink, err := start(TableStart{Name: t.Name, TableArn: td.TableArn, TableID: td.TableId, ExportID: id,
+		sink, err := start(TableStart{Name: name, TableArn: td.TableArn, TableID: td.TableId, ExportID: id,
 			ExportArn: td.TableArn + "/export/" + id, ExportTime: exportTime, Definition: def})
 		if err != nil {
 			return ends, err
 		}
-		end := TableEnd{Name: t.Name}
+		end := TableEnd{Name: name}
 		var buf []byte
 		add := func(item attr.Item) error {
 			buf = AppendItem(buf[:0], item)
@@ -87,7 +87,7 @@ func (s *Service) Export(ctx context.Context, sc tenancy.Scope, tables []string,
 			return sink.Add(buf, size)
 		}
 		if at != nil {
-			err = historyError(t.Name, *at, snap.ItemsAt(ctx, i, *at, add))
+			err = snap.ItemsAt(ctx, i, *at, add)
 		} else {
 			err = snap.Items(ctx, i, add)
 		}

@@ -223,7 +223,7 @@ func (s *Service) write(ctx context.Context, h dynamo.Handler, sc tenancy.Scope,
 
 // keyNames returns the key attribute names of table as sc sees it.
 func (s *Service) keyNames(ctx context.Context, sc tenancy.Scope, table string) ([]string, error) {
-	return s.o.Engine.TableKeys(ctx, sc, table)
+	return s.o.Source.TableKeys(ctx, sc, table)
 }
 
 func (s *Service) put(ctx context.Context, h dynamo.Handler, sc tenancy.Scope, table string, batch []wire.WriteRequest) error {

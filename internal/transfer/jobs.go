@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -36,10 +35,10 @@ type jobs struct {
 	s    *Service
 	root string
 
+	rec    records
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
-	mu     sync.Mutex // serializes record files
 
 	// Per tenant (tenants.go): the cancel functions of its holds (requests
 	// writing records, running jobs) and whether it is retired.
@@ -57,7 +56,7 @@ const (
 	importsDir = "imports"
 )
 
-func openJobs(s *Service, root string) (*jobs, error) {
+func openJobs(s *Service, root string, rec records) (*jobs, error) {
 	abs, err := filepath.Abs(root)
 	if err != nil {
 		return nil, fmt.Errorf("transfer: export root: %w", err)
@@ -65,7 +64,10 @@ func openJobs(s *Service, root string) (*jobs, error) {
 	if err := os.MkdirAll(abs, 0o700); err != nil {
 		return nil, fmt.Errorf("transfer: export root: %w", err)
 	}
-	j := &jobs{s: s, root: abs, holds: map[tenancy.TenantID]map[uint64]context.CancelFunc{}, retired: map[tenancy.TenantID]bool{}}
+	if rec == nil {
+		rec = &fileRecords{root: abs}
+	}
+	j := &jobs{s: s, root: abs, rec: rec, holds: map[tenancy.TenantID]map[uint64]context.CancelFunc{}, retired: map[tenancy.TenantID]bool{}}
 	j.tcond = sync.NewCond(&j.tmu)
 	j.ctx, j.cancel = context.WithCancel(context.Background())
 	if err := j.emptyTrash(); err != nil {
@@ -79,52 +81,9 @@ func (j *jobs) close() {
 	j.wg.Wait()
 }
 
-// failInterrupted marks the jobs a restart interrupted as FAILED, but
-// those resumed (resumeInterrupted).
-func (j *jobs) failInterrupted(resumed map[string]bool) error {
-	pattern := filepath.Join(j.root, "*", "*", metaDir, "*", "*.json")
-	files, err := filepath.Glob(pattern)
-	if err != nil {
-		return fmt.Errorf("transfer: %w", err)
-	}
-	now := epoch(j.s.o.Now())
-	for _, f := range files {
-		if resumed[f] {
-			continue
-		}
-		b, err := os.ReadFile(f)
-		if err != nil {
-			return fmt.Errorf("transfer: %w", err)
-		}
-		switch filepath.Base(filepath.Dir(f)) {
-		case exportsDir:
-			var d wire.ExportDescription
-			if json.Unmarshal(b, &d) == nil && d.ExportStatus == "IN_PROGRESS" {
-				d.ExportStatus, d.EndTime, d.FailureCode, d.FailureMessage = "FAILED", now, "Interrupted", "the server restarted during the export; run it again"
-				err = writeRecord(f, d)
-			}
-		case importsDir:
-			var d wire.ImportTableDescription
-			if json.Unmarshal(b, &d) == nil && d.ImportStatus == "IN_PROGRESS" {
-				d.ImportStatus, d.EndTime, d.FailureCode = "FAILED", now, "Interrupted"
-				d.FailureMessage = fmt.Sprintf("the server restarted during the import; %d items were imported into the table before", d.ImportedItemCount)
-				err = writeRecord(f, d)
-			}
-		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // tenantDir is the root of scope sc's tree.
 func (j *jobs) tenantDir(sc tenancy.Scope) string {
 	return filepath.Join(j.root, sc.Tenant().String(), sc.Env())
-}
-
-func (j *jobs) recordPath(sc tenancy.Scope, kind, id string) string {
-	return filepath.Join(j.tenantDir(sc), metaDir, kind, id+".json")
 }
 
 // bucketDir validates bucket as an S3 bucket name and returns its
@@ -186,42 +145,18 @@ func writeRecord(path string, v any) error {
 	return nil
 }
 
-func (j *jobs) save(path string, v any) error {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	return writeRecord(path, v)
+// create writes the record of a new job of sc, with sc's key and role
+// (resume.go), and returns the hold of its runner.
+func (j *jobs) create(ctx context.Context, sc tenancy.Scope, kind, id string, v any) (jobHold, error) {
+	return j.rec.create(ctx, refOf(sc, kind, id), jobScopeOf(sc), v)
 }
 
-func (j *jobs) load(path string, v any) (bool, error) {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	b, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("transfer: %w", err)
-	}
-	return true, json.Unmarshal(b, v)
+func (j *jobs) load(ctx context.Context, sc tenancy.Scope, kind, id string, v any) (bool, error) {
+	return j.rec.load(ctx, refOf(sc, kind, id), v)
 }
 
-// ids lists the record ids of kind in sc's tree, sorted.
-func (j *jobs) ids(sc tenancy.Scope, kind string) ([]string, error) {
-	ents, err := os.ReadDir(filepath.Join(j.tenantDir(sc), metaDir, kind))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("transfer: %w", err)
-	}
-	var ids []string
-	for _, e := range ents {
-		if id, ok := strings.CutSuffix(e.Name(), ".json"); ok {
-			ids = append(ids, id)
-		}
-	}
-	slices.Sort(ids)
-	return ids, nil
+func (j *jobs) ids(ctx context.Context, sc tenancy.Scope, kind string) ([]string, error) {
+	return j.rec.ids(ctx, sc.Tenant(), sc.Env(), kind)
 }
 
 func (s *Service) api(ctx context.Context, sc tenancy.Scope) (*jobs, error) {
@@ -295,7 +230,7 @@ func (s *Service) ExportTableToPointInTime(ctx context.Context, sc tenancy.Scope
 		return nil, err
 	}
 	if in.ClientToken != "" {
-		if d, err := j.byClientToken(sc, in.ClientToken); err != nil || d != nil {
+		if d, err := j.byClientToken(ctx, sc, in.ClientToken); err != nil || d != nil {
 			if d == nil {
 				return nil, err
 			}
@@ -317,21 +252,18 @@ func (s *Service) ExportTableToPointInTime(ctx context.Context, sc tenancy.Scope
 		TableArn: td.TableArn, TableId: td.TableId, ExportTime: epoch(exportTime), ClientToken: in.ClientToken,
 		S3Bucket: in.S3Bucket, S3Prefix: in.S3Prefix, ExportFormat: dynexport.FormatDynamoDBJSON, ExportType: "FULL_EXPORT",
 	}
-	path := j.recordPath(sc, exportsDir, id)
-	if err := j.saveScope(path, sc); err != nil {
-		return nil, err
-	}
-	if err := j.save(path, d); err != nil {
+	h, err := j.create(hctx, sc, exportsDir, id, d)
+	if err != nil {
 		return nil, err
 	}
 	s.record(ctx, sc, audit.Event{Action: "export.start", Target: apierr.Clip(d.ExportArn + " bucket=" + in.S3Bucket + " prefix=" + in.S3Prefix)})
 	out := *d
-	j.run(hctx, release, func(ctx context.Context) { s.runExport(ctx, sc, path, d, name, bucketDir, id, at) })
+	j.run(hctx, release, h, func(ctx context.Context) { s.runExport(ctx, sc, h, d, name, bucketDir, id, at) })
 	release = nil
 	return &wire.ExportTableToPointInTimeOutput{ExportDescription: &out}, nil
 }
 
-func (s *Service) runExport(ctx context.Context, sc tenancy.Scope, path string, d *wire.ExportDescription, table, bucketDir, id string, at *time.Time) {
+func (s *Service) runExport(ctx context.Context, sc tenancy.Scope, h jobHold, d *wire.ExportDescription, table, bucketDir, id string, at *time.Time) {
 	var summary dynexport.Summary
 	var w *dynexport.Writer
 	ends, err := s.Export(ctx, sc, []string{table}, at, func(ts TableStart) (TableSink, error) {
@@ -349,6 +281,7 @@ func (s *Service) runExport(ctx context.Context, sc tenancy.Scope, path string, 
 		if w != nil {
 			w.Abort()
 		}
+		h.stop()
 		return
 	}
 	d.EndTime = epoch(s.o.Now())
@@ -362,7 +295,7 @@ func (s *Service) runExport(ctx context.Context, sc tenancy.Scope, path string, 
 		d.ItemCount, d.BilledSizeBytes = summary.ItemCount, summary.BilledSizeBytes
 		d.ExportManifest = strings.TrimSuffix(summary.ManifestFilesS3Key, dynexport.FilesFile) + dynexport.SummaryFile
 	}
-	if err := s.jobs.save(path, d); err != nil {
+	if err := h.end(d); err != nil {
 		s.log.Error("saving an export's record failed", "export", d.ExportArn, "err", err)
 	}
 	s.record(context.Background(), sc, audit.Event{Action: "export.end", Target: apierr.Clip(d.ExportArn + " " + summarize(ends, []string{table})),
@@ -391,14 +324,14 @@ func (f *fileSink) Close() error {
 	return err
 }
 
-func (j *jobs) byClientToken(sc tenancy.Scope, token string) (*wire.ExportDescription, error) {
-	ids, err := j.ids(sc, exportsDir)
+func (j *jobs) byClientToken(ctx context.Context, sc tenancy.Scope, token string) (*wire.ExportDescription, error) {
+	ids, err := j.ids(ctx, sc, exportsDir)
 	if err != nil {
 		return nil, err
 	}
 	for _, id := range ids {
 		var d wire.ExportDescription
-		if ok, err := j.load(j.recordPath(sc, exportsDir, id), &d); err != nil {
+		if ok, err := j.load(ctx, sc, exportsDir, id, &d); err != nil {
 			return nil, err
 		} else if ok && d.ClientToken == token {
 			return &d, nil
@@ -407,14 +340,14 @@ func (j *jobs) byClientToken(sc tenancy.Scope, token string) (*wire.ExportDescri
 	return nil, nil
 }
 
-func (j *jobs) importByClientToken(sc tenancy.Scope, token string) (*wire.ImportTableDescription, error) {
-	ids, err := j.ids(sc, importsDir)
+func (j *jobs) importByClientToken(ctx context.Context, sc tenancy.Scope, token string) (*wire.ImportTableDescription, error) {
+	ids, err := j.ids(ctx, sc, importsDir)
 	if err != nil {
 		return nil, err
 	}
 	for _, id := range ids {
 		var d wire.ImportTableDescription
-		if ok, err := j.load(j.recordPath(sc, importsDir, id), &d); err != nil {
+		if ok, err := j.load(ctx, sc, importsDir, id, &d); err != nil {
 			return nil, err
 		} else if ok && d.ClientToken == token {
 			return &d, nil
@@ -452,7 +385,7 @@ func (s *Service) DescribeExport(ctx context.Context, sc tenancy.Scope, in *wire
 	id, ok := idOf(in.ExportArn, "/export/")
 	var d wire.ExportDescription
 	if ok {
-		ok, err = j.load(j.recordPath(sc, exportsDir, id), &d)
+		ok, err = j.load(ctx, sc, exportsDir, id, &d)
 		if err != nil {
 			return nil, err
 		}
@@ -474,7 +407,7 @@ func (s *Service) ListExports(ctx context.Context, sc tenancy.Scope, in *wire.Li
 	if err != nil {
 		return nil, err
 	}
-	ids, err := j.ids(sc, exportsDir)
+	ids, err := j.ids(ctx, sc, exportsDir)
 	if err != nil {
 		return nil, err
 	}
@@ -484,7 +417,7 @@ func (s *Service) ListExports(ctx context.Context, sc tenancy.Scope, in *wire.Li
 			continue
 		}
 		var d wire.ExportDescription
-		if ok, err := j.load(j.recordPath(sc, exportsDir, id), &d); err != nil {
+		if ok, err := j.load(ctx, sc, exportsDir, id, &d); err != nil {
 			return nil, err
 		} else if !ok || (in.TableArn != "" && d.TableArn != in.TableArn) {
 			continue
@@ -553,7 +486,7 @@ func (s *Service) ImportTable(ctx context.Context, sc tenancy.Scope, in *wire.Im
 	}()
 	if in.ClientToken != "" {
 		// NB: a retry with the same token answers the import it started.
-		if d, err := j.importByClientToken(sc, in.ClientToken); err != nil || d != nil {
+		if d, err := j.importByClientToken(ctx, sc, in.ClientToken); err != nil || d != nil {
 			if d == nil {
 				return nil, err
 			}
@@ -575,17 +508,14 @@ func (s *Service) ImportTable(ctx context.Context, sc tenancy.Scope, in *wire.Im
 		ClientToken: in.ClientToken, S3BucketSource: src, InputFormat: in.InputFormat, InputCompressionType: "GZIP",
 		TableCreationParameters: tp, StartTime: epoch(now),
 	}
-	path := j.recordPath(sc, importsDir, id)
-	if err := j.saveScope(path, sc); err != nil {
-		return nil, err
-	}
-	if err := j.save(path, d); err != nil {
+	h, err := j.create(hctx, sc, importsDir, id, d)
+	if err != nil {
 		return nil, err
 	}
 	s.record(ctx, sc, audit.Event{Action: "import.start", Target: apierr.Clip(d.ImportArn + " bucket=" + src.S3Bucket + " prefix=" + src.S3KeyPrefix)})
 	cp := *d
-	j.run(hctx, release, func(ctx context.Context) {
-		s.runImport(ctx, sc, path, d, filepath.Join(bucketDir, filepath.FromSlash(src.S3KeyPrefix)), 0)
+	j.run(hctx, release, h, func(ctx context.Context) {
+		s.runImport(ctx, sc, h, d, filepath.Join(bucketDir, filepath.FromSlash(src.S3KeyPrefix)), 0)
 	})
 	release = nil
 	return &wire.ImportTableOutput{ImportTableDescription: &cp}, nil
@@ -597,7 +527,7 @@ const importChunk = 500
 
 // runImport loads the data files under dir into d's table, skipping the
 // first skip items (those a run before a restart had processed).
-func (s *Service) runImport(ctx context.Context, sc tenancy.Scope, path string, d *wire.ImportTableDescription, dir string, skip int64) {
+func (s *Service) runImport(ctx context.Context, sc tenancy.Scope, h jobHold, d *wire.ImportTableDescription, dir string, skip int64) {
 	table := d.TableCreationParameters.TableName
 	err := s.waitActive(ctx, sc, table)
 	var files []string
@@ -614,7 +544,7 @@ func (s *Service) runImport(ctx context.Context, sc tenancy.Scope, path string, 
 		}
 		d.ImportedItemCount += int64(len(chunk))
 		chunk = chunk[:0]
-		return s.jobs.save(path, d)
+		return h.save(d)
 	}
 	for _, f := range files {
 		if err != nil {
@@ -651,7 +581,8 @@ func (s *Service) runImport(ctx context.Context, sc tenancy.Scope, path string, 
 		err = flush()
 	}
 	if err != nil && ctx.Err() != nil {
-		return // stopped by the server's shutdown: resumed at the next start
+		h.stop() // stopped by the server's shutdown: resumed at the next start
+		return
 	}
 	d.EndTime = epoch(s.o.Now())
 	if err != nil {
@@ -659,7 +590,7 @@ func (s *Service) runImport(ctx context.Context, sc tenancy.Scope, path string, 
 	} else {
 		d.ImportStatus = "COMPLETED"
 	}
-	if err := s.jobs.save(path, d); err != nil {
+	if err := h.end(d); err != nil {
 		s.log.Error("saving an import's record failed", "import", d.ImportArn, "err", err)
 	}
 	s.record(context.Background(), sc, audit.Event{Action: "import.end", Target: apierr.Clip(fmt.Sprintf("%s imported=%d errors=%d", d.ImportArn, d.ImportedItemCount, d.ErrorCount)),
@@ -705,7 +636,7 @@ func (s *Service) DescribeImport(ctx context.Context, sc tenancy.Scope, in *wire
 	id, ok := idOf(in.ImportArn, "/import/")
 	var d wire.ImportTableDescription
 	if ok {
-		if ok, err = j.load(j.recordPath(sc, importsDir, id), &d); err != nil {
+		if ok, err = j.load(ctx, sc, importsDir, id, &d); err != nil {
 			return nil, err
 		}
 	}
@@ -726,7 +657,7 @@ func (s *Service) ListImports(ctx context.Context, sc tenancy.Scope, in *wire.Li
 	if err != nil {
 		return nil, err
 	}
-	ids, err := j.ids(sc, importsDir)
+	ids, err := j.ids(ctx, sc, importsDir)
 	if err != nil {
 		return nil, err
 	}
@@ -737,7 +668,7 @@ func (s *Service) ListImports(ctx context.Context, sc tenancy.Scope, in *wire.Li
 			continue
 		}
 		var d wire.ImportTableDescription
-		if ok, err := j.load(j.recordPath(sc, importsDir, id), &d); err != nil {
+		if ok, err := j.load(ctx, sc, importsDir, id, &d); err != nil {
 			return nil, err
 		} else if !ok || (in.TableArn != "" && d.TableArn != in.TableArn) {
 			continue

@@ -16,22 +16,25 @@ import (
 )
 
 // Resuming the API's exports and imports after a restart (kill -9
-// included). Beside each job's record (<id>.json) its start writes
-// <id>.scope: the key id and role of the credential that started it. On
-// start the service resumes every job still IN_PROGRESS with the Scope
-// it was started with (tenant and environment from the record's path):
+// included) or, on a gateway fleet, after their gateway died. Beside each
+// job's record its start writes the key id and role of the credential
+// that started it (fileRecords: <id>.scope; kvRecords: in the record).
+// The interrupted jobs (records.interrupted: on one server every job in
+// progress at its start; on a fleet those whose gateway's lease lapsed,
+// claimed by another) are resumed with the Scope they were started with
+// (tenant and environment from the record's key):
 //
 //   - an export starts again from the beginning into the same export id
 //     (the partial files are removed first), at the recorded ExportTime
-//     if the table's change log still covers it, else at the resume time,
-//     which then becomes its ExportTime;
+//     if the source still reads it, else at the resume time, which then
+//     becomes its ExportTime;
 //   - an import goes on after the items its record counts as processed
 //     (the record is saved after every chunk written, so at most one
 //     chunk is written again, and writing an item twice leaves it as it
 //     was).
 //
-// A job started by a credential narrowed by a policy, or without a scope
-// file (started by an older version), is marked FAILED as before.
+// A job started by a credential narrowed by a policy, or without a
+// recorded scope (started by an older version), is marked FAILED.
 
 // jobScope is what a job was started with.
 type jobScope struct {
@@ -41,84 +44,76 @@ type jobScope struct {
 	Narrowed bool   `json:"narrowed,omitempty"`
 }
 
-func scopeFile(recordPath string) string { return strings.TrimSuffix(recordPath, ".json") + ".scope" }
-
-// saveScope writes the scope file of the job whose record is at path.
-func (j *jobs) saveScope(path string, sc tenancy.Scope) error {
-	return j.save(scopeFile(path), jobScope{KeyID: sc.KeyID(), Role: sc.Role().String(), Action: sc.Action(), Narrowed: sc.Narrowed()})
+func jobScopeOf(sc tenancy.Scope) jobScope {
+	return jobScope{KeyID: sc.KeyID(), Role: sc.Role().String(), Action: sc.Action(), Narrowed: sc.Narrowed()}
 }
 
-// resumedScope returns the Scope to resume the job whose record is at
-// path with; ok is false if it cannot be resumed.
-func (j *jobs) resumedScope(path string) (sc tenancy.Scope, ok bool) {
-	rel, err := filepath.Rel(j.root, path)
-	if err != nil {
+func scopeFile(recordPath string) string { return strings.TrimSuffix(recordPath, ".json") + ".scope" }
+
+// resumedScope returns the Scope to resume job ij with; ok is false if
+// it cannot be resumed.
+func resumedScope(ij interruptedJob) (sc tenancy.Scope, ok bool) {
+	if !ij.ok || ij.js.Narrowed {
 		return sc, false
 	}
-	parts := strings.Split(filepath.ToSlash(rel), "/")
-	if len(parts) != 5 || parts[2] != metaDir {
-		return sc, false
-	}
-	t, err := tenancy.ParseTenantID(parts[0])
-	if err != nil {
-		return sc, false
-	}
-	var js jobScope
-	if ok, err := j.load(scopeFile(path), &js); err != nil || !ok || js.Narrowed {
-		return sc, false
-	}
-	role, known := tenancy.ParseRole(js.Role)
+	role, known := tenancy.ParseRole(ij.js.Role)
 	if !known {
 		return sc, false
 	}
-	sc = tenancy.ResumedScope(t, parts[1], role, js.KeyID, js.Action)
+	sc = tenancy.ResumedScope(ij.ref.t, ij.ref.env, role, ij.js.KeyID, ij.js.Action)
 	return sc, sc.Valid()
 }
 
-// resumeInterrupted resumes the jobs a restart interrupted, and marks
-// those it cannot resume FAILED.
-func (j *jobs) resumeInterrupted() error {
-	files, err := filepath.Glob(filepath.Join(j.root, "*", "*", metaDir, "*", "*.json"))
+// resumeInterrupted resumes the jobs the records find interrupted, and
+// marks those it cannot resume FAILED.
+func (j *jobs) resumeInterrupted(ctx context.Context) error {
+	list, err := j.rec.interrupted(ctx)
 	if err != nil {
-		return fmt.Errorf("transfer: %w", err)
+		return err
 	}
 	s := j.s
-	resumed := map[string]bool{}
-	for _, f := range files {
-		sc, ok := j.resumedScope(f)
-		if !ok {
-			continue
-		}
-		b, err := os.ReadFile(f)
-		if err != nil {
-			return fmt.Errorf("transfer: %w", err)
-		}
-		switch filepath.Base(filepath.Dir(f)) {
+	for _, ij := range list {
+		sc, ok := resumedScope(ij)
+		switch ij.ref.kind {
 		case exportsDir:
 			var d wire.ExportDescription
-			if json.Unmarshal(b, &d) != nil || d.ExportStatus != "IN_PROGRESS" {
+			if json.Unmarshal(ij.raw, &d) != nil {
+				ij.hold.stop()
 				continue
 			}
-			if err := s.resumeExport(sc, f, &d); err != nil {
+			if ok {
+				err := s.resumeExport(sc, ij.hold, &d)
+				if err == nil {
+					continue
+				}
 				s.log.Warn("transfer: an interrupted export cannot be resumed", "export", d.ExportArn, "err", err)
-				continue
 			}
-			resumed[f] = true
+			d.ExportStatus, d.EndTime, d.FailureCode, d.FailureMessage = "FAILED", epoch(s.o.Now()), "Interrupted", "the server running the export stopped during it; run it again"
+			if err := ij.hold.end(&d); err != nil {
+				s.log.Error("transfer: marking an interrupted export failed", "export", d.ExportArn, "err", err)
+			}
 		case importsDir:
 			var d wire.ImportTableDescription
-			if json.Unmarshal(b, &d) != nil || d.ImportStatus != "IN_PROGRESS" || d.S3BucketSource == nil || d.TableCreationParameters == nil {
+			if json.Unmarshal(ij.raw, &d) != nil {
+				ij.hold.stop()
 				continue
 			}
-			if s.resumeImport(sc, f, &d) {
-				resumed[f] = true
+			if ok && d.S3BucketSource != nil && d.TableCreationParameters != nil && s.resumeImport(sc, ij.hold, &d) {
+				continue
 			}
+			d.ImportStatus, d.EndTime, d.FailureCode = "FAILED", epoch(s.o.Now()), "Interrupted"
+			d.FailureMessage = fmt.Sprintf("the server running the import stopped during it; %d items were imported into the table before", d.ImportedItemCount)
+			if err := ij.hold.end(&d); err != nil {
+				s.log.Error("transfer: marking an interrupted import failed", "import", d.ImportArn, "err", err)
+			}
+		default:
+			ij.hold.stop()
 		}
 	}
-	// What is left IN_PROGRESS could not be resumed.
-	return j.failInterrupted(resumed)
+	return nil
 }
 
-func (s *Service) resumeExport(sc tenancy.Scope, path string, d *wire.ExportDescription) error {
+func (s *Service) resumeExport(sc tenancy.Scope, h jobHold, d *wire.ExportDescription) error {
 	j := s.jobs
 	name, ok := tableOfARN(d.TableArn)
 	id, idOK := idOf(d.ExportArn, "/export/")
@@ -134,23 +129,23 @@ func (s *Service) resumeExport(sc tenancy.Scope, path string, d *wire.ExportDesc
 	if s.checkHistory(j.ctx, sc, name, at) == nil {
 		atp = &at
 	} else {
-		// NB: the log no longer covers the original time: the export is
-		// of the state when it resumed, and says so.
+		// NB: the source no longer reads the original time: the export
+		// is of the state when it resumed, and says so.
 		d.ExportTime = epoch(s.o.Now())
 	}
-	if err := j.save(path, d); err != nil {
+	if err := h.save(d); err != nil {
 		return err
 	}
-	s.record(j.ctx, sc, audit.Event{Action: "export.resume", Target: d.ExportArn})
 	ctx, release, err := j.hold(sc.Tenant())
 	if err != nil {
 		return err
 	}
-	j.run(ctx, release, func(ctx context.Context) { s.runExport(ctx, sc, path, d, name, bucketDir, id, atp) })
+	s.record(j.ctx, sc, audit.Event{Action: "export.resume", Target: d.ExportArn})
+	j.run(ctx, release, h, func(ctx context.Context) { s.runExport(ctx, sc, h, d, name, bucketDir, id, atp) })
 	return nil
 }
 
-func (s *Service) resumeImport(sc tenancy.Scope, path string, d *wire.ImportTableDescription) bool {
+func (s *Service) resumeImport(sc tenancy.Scope, h jobHold, d *wire.ImportTableDescription) bool {
 	j := s.jobs
 	src := d.S3BucketSource
 	if checkBucket(src.S3Bucket) != nil || dynexport.CheckPrefix(src.S3KeyPrefix) != nil {
@@ -162,6 +157,22 @@ func (s *Service) resumeImport(sc tenancy.Scope, path string, d *wire.ImportTabl
 		return false
 	}
 	s.record(j.ctx, sc, audit.Event{Action: "import.resume", Target: fmt.Sprintf("%s processed=%d", d.ImportArn, d.ProcessedItemCount)})
-	j.run(ctx, release, func(ctx context.Context) { s.runImport(ctx, sc, path, d, dir, d.ProcessedItemCount) })
+	j.run(ctx, release, h, func(ctx context.Context) { s.runImport(ctx, sc, h, d, dir, d.ProcessedItemCount) })
 	return true
+}
+
+// sweep looks for interrupted jobs every interval (a gateway fleet's
+// records; the first look at once) until the service closes.
+func (j *jobs) sweep(interval time.Duration) {
+	defer j.wg.Done()
+	for {
+		if err := j.resumeInterrupted(j.ctx); err != nil && j.ctx.Err() == nil {
+			j.s.log.Warn("transfer: looking for interrupted jobs", "err", err)
+		}
+		select {
+		case <-j.ctx.Done():
+			return
+		case <-time.After(interval):
+		}
+	}
 }

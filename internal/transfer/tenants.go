@@ -64,12 +64,24 @@ func (j *jobs) hold(t tenancy.TenantID) (ctx context.Context, release func(), er
 }
 
 // run runs job in the background under the hold whose context is ctx,
-// releasing it when the job returns.
-func (j *jobs) run(ctx context.Context, release func(), job func(context.Context)) {
+// releasing it when the job returns. The job's context also ends when
+// its record's hold h is lost (on a fleet, another gateway took it over).
+func (j *jobs) run(ctx context.Context, release func(), h jobHold, job func(context.Context)) {
 	j.wg.Add(1)
 	go func() {
 		defer j.wg.Done()
 		defer release()
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		if lost := h.lost(); lost != nil {
+			go func() {
+				select {
+				case <-lost:
+					cancel()
+				case <-ctx.Done():
+				}
+			}()
+		}
 		job(ctx)
 	}()
 }
@@ -107,7 +119,8 @@ func (s *Service) UnretireTenant(t tenancy.TenantID) {
 
 // RemoveTenant removes everything the service keeps for the scope's
 // tenant under the export root (every environment's buckets, job records
-// and temporary files). It is idempotent; without an export root it does
+// and temporary files) and, on a gateway fleet, its job records in the
+// control plane's store. It is idempotent; without an export root it does
 // nothing. The tenant's jobs must be retired first (RetireTenant).
 func (s *Service) RemoveTenant(ctx context.Context, sc tenancy.Scope) error {
 	if !sc.Valid() || sc.Tenant().IsZero() {
@@ -115,6 +128,9 @@ func (s *Service) RemoveTenant(ctx context.Context, sc tenancy.Scope) error {
 	}
 	if s.jobs == nil {
 		return ctx.Err()
+	}
+	if err := s.jobs.rec.removeTenant(ctx, sc.Tenant()); err != nil {
+		return err
 	}
 	return s.jobs.removeTenant(sc.Tenant())
 }

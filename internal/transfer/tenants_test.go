@@ -13,7 +13,7 @@ import (
 func testJobs(t *testing.T, root string) *Service {
 	t.Helper()
 	s := &Service{o: Options{Now: time.Now}}
-	j, err := openJobs(s, root)
+	j, err := openJobs(s, root, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +103,7 @@ func TestRetireTenant(t *testing.T) {
 	}
 	defer releaseB()
 	stopped := make(chan struct{})
-	j.run(ctxA, releaseA, func(ctx context.Context) {
+	j.run(ctxA, releaseA, fileHold{}, func(ctx context.Context) {
 		<-ctx.Done()
 		close(stopped)
 	})

@@ -24,15 +24,14 @@ import (
 	"github.com/tenantdb/tenantdb/internal/apierr"
 	"github.com/tenantdb/tenantdb/internal/audit"
 	"github.com/tenantdb/tenantdb/internal/dynamo"
-	"github.com/tenantdb/tenantdb/internal/engine"
 	"github.com/tenantdb/tenantdb/internal/tenancy"
 )
 
-// Options configure a Service. Engine and Handler are required.
+// Options configure a Service. Source and Handler are required.
 type Options struct {
-	// Engine is where exports read their snapshot, and what describes
-	// tables.
-	Engine *engine.Engine
+	// Source is what exports read, and what describes tables
+	// (EngineSource for the embedded engine).
+	Source Source
 	// Handler runs the writes and DDL of imports: the server's handler,
 	// with quota admission and metering.
 	Handler dynamo.Handler
@@ -43,8 +42,19 @@ type Options struct {
 	// nothing.
 	Audit *audit.Log
 	// Root is the export root of the DynamoDB API's operations; "" turns
-	// them off.
+	// them off. NB: every gateway of a fleet must be given the same
+	// shared directory (it stands for the S3 buckets).
 	Root string
+	// Control, when set, keeps the API's job records in the control
+	// plane's store shared by a gateway fleet (kvrecords.go) instead of
+	// files under Root, and another gateway takes over the jobs of one
+	// whose lease lapsed; Owner names this gateway in its leases.
+	Control Control
+	Owner   string
+	// Lease is how long a job's runner may go without renewing its
+	// lease before another gateway takes the job over (0: 10 s); Sweep is
+	// how often a gateway looks for such jobs (0: Lease/2).
+	Lease, Sweep time.Duration
 	// Region goes into ARNs; "" means us-east-1.
 	Region string
 	// Logger; nil discards.
@@ -63,8 +73,8 @@ type Service struct {
 // New returns a Service. With a Root it also resumes the API's exports
 // and imports that a restart interrupted (resume.go).
 func New(o Options) (*Service, error) {
-	if o.Engine == nil || o.Handler == nil {
-		return nil, errors.New("transfer: Engine and Handler are required")
+	if o.Source == nil || o.Handler == nil {
+		return nil, errors.New("transfer: Source and Handler are required")
 	}
 	if o.Unlimited == nil {
 		o.Unlimited = o.Handler
@@ -80,13 +90,31 @@ func New(o Options) (*Service, error) {
 	}
 	s := &Service{o: o, log: o.Logger}
 	if o.Root != "" {
-		j, err := openJobs(s, o.Root)
+		var rec records
+		var kr *kvRecords
+		if o.Control != nil {
+			if o.Lease <= 0 {
+				o.Lease = 10 * time.Second
+			}
+			if o.Sweep <= 0 {
+				o.Sweep = o.Lease / 2
+			}
+			kr = &kvRecords{st: o.Control, owner: o.Owner, lease: o.Lease, now: o.Now, log: o.Logger, running: map[string]bool{}}
+			rec = kr
+			s.o = o
+		}
+		j, err := openJobs(s, o.Root, rec)
 		if err != nil {
 			return nil, err
 		}
 		s.jobs = j
-		if err := j.resumeInterrupted(); err != nil {
-			return nil, err
+		if kr == nil {
+			if err := j.resumeInterrupted(j.ctx); err != nil {
+				return nil, err
+			}
+		} else {
+			j.wg.Add(1)
+			go j.sweep(o.Sweep)
 		}
 	}
 	return s, nil
