@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"sync"
 	"time"
 
@@ -84,9 +85,16 @@ func (k *kvRecords) create(ctx context.Context, ref jobRef, js jobScope, v any) 
 	if err != nil {
 		return nil, fmt.Errorf("transfer: %w", err)
 	}
+	// NB: the registry entry first, each write alone (no engine
+	// transaction: dynalite has none): a crash between leaves an entry
+	// without a record, which the sweep drops.
+	var reg kv.Batch
+	reg.Set(k.regKey(ref), []byte(strconv.FormatInt(k.now().UnixMilli(), 10)))
+	if err := k.st.Apply(ctx, &reg); err != nil {
+		return nil, fmt.Errorf("transfer: writing a job record: %w", err)
+	}
 	var batch kv.Batch
 	batch.SetIfAbsent(k.key(ref), b)
-	batch.Set(k.regKey(ref), []byte{1})
 	if err := k.st.Apply(ctx, &batch); err != nil {
 		return nil, fmt.Errorf("transfer: writing a job record: %w", err)
 	}
@@ -125,8 +133,10 @@ func (k *kvRecords) ids(ctx context.Context, t tenancy.TenantID, env, kind strin
 func (k *kvRecords) interrupted(ctx context.Context) ([]interruptedJob, error) {
 	lo, hi := keyspace.TransfersRunning()
 	var regs [][]byte
-	if err := k.st.Scan(ctx, lo, hi, func(key, _ []byte) bool {
+	since := map[string]int64{}
+	if err := k.st.Scan(ctx, lo, hi, func(key, v []byte) bool {
 		regs = append(regs, append([]byte(nil), key...))
+		since[string(key)], _ = strconv.ParseInt(string(v), 10, 64)
 		return true
 	}); err != nil {
 		return nil, fmt.Errorf("transfer: reading the running jobs: %w", err)
@@ -147,8 +157,12 @@ func (k *kvRecords) interrupted(ctx context.Context) ([]interruptedJob, error) {
 		old, err := k.st.Get(ctx, k.key(ref))
 		if errors.Is(err, kv.ErrNotFound) {
 			// NB: the tenant was deleted (its records with it), or the
-			// record was ended: the registry entry is all that is left.
-			k.dropReg(ctx, rk)
+			// job's start wrote its entry and stopped before its record:
+			// the entry is all that is left. Not while the start may
+			// still be writing the record.
+			if k.now().Sub(time.UnixMilli(since[string(rk)])) > k.lease {
+				k.dropReg(ctx, rk)
+			}
 			continue
 		}
 		if err != nil {
@@ -208,12 +222,12 @@ func (k *kvRecords) removeTenant(ctx context.Context, t tenancy.TenantID) error 
 			if len(keys) == 0 {
 				break
 			}
-			var b kv.Batch
 			for _, key := range keys {
+				var b kv.Batch
 				b.Delete(key)
-			}
-			if err := k.st.Apply(ctx, &b); err != nil {
-				return fmt.Errorf("transfer: removing the tenant's job records: %w", err)
+				if err := k.st.Apply(ctx, &b); err != nil {
+					return fmt.Errorf("transfer: removing the tenant's job records: %w", err)
+				}
 			}
 		}
 	}
@@ -298,9 +312,6 @@ func (h *kvHold) write(v any, end bool) error {
 	defer cancel()
 	var batch kv.Batch
 	batch.SetIfEquals(h.k.key(h.ref), h.old, b)
-	if end && v != nil {
-		batch.Delete([]byte(h.reg))
-	}
 	err = h.k.st.Apply(ctx, &batch)
 	if errors.Is(err, kv.ErrConflict) {
 		h.loseLocked()
@@ -310,6 +321,11 @@ func (h *kvHold) write(v any, end bool) error {
 		return fmt.Errorf("transfer: saving a job record: %w", err)
 	}
 	h.rec, h.old, h.lastOK = rec, b, h.k.now()
+	if end && v != nil {
+		// NB: after the record: a crash between leaves an entry whose
+		// record is no longer in progress, which the sweep drops.
+		h.k.dropReg(ctx, []byte(h.reg))
+	}
 	return nil
 }
 

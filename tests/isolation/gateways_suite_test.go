@@ -30,4 +30,5 @@ func TestIsolationGateways(t *testing.T) {
 	t.Run("BackupIsolation", TestBackupIsolation)
 	t.Run("WebhookIsolation", TestWebhookIsolation)
 	t.Run("RestoreIsolation", TestRestoreIsolation)
+	t.Run("TransfersIsolation", TestTransfersIsolation)
 }
