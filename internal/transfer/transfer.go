@@ -1,6 +1,7 @@
 // Package transfer moves a tenant's items out of and into tenantdb in the
 // layout of DynamoDB's export to S3 (package dynexport): exports read a
-// consistent snapshot of the tenant's tables (engine.Snapshot); imports
+// Source (a consistent snapshot of the tenant's tables, engine.Snapshot,
+// or on a gateway the remote backend's reads of its collections); imports
 // write through the ordinary write path (BatchWriteItem and CreateTable
 // through the operation handler, with the caller's Scope), so isolation,
 // leading-key checks, indexes, quotas and metering are exactly those of
@@ -11,7 +12,8 @@
 // (internal/admin) and DynamoDB's ExportTableToPointInTime, DescribeExport,
 // ListExports, ImportTable, DescribeImport and ListImports over a local
 // export root, where an S3 bucket is a directory of the calling tenant's
-// own (jobs.go).
+// own (jobs.go), with their job records in files there or, on a gateway
+// fleet, in the control plane's store (kvrecords.go).
 package transfer
 
 import (
@@ -20,7 +22,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/tenantdb/tenantdb/client"
 	"github.com/tenantdb/tenantdb/internal/apierr"
 	"github.com/tenantdb/tenantdb/internal/audit"
 	"github.com/tenantdb/tenantdb/internal/dynamo"
@@ -147,19 +148,4 @@ func (s *Service) record(ctx context.Context, sc tenancy.Scope, ev audit.Event) 
 	if _, err := s.o.Audit.Append(ctx, sc, ev); err != nil {
 		s.log.Error("audit append failed", "action", ev.Action, "err", err)
 	}
-}
-
-// Unavailable serves the admin API's export and import routes where the
-// server cannot run them (a gateway over the remote backend, which has no
-// local snapshot to read), refusing each with reason.
-type Unavailable string
-
-// ExportStream refuses the export.
-func (u Unavailable) ExportStream(context.Context, tenancy.Scope, client.ExportRequest, func(client.ExportEvent) error) error {
-	return apierr.New(apierr.Validation, "exports are not available: %s", string(u))
-}
-
-// ImportBatch refuses the import.
-func (u Unavailable) ImportBatch(context.Context, tenancy.Scope, client.ImportRequest) (client.ImportResult, error) {
-	return client.ImportResult{}, apierr.New(apierr.Validation, "imports are not available: %s", string(u))
 }
