@@ -84,7 +84,8 @@ type Config struct {
 	// ExportRoot is the directory under which DynamoDB's
 	// ExportTableToPointInTime and ImportTable find their S3 buckets, one
 	// directory tree per tenant (TENANTDB_EXPORT_ROOT); "" turns those
-	// operations off.
+	// operations off. Every gateway of a fleet must be given the same
+	// shared directory.
 	ExportRoot string
 	// AllowPrivateWebhooks lets webhook subscriptions use http:// URLs and
 	// endpoints on loopback, private, link-local and metadata addresses
@@ -238,7 +239,7 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	fs.StringVar(&cfg.BackendTablePrefix, "backend-table-prefix", cfg.BackendTablePrefix, "prefix of the remote engine's table name, <prefix>tenantdb (env TENANTDB_BACKEND_TABLE_PREFIX)")
 	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", cfg.ShutdownTimeout, "how long to wait for in-flight requests on shutdown")
 	fs.DurationVar(&cfg.StreamRetention, "stream-retention", cfg.StreamRetention, "how long DynamoDB Streams records are kept")
-	fs.StringVar(&cfg.ExportRoot, "export-root", cfg.ExportRoot, "directory holding the S3 buckets of ExportTableToPointInTime and ImportTable (each tenant's under <root>/<tenant>/<env>/<bucket>); empty turns those operations off (env TENANTDB_EXPORT_ROOT)")
+	fs.StringVar(&cfg.ExportRoot, "export-root", cfg.ExportRoot, "directory holding the S3 buckets of ExportTableToPointInTime and ImportTable (each tenant's under <root>/<tenant>/<env>/<bucket>); empty turns those operations off; every gateway of a fleet must be given the same shared directory (env TENANTDB_EXPORT_ROOT)")
 	fs.BoolVar(&cfg.AllowPrivateWebhooks, "allow-private-webhooks", cfg.AllowPrivateWebhooks, "let webhook subscriptions use http:// and loopback, private, link-local or metadata addresses; development and tests only (env TENANTDB_ALLOW_PRIVATE_WEBHOOKS)")
 	fs.DurationVar(&cfg.StreamRollover, "stream-rollover", cfg.StreamRollover, "how long each shard of a new stream is open before it closes and a child starts (0: 4h)")
 	fs.IntVar(&cfg.MaxOpenSilos, "max-open-silos", cfg.MaxOpenSilos, "how many tenants' silo stores may be open at once; idle ones beyond it are closed, least recently used first, and reopen on use")
