@@ -176,6 +176,7 @@ func (k *kvRecords) interrupted(ctx context.Context) ([]interruptedJob, error) {
 		if rec.Beat != 0 && k.now().Sub(time.UnixMilli(rec.Beat)) < k.lease {
 			continue // its runner is alive
 		}
+		prev := rec.Owner
 		rec.Owner, rec.Beat = k.token(), k.now().UnixMilli()
 		b, err := json.Marshal(rec)
 		if err != nil {
@@ -188,7 +189,7 @@ func (k *kvRecords) interrupted(ctx context.Context) ([]interruptedJob, error) {
 		} else if err != nil {
 			return out, fmt.Errorf("transfer: claiming a job: %w", err)
 		}
-		k.log.Info("transfer: claimed an interrupted job", "kind", ref.kind, "id", id, "previous", rec.Owner)
+		k.log.Info("transfer: claimed an interrupted job", "kind", ref.kind, "id", id, "previous", prev)
 		ij := interruptedJob{ref: ref, raw: rec.Rec, hold: k.hold(ref, rec, b)}
 		if rec.Scope != nil {
 			ij.js, ij.ok = *rec.Scope, true
