@@ -224,8 +224,8 @@ func (v *ExportView) Items(ctx context.Context, i int, fn func(attr.Item) error)
 }
 
 // ItemsAt refuses (PastExport says why).
-func (v *ExportView) ItemsAt(ctx context.Context, i int, at time.Time, _ func(attr.Item) error) error {
-	return v.b.PastExport(ctx, tenancy.Scope{}, v.tgs[i].Table.Name, at)
+func (v *ExportView) ItemsAt(_ context.Context, i int, at time.Time, _ func(attr.Item) error) error {
+	return errPastExport(v.tgs[i].Table.Name, at)
 }
 
 // Close releases nothing: the view holds no engine resource.
@@ -237,6 +237,10 @@ func (v *ExportView) Close() error { return nil }
 // restores a whole engine table into a scratch table, which exports do
 // not do yet.
 func (b *Backend) PastExport(_ context.Context, _ tenancy.Scope, table string, at time.Time) error {
+	return errPastExport(table, at)
+}
+
+func errPastExport(table string, at time.Time) error {
 	return apierr.New(apierr.InvalidExportTime, "ExportTime %s is in the past: a gateway exports only the current items of table %s (it keeps no change log to read a past state from; restore the table to that time with RestoreTableToPointInTime and export the restored table)",
 		at.UTC().Format(time.RFC3339), apierr.Clip(table))
 }
