@@ -77,6 +77,9 @@ func (s *Service) Fleet(ctx context.Context, sc tenancy.Scope) ([]Definition, er
 	if !sc.IsOperator() || !sc.Tenant().IsZero() {
 		return nil, apierr.New(apierr.AccessDenied, "only the operator lists aggregates defined for every tenant")
 	}
+	if s.gw != nil {
+		return []Definition{}, nil // a gateway defines none (CreateFleet)
+	}
 	return s.fleet()
 }
 
@@ -101,6 +104,9 @@ func (s *Service) fleet() ([]Definition, error) {
 func (s *Service) DeleteFleet(ctx context.Context, sc tenancy.Scope, name string) error {
 	if !sc.IsOperator() || !sc.Tenant().IsZero() {
 		return apierr.New(apierr.AccessDenied, "only the operator deletes aggregates defined for every tenant")
+	}
+	if s.gw != nil {
+		return notFound(name)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

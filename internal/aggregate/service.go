@@ -84,6 +84,24 @@ type Options struct {
 	// FleetInterval is how often every-tenant aggregates are extended to
 	// tenants that started writing to their table (default 1s).
 	FleetInterval time.Duration
+
+	// KV, with Feed and Items, makes this a gateway's service
+	// (gateway.go): aggregates live in the control plane's store (the
+	// engine), follow Feed, are built by reading Items, and are worked by
+	// the gateway holding each one's lease. DB and Log are not used.
+	KV    KV
+	Feed  Feed
+	Items Items
+	// Holder names this gateway in leases; Lease is how long it holds an
+	// aggregate without renewing (default 10s); Rescan how often it looks
+	// for aggregates created through other gateways (default Lease/2).
+	Holder string
+	Lease  time.Duration
+	Rescan time.Duration
+	// Settle is how long after a build's scan the feed must have been
+	// read to its end before the build commits: the bound on a committed
+	// change reaching the engine's stream (default 2s).
+	Settle time.Duration
 }
 
 // Service runs the aggregates' workers and answers the admin API.
@@ -106,11 +124,26 @@ type Service struct {
 	// fleetDone is closed when the every-tenant reconciler has stopped.
 	fleetDone chan struct{}
 	started   bool
+	// gw serves the aggregates of a gateway (Options.KV), nil embedded.
+	gw *gateway
 }
 
 // New returns a Service; Start starts the workers of existing aggregates.
 func New(o Options) (*Service, error) {
-	if o.DB == nil || o.Log == nil || o.Scope == nil {
+	if o.KV != nil {
+		if o.Feed == nil || o.Items == nil || o.Scope == nil || o.Holder == "" {
+			return nil, errors.New("aggregate: a gateway's service needs KV, Feed, Items, Scope and Holder")
+		}
+		if o.Lease <= 0 {
+			o.Lease = 10 * time.Second
+		}
+		if o.Rescan <= 0 {
+			o.Rescan = max(o.Lease/2, time.Second)
+		}
+		if o.Settle <= 0 {
+			o.Settle = 2 * time.Second
+		}
+	} else if o.DB == nil || o.Log == nil || o.Scope == nil {
 		return nil, errors.New("aggregate: DB, Log and Scope are required")
 	}
 	if o.PageSize <= 0 {
@@ -133,12 +166,18 @@ func New(o Options) (*Service, error) {
 	s.metrics = newMetrics(o.Registerer, s)
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.fleetDone = make(chan struct{})
+	if o.KV != nil {
+		s.gw = newGateway(s)
+	}
 	return s, nil
 }
 
 // Start starts a worker for every aggregate in the store, and the
 // reconciler of every-tenant aggregates.
 func (s *Service) Start() error {
+	if s.gw != nil {
+		return s.gw.start()
+	}
 	nss, names, err := s.st.registry()
 	if err != nil {
 		return err
@@ -166,6 +205,11 @@ func (s *Service) Start() error {
 
 // Close stops every worker and waits for them.
 func (s *Service) Close() error {
+	if s.gw != nil {
+		s.cancel()
+		s.gw.close()
+		return nil
+	}
 	s.mu.Lock()
 	s.closed = true
 	ws := make([]*worker, 0, len(s.workers))
@@ -230,6 +274,12 @@ func (s *Service) Create(ctx context.Context, sc tenancy.Scope, d Definition) (I
 	}
 	d.Created = s.o.Now().UTC().Truncate(time.Millisecond)
 	_, _, ns := namespace(sc)
+	if s.gw != nil {
+		if err := s.gw.create(ctx, s.dataScope(sc), ns, &d); err != nil {
+			return Info{}, err
+		}
+		return s.gw.info(ctx, ns, &d, false)
+	}
 	if err := s.create(ctx, s.dataScope(sc), ns, &d); err != nil {
 		return Info{}, err
 	}
@@ -279,6 +329,10 @@ func (s *Service) fenced(t tenancy.TenantID, write func() error) error {
 // of the service writes into t's range (groups, progress, definitions)
 // and nothing will, so deleting the range leaves nothing behind.
 func (s *Service) RetireTenant(t tenancy.TenantID) {
+	if s.gw != nil {
+		s.gw.retire(t)
+		return
+	}
 	s.fence.Lock()
 	s.retired[t] = true
 	s.fence.Unlock()
@@ -300,6 +354,10 @@ func (s *Service) RetireTenant(t tenancy.TenantID) {
 // UnretireTenant starts tenant t's workers again after RetireTenant (its
 // deletion failed, or its id was created again).
 func (s *Service) UnretireTenant(t tenancy.TenantID) {
+	if s.gw != nil {
+		s.gw.unretire(t)
+		return
+	}
 	s.fence.Lock()
 	delete(s.retired, t)
 	s.fence.Unlock()
@@ -443,6 +501,9 @@ func (s *Service) info(ns []byte, d *Definition, groups bool) (Info, error) {
 // their groups.
 func (s *Service) List(ctx context.Context, sc tenancy.Scope) ([]Info, error) {
 	_, _, ns := namespace(sc)
+	if s.gw != nil {
+		return s.gw.list(ctx, ns)
+	}
 	names, err := s.st.names(ns)
 	if err != nil {
 		return nil, err
@@ -469,6 +530,9 @@ func (s *Service) List(ctx context.Context, sc tenancy.Scope) ([]Info, error) {
 // Show returns one aggregate with its groups. Errors: NotFound.
 func (s *Service) Show(ctx context.Context, sc tenancy.Scope, name string) (Info, error) {
 	_, _, ns := namespace(sc)
+	if s.gw != nil {
+		return s.gw.show(ctx, ns, name)
+	}
 	d, err := s.st.definition(ns, name)
 	if errors.Is(err, errNoAggregate) {
 		return Info{}, notFound(name)
@@ -483,6 +547,9 @@ func (s *Service) Show(ctx context.Context, sc tenancy.Scope, name string) (Info
 // the table). Errors: NotFound.
 func (s *Service) Delete(ctx context.Context, sc tenancy.Scope, name string) error {
 	_, _, ns := namespace(sc)
+	if s.gw != nil {
+		return s.gw.remove(ctx, ns, name)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	d, err := s.st.definition(ns, name)
@@ -521,6 +588,9 @@ func (s *Service) deleteLocked(ctx context.Context, data tenancy.Scope, ns []byt
 // Errors: NotFound.
 func (s *Service) Rebuild(ctx context.Context, sc tenancy.Scope, name string) (Info, error) {
 	_, _, ns := namespace(sc)
+	if s.gw != nil {
+		return s.gw.rebuild(ctx, ns, name)
+	}
 	s.mu.Lock()
 	d, err := s.st.definition(ns, name)
 	if errors.Is(err, errNoAggregate) {
@@ -544,6 +614,9 @@ func (s *Service) Rebuild(ctx context.Context, sc tenancy.Scope, name string) (I
 
 // Lag returns, for every running aggregate, how far it is behind.
 func (s *Service) lags(now time.Time) []time.Duration {
+	if s.gw != nil {
+		return s.gw.lags(now)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := make([]time.Duration, 0, len(s.workers))

@@ -31,6 +31,19 @@ type progress struct {
 	Rebuilds uint64    `json:"rebuilds"`
 	// Scanned is the number of items the last rebuild read.
 	Scanned uint64 `json:"scanned"`
+
+	// On a gateway (gateway.go): Gen names the generation of groups the
+	// progress counts (a build writes a new one, Next, and makes it the
+	// aggregate's with the progress); Holder works the aggregate until
+	// Expires (its lease) and last read the feed at Seen; LagMS is the
+	// lag the holder last wrote; Reason says why it is building.
+	Gen     string    `json:"gen,omitempty"`
+	Next    string    `json:"next,omitempty"`
+	Holder  string    `json:"holder,omitempty"`
+	Expires time.Time `json:"expires,omitzero"`
+	Seen    time.Time `json:"seen,omitzero"`
+	LagMS   int64     `json:"lag_ms,omitempty"`
+	Reason  string    `json:"reason,omitempty"`
 }
 
 const (

@@ -444,6 +444,8 @@ func Open(ctx context.Context, o Options) (_ *Node, err error) {
 		if err := n.aggregates.Start(); err != nil {
 			return nil, err
 		}
+	} else if err := n.openGatewayAggregates(o, ctl, reg, log, adm); err != nil { // aggregates.go
+		return nil, err
 	}
 	var data rekey.Data
 	if n.remote == nil {
