@@ -36,6 +36,9 @@ func (s *Service) CreateFleet(ctx context.Context, sc tenancy.Scope, d Definitio
 	if !sc.IsOperator() || !sc.Tenant().IsZero() {
 		return Definition{}, apierr.New(apierr.AccessDenied, "only the operator defines an aggregate for every tenant")
 	}
+	if s.gw != nil {
+		return Definition{}, apierr.Validationf("aggregates for every tenant are not available on a gateway over a remote engine: define one per tenant (README)")
+	}
 	if s.o.Shared == nil {
 		return Definition{}, apierr.Validationf("this server does not define aggregates for every tenant")
 	}

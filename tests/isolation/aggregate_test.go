@@ -25,7 +25,7 @@ import (
 // B's live aggregates; errors say nothing about what exists elsewhere.
 func (w *world) aggregateAttacks(t *testing.T) {
 	if !w.routeExists(t, "GET", "/v1/tenants/"+w.A.id+"/aggregates") {
-		t.Skip("this server maintains no aggregates (remote backend)")
+		t.Skip("this server maintains no aggregates")
 	}
 	A, B, Bt := w.A, w.B, w.Btest
 	send := func(t *testing.T, tn *tenant, method, path, body string) (int, string) {
@@ -197,7 +197,11 @@ func (w *world) aggregateAttacks(t *testing.T) {
 	// cannot delete its copy.
 	w.attack(t, "every-tenant-aggregate", func(t *testing.T) {
 		body := `{"name":"fleet-ns","table":"` + tblNS + `","group_by":"secret","count":true,"sum":["n"]}`
-		if st, got := w.raw(t, w.opRec, "POST", "/v1/aggregates", w.srv.Operator.Key, body); st != http.StatusCreated {
+		st, got := w.raw(t, w.opRec, "POST", "/v1/aggregates", w.srv.Operator.Key, body)
+		if st == http.StatusBadRequest && strings.Contains(got, "not available on a gateway") {
+			t.Skip("remote backend: aggregates for every tenant are not served there (README)")
+		}
+		if st != http.StatusCreated {
 			t.Fatalf("operator defines an aggregate for every tenant: %d %s", st, got)
 		}
 		for _, tn := range []*tenant{A, B, Bt} {
