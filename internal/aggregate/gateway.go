@@ -538,7 +538,7 @@ func (g *gateway) rebuild(ctx context.Context, ns []byte, name string) (Info, er
 		if err != nil {
 			return Info{}, err
 		}
-		p.State, p.Reason = stateBuilding, "rebuild requested"
+		p.State, p.Reason = stateBuilding, ""
 		var b kv.Batch
 		b.SetIfEquals(keyspace.AggregateProgress(ns, name), raw, p.marshal())
 		if err := g.db.Apply(ctx, &b); errors.Is(err, kv.ErrConflict) {
@@ -587,6 +587,9 @@ type gworker struct {
 	p     *progress
 	raw   []byte
 	cache groupCache
+	// seen is when the feed was last read at the cursor, as the progress
+	// said before this worker took the lease.
+	seen time.Time
 
 	scanned atomic.Uint64
 
@@ -713,7 +716,7 @@ func (w *gworker) take(ctx context.Context) (bool, time.Duration, error) {
 	if p.Holder != "" && p.Holder != g.o.Holder && now.Before(p.Expires) {
 		return false, min(p.Expires.Sub(now)+mrand.N(l/8+1), l/3), nil
 	}
-	w.p, w.raw = p, raw
+	w.p, w.raw, w.seen = p, raw, p.Seen
 	if err := w.put(ctx, nil, nil); errors.Is(err, errLost) {
 		return false, mrand.N(l/8 + 1), nil
 	} else if err != nil {
@@ -775,12 +778,12 @@ func (w *gworker) work(ctx context.Context) error {
 	g := w.g
 	sc := g.o.Scope(w.tenant, w.env)
 	table := w.def.Table
-	if w.p.State == stateReady && !w.p.Seen.IsZero() && g.o.Now().Sub(w.p.Seen) > trimAfter {
+	if w.p.State == stateReady && !w.seen.IsZero() && g.o.Now().Sub(w.seen) > trimAfter {
 		// NB: nobody read the stream at the cursor for longer than the
 		// engine keeps changes: some may be gone. Never count around a
 		// gap: rebuild, saying why.
 		np := *w.p
-		np.State, np.Reason = stateBuilding, fmt.Sprintf("the engine stream may have trimmed changes after the cursor (not read since %s); rebuilding", w.p.Seen.Format(time.RFC3339))
+		np.State, np.Reason = stateBuilding, fmt.Sprintf("the engine stream may have trimmed changes after the cursor (not read since %s); rebuilding", w.seen.UTC().Format(time.RFC3339))
 		if err := w.put(ctx, &np, nil); err != nil {
 			return err
 		}

@@ -2,6 +2,7 @@ package aggregate
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"sort"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/tenantdb/tenantdb/internal/attr"
 	"github.com/tenantdb/tenantdb/internal/changelog"
+	"github.com/tenantdb/tenantdb/internal/keyspace"
 	"github.com/tenantdb/tenantdb/internal/kv"
 	"github.com/tenantdb/tenantdb/internal/storage"
 	"github.com/tenantdb/tenantdb/internal/tenancy"
@@ -341,5 +343,54 @@ func TestGatewayLeaseOneWorker(t *testing.T) {
 	}
 	if in.Rebuilds != 1 {
 		t.Errorf("%d builds, want 1 (the takeover goes on from the cursor)", in.Rebuilds)
+	}
+}
+
+// TestGatewayRebuildsAfterTrim: an aggregate whose cursor nobody read for
+// longer than the engine stream keeps changes is rebuilt, saying why,
+// not followed across the gap.
+func TestGatewayRebuildsAfterTrim(t *testing.T) {
+	c, _ := gatewayDef.compile()
+	db, err := storage.Open("", storage.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	f := newFeedTable()
+	r := rand.New(rand.NewPCG(5, 6))
+	for range 50 {
+		f.random(r, 20, 3)
+	}
+	st := kv.NewLocal(db)
+	s1 := openGatewayService(t, st, f, "gw1")
+	if _, err := s1.Create(context.Background(), testScope(), gatewayDef); err != nil {
+		t.Fatal(err)
+	}
+	waitFigures(t, s1, func() map[string]string { return f.recount(t, c) })
+	s1.Close()
+	// Nobody read it for a day (and the feed lost what came meanwhile).
+	_, _, ns := namespace(testScope())
+	key := keyspace.AggregateProgress(ns, "a")
+	raw, err := st.Get(context.Background(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p progress
+	if err := json.Unmarshal(raw, &p); err != nil {
+		t.Fatal(err)
+	}
+	p.Seen, p.Holder, p.Expires = time.Now().Add(-25*time.Hour), "", time.Time{}
+	var b kv.Batch
+	b.Set(key, p.marshal())
+	if err := st.Apply(context.Background(), &b); err != nil {
+		t.Fatal(err)
+	}
+	f.mu.Lock()
+	f.items["lost"] = attr.Item{"pk": attr.Str("lost"), "grp": attr.Str("g9"), "amt": attr.Num(attr.MustNumber("1"))}
+	f.mu.Unlock()
+	s2 := openGatewayService(t, st, f, "gw2")
+	in := waitFigures(t, s2, func() map[string]string { return f.recount(t, c) })
+	if in.Rebuilds != 2 {
+		t.Errorf("%d builds, want 2 (rebuilt after the gap)", in.Rebuilds)
 	}
 }
