@@ -31,4 +31,5 @@ func TestIsolationGateways(t *testing.T) {
 	t.Run("WebhookIsolation", TestWebhookIsolation)
 	t.Run("RestoreIsolation", TestRestoreIsolation)
 	t.Run("TransfersIsolation", TestTransfersIsolation)
+	t.Run("ConsoleIsolation", TestConsoleIsolation)
 }
