@@ -76,6 +76,8 @@ const (
 	whCursor       = 'c' // <id>: its durable delivery cursor
 	whDead         = 'd' // <id> 0x00 <n:8>: its dead-letter list
 	whAttempt      = 'a' // <id> 0x00 <n:8>: its recent delivery attempts
+	whDeadCount    = 'k' // <id>: how many dead letters it holds
+	whCount        = 'n' // (no id): how many subscriptions the tenant has
 )
 
 // Separators.

@@ -15,6 +15,8 @@ import (
 //	t<tenant> w c <id>              its delivery cursor
 //	t<tenant> w d <id> 0x00 <n:8>   its dead-letter list, oldest first
 //	t<tenant> w a <id> 0x00 <n:8>   its recent delivery attempts, oldest first
+//	t<tenant> w k <id>              how many dead letters it holds
+//	t<tenant> w n                   how many subscriptions the tenant has
 //	s whk/ <tenant:16> <id>         the tenant has subscription id
 
 func webhook(t tenancy.TenantID, kind byte, id string) []byte {
@@ -51,6 +53,14 @@ func WebhookAttempt(t tenancy.TenantID, id string, n uint64) []byte {
 func WebhookAttempts(t tenancy.TenantID, id string) (lo, hi []byte) {
 	return prefixRange(append(webhook(t, whAttempt, id), 0))
 }
+
+// WebhookDeadCount returns the key of the count of subscription id's
+// dead letters (written in the batch that adds or removes one).
+func WebhookDeadCount(t tenancy.TenantID, id string) []byte { return webhook(t, whDeadCount, id) }
+
+// WebhookCount returns the key of the count of tenant t's subscriptions
+// (written in the batch that creates or deletes one).
+func WebhookCount(t tenancy.TenantID) []byte { return webhook(t, whCount, "") }
 
 // WebhookRegistry returns the system key saying tenant t has subscription
 // id.

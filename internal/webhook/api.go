@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math/rand/v2"
 	"time"
 
 	"github.com/tenantdb/tenantdb/internal/apierr"
@@ -93,7 +94,7 @@ func (m *Manager) view(t tenancy.TenantID, r *record) (View, error) {
 		f := pos.FailingSince
 		v.FailingSince = &f
 	}
-	if _, v.DeadLetters, err = m.st.deadLetters(t, r.ID, 0); err != nil {
+	if v.DeadLetters, err = m.st.deadCount(t, r.ID); err != nil {
 		return v, apierr.Wrap(apierr.Internal, err, "counting dead letters")
 	}
 	return v, nil
@@ -156,12 +157,12 @@ func (m *Manager) Create(ctx context.Context, s tenancy.Scope, in CreateInput) (
 		return View{}, apierr.Validationf("retry_period_seconds must be between 1 and %d", int64(MaxRetryPeriod/time.Second))
 	}
 	t := s.Tenant()
-	existing, err := m.st.list(t)
-	if err != nil {
-		return View{}, apierr.Wrap(apierr.Internal, err, "listing subscriptions")
-	}
-	if len(existing) >= m.o.MaxPerTenant {
-		return View{}, apierr.New(apierr.LimitExceeded, "the tenant has %d subscriptions, the most it may have", m.o.MaxPerTenant)
+	// NB: a first look, to refuse before holding the table's log; the
+	// limit itself is kept by create's write, conditioned on the count.
+	if n, old, err := m.st.count(t); err != nil {
+		return View{}, apierr.Wrap(apierr.Internal, err, "counting subscriptions")
+	} else if old != nil && n >= int64(m.o.MaxPerTenant) {
+		return View{}, errLimitExceeded(m.o.MaxPerTenant)
 	}
 	id := newID()
 	ws := workerScope(t, env)
@@ -178,14 +179,38 @@ func (m *Manager) Create(ctx context.Context, s tenancy.Scope, in CreateInput) (
 	r := &record{ID: id, Env: env, Table: in.Table, URL: in.URL, Filter: in.Filter, FilterNames: in.FilterNames,
 		FilterValues: values, Events: events, BatchSize: batch, RetryPeriod: retry, State: Active,
 		Secrets: []secret{{ID: secretID(now), Sealed: m.st.seal(t, id, plain), Created: now}}, Created: now, Updated: now}
-	if err := m.st.put(t, r, &position{Cursor: start}, true); err != nil {
+	for i := 0; ; i++ {
+		err = m.st.create(t, r, position{Cursor: start}, m.o.MaxPerTenant)
+		if errors.Is(err, kv.ErrConflict) && i < createRetries {
+			// Another creation or deletion of the tenant's came between
+			// (through this gateway or another): count again.
+			time.Sleep(time.Duration(rand.N(10*(i+1))) * time.Millisecond)
+			continue
+		}
+		break
+	}
+	if err != nil {
 		_ = m.feed.Release(context.WithoutCancel(ctx), ws, in.Table, consumer(id))
+		if errors.Is(err, errLimit) {
+			return View{}, errLimitExceeded(m.o.MaxPerTenant)
+		}
 		return View{}, apierr.Wrap(apierr.Internal, err, "storing the subscription")
 	}
 	m.startWorker(t, r)
 	v, err := m.view(t, r)
 	v.Secret = plain
 	return v, err
+}
+
+// createRetries bounds how often a creation counts again after another
+// one's write came between (creations racing through the gateways of a
+// fleet: each conflict means another creation or deletion went through).
+const createRetries = 64
+
+// errLimitExceeded is the answer of a creation past the limit. NB: it
+// names the limit only, never the tenant's count or subscriptions.
+func errLimitExceeded(max int) error {
+	return apierr.New(apierr.LimitExceeded, "the tenant has %d subscriptions, the most it may have", max)
 }
 
 func secretID(t time.Time) string { return "s" + t.UTC().Format("20060102T150405.000") }
@@ -249,7 +274,7 @@ func (m *Manager) setState(s tenancy.Scope, id string, to State) (View, error) {
 		if to == Paused {
 			r.StateReason = "paused by " + s.KeyID()
 		}
-		err = m.st.putIf(s.Tenant(), r, raw, nil, false)
+		err = m.st.putIf(s.Tenant(), r, raw, nil)
 		if errors.Is(err, kv.ErrConflict) && i < conflictRetries {
 			continue // another gateway changed it: read it again
 		}
@@ -276,7 +301,9 @@ func (m *Manager) Delete(ctx context.Context, s tenancy.Scope, id string) error 
 	r, err := m.own(s, id)
 	if err == nil {
 		err = m.st.remove(s.Tenant(), id)
-		if err != nil {
+		if errors.Is(err, storage.ErrNotFound) {
+			err = errNotFound(id) // deleted meanwhile, through another gateway
+		} else if err != nil {
 			err = apierr.Wrap(apierr.Internal, err, "deleting the subscription")
 		}
 	}
@@ -472,7 +499,7 @@ func (m *Manager) RotateSecret(ctx context.Context, s tenancy.Scope, id string, 
 		plain = newSecret()
 		keep = append(keep, secret{ID: secretID(now), Sealed: m.st.seal(s.Tenant(), id, plain), Created: now})
 		r.Secrets, r.Updated = keep, now
-		err = m.st.putIf(s.Tenant(), r, raw, nil, false)
+		err = m.st.putIf(s.Tenant(), r, raw, nil)
 		if errors.Is(err, kv.ErrConflict) && i < conflictRetries {
 			continue
 		}

@@ -224,45 +224,145 @@ func (s *store) registry() (ts []tenancy.TenantID, ids []string, err error) {
 }
 
 // put writes r (and, when pos is not nil, its position) in one synced
-// batch; create also adds the registry entry.
-func (s *store) put(t tenancy.TenantID, r *record, pos *position, create bool) error {
-	return s.putIf(t, r, nil, pos, create)
+// batch.
+func (s *store) put(t tenancy.TenantID, r *record, pos *position) error {
+	return s.putIf(t, r, nil, pos)
 }
 
 // putIf is put, on a fleet conditioned on the subscription's stored
 // bytes being old (nil: unconditional). Errors: kv.ErrConflict.
-func (s *store) putIf(t tenancy.TenantID, r *record, old []byte, pos *position, create bool) error {
+func (s *store) putIf(t tenancy.TenantID, r *record, old []byte, pos *position) error {
 	var b kv.Batch
 	v, err := json.Marshal(r)
 	if err != nil {
 		return err
 	}
-	switch {
-	case create:
-		b.SetIfAbsent(keyspace.WebhookSubscription(t, r.ID), v)
-	case old != nil && s.fleet:
+	if old != nil && s.fleet {
 		b.SetIfEquals(keyspace.WebhookSubscription(t, r.ID), old, v)
-	default:
+	} else {
 		b.Set(keyspace.WebhookSubscription(t, r.ID), v)
 	}
 	if pos != nil {
 		pv, _ := json.Marshal(pos)
 		b.Set(keyspace.WebhookCursor(t, r.ID), pv)
 	}
-	if create {
-		b.Set(keyspace.WebhookRegistry(t, r.ID), []byte{})
-	}
 	return s.apply(&b)
 }
 
-// remove deletes subscription id with everything it holds.
-func (s *store) remove(t tenancy.TenantID, id string) error {
+// errLimit is create's answer for a tenant at its limit.
+var errLimit = errors.New("webhook: the tenant has the most subscriptions it may have")
+
+// count returns how many subscriptions tenant t has, as its count record
+// says, and the record's bytes (nil when there is none: no subscription
+// was created since counts are kept).
+func (s *store) count(t tenancy.TenantID) (int64, []byte, error) {
+	v, err := s.raw(keyspace.WebhookCount(t))
+	if notFound(err) {
+		return 0, nil, nil
+	}
+	if err != nil {
+		return 0, nil, err
+	}
+	n, err := kv.DecodeCounter(v)
+	return n, v, err
+}
+
+// maxListed bounds the subscriptions a creation without a count record
+// lists into its batch's conditions (the engine takes 100 operations).
+const maxListed = 90
+
+// create stores new subscription r with its position, its registry
+// entry, a dead-letter count of 0 and the tenant's count one higher, in
+// one batch conditioned on the count it read: so creations racing
+// through several gateways never take the tenant past max (the engine
+// orders the conditional writes of the count). Without a count record
+// the count is the subscriptions listed, and the batch is conditioned on
+// the record still being absent and on each listed one still existing,
+// so a creation or deletion between the listing and the write conflicts.
+// Errors: errLimit; kv.ErrConflict (read again and retry).
+func (s *store) create(t tenancy.TenantID, r *record, pos position, max int) error {
+	n, old, err := s.count(t)
+	if err != nil {
+		return err
+	}
 	var b kv.Batch
-	b.DeleteRange(keyspace.WebhookDeadLetters(t, id))
-	b.DeleteRange(keyspace.WebhookAttempts(t, id))
-	b.Delete(keyspace.WebhookSubscription(t, id))
-	b.Delete(keyspace.WebhookCursor(t, id))
-	b.Delete(keyspace.WebhookRegistry(t, id))
+	if old == nil {
+		lo, hi := keyspace.WebhookSubscriptions(t)
+		var keys [][]byte
+		if err := s.scan(lo, hi, func(k, _ []byte) bool {
+			keys = append(keys, append([]byte(nil), k...))
+			return true
+		}); err != nil {
+			return err
+		}
+		n = int64(len(keys))
+		if len(keys) <= maxListed {
+			for _, k := range keys {
+				b.ExpectPresent(k)
+			}
+		}
+	}
+	if n >= int64(max) {
+		return errLimit
+	}
+	v, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	pv, _ := json.Marshal(pos)
+	b.SetIfAbsent(keyspace.WebhookSubscription(t, r.ID), v)
+	b.Set(keyspace.WebhookCursor(t, r.ID), pv)
+	b.Add(keyspace.WebhookDeadCount(t, r.ID), 0)
+	b.SetIfEquals(keyspace.WebhookCount(t), old, kv.EncodeCounter(n+1))
+	b.Set(keyspace.WebhookRegistry(t, r.ID), []byte{})
+	return s.apply(&b)
+}
+
+// remove deletes subscription id with everything it holds and takes it
+// off its tenant's count, in one batch conditioned on the subscription
+// existing and the count read (retried on a conflict). Errors:
+// storage.ErrNotFound (it was deleted meanwhile).
+func (s *store) remove(t tenancy.TenantID, id string) error {
+	ranges := func(b *kv.Batch) {
+		b.DeleteRange(keyspace.WebhookDeadLetters(t, id))
+		b.DeleteRange(keyspace.WebhookAttempts(t, id))
+	}
+	for i := 0; ; i++ {
+		n, old, err := s.count(t)
+		if err != nil {
+			return err
+		}
+		var b kv.Batch
+		ranges(&b)
+		b.Ops = append(b.Ops, kv.Op{Kind: kv.OpDelete, Key: keyspace.WebhookSubscription(t, id), Cond: kv.CondPresent})
+		b.Delete(keyspace.WebhookCursor(t, id))
+		b.Delete(keyspace.WebhookDeadCount(t, id))
+		b.Delete(keyspace.WebhookRegistry(t, id))
+		if old != nil {
+			b.SetIfEquals(keyspace.WebhookCount(t), old, kv.EncodeCounter(max(n-1, 0)))
+		} else {
+			b.Expect(keyspace.WebhookCount(t), nil)
+		}
+		err = s.apply(&b)
+		if errors.Is(err, kv.ErrConflict) {
+			if _, gerr := s.raw(keyspace.WebhookSubscription(t, id)); notFound(gerr) {
+				return storage.ErrNotFound
+			}
+			if i < 4*conflictRetries {
+				continue
+			}
+		}
+		if err != nil {
+			return err
+		}
+		break
+	}
+	// NB: the ranges once more: an engine deletes them before the rest of
+	// the batch (enginekv), and a fleet worker's write conditioned on the
+	// position, deleted only with the rest, may have added an attempt
+	// between the two.
+	var b kv.Batch
+	ranges(&b)
 	return s.apply(&b)
 }
 
@@ -315,12 +415,21 @@ func (x *tx) attempt(id string, n uint64, a Attempt) {
 	}
 }
 
+// deadLetter adds d to the list and one to the list's count, in the
+// batch. NB: the count changes only in the batch that adds or removes a
+// letter, so it is exact, and show reads it instead of the list.
 func (x *tx) deadLetter(id string, d DeadLetter) {
 	v, _ := json.Marshal(d)
 	x.b.Set(keyspace.WebhookDeadLetter(x.t, id, d.N), v)
+	x.b.Add(keyspace.WebhookDeadCount(x.t, id), 1)
 }
 
-func (x *tx) dropDeadLetter(id string, n uint64) { x.b.Delete(keyspace.WebhookDeadLetter(x.t, id, n)) }
+// dropDeadLetter removes letter n and one from the count, conditioned on
+// the letter being there (so it is never counted off twice).
+func (x *tx) dropDeadLetter(id string, n uint64) {
+	x.b.Ops = append(x.b.Ops, kv.Op{Kind: kv.OpDelete, Key: keyspace.WebhookDeadLetter(x.t, id, n), Cond: kv.CondPresent})
+	x.b.Add(keyspace.WebhookDeadCount(x.t, id), -1)
+}
 
 // guard makes the batch conditional: on the position's stored bytes
 // being old (a fleet: a gateway that lost the lease, or whose position a
@@ -330,6 +439,13 @@ func (x *tx) guard(id string, old []byte) []byte {
 	var pv []byte
 	if x.pos != nil {
 		pv, _ = json.Marshal(x.pos)
+	}
+	if x.s.fleet && old == nil {
+		// NB: no position stored: one is taken only while the
+		// subscription exists, never written again after its tenant's
+		// (or its own) deletion removed it, which a worker that read the
+		// subscription before the deletion would otherwise do.
+		x.b.ExpectPresent(keyspace.WebhookSubscription(x.t, id))
 	}
 	switch {
 	case x.s.fleet && pv != nil:
@@ -411,4 +527,49 @@ func (s *store) deadLetters(t tenancy.TenantID, id string, limit int) ([]DeadLet
 		return nil, 0, err
 	}
 	return out, n, nil
+}
+
+// deadCount returns how many dead letters subscription id holds, from
+// its count record: one read. A subscription created before counts were
+// kept has none until its worker counts its list once (countDead); until
+// then its list is counted here.
+func (s *store) deadCount(t tenancy.TenantID, id string) (int, error) {
+	v, err := s.raw(keyspace.WebhookDeadCount(t, id))
+	if notFound(err) {
+		_, n, err := s.deadLetters(t, id, 0)
+		return n, err
+	}
+	if err != nil {
+		return 0, err
+	}
+	n, err := kv.DecodeCounter(v)
+	return int(n), err
+}
+
+// countDead is deadCount for the worker: without a count record it counts
+// the list and stores the count, conditioned on there still being no
+// record (a letter added meanwhile wrote one: read that instead).
+func (s *store) countDead(t tenancy.TenantID, id string) (int, error) {
+	for i := 0; ; i++ {
+		v, err := s.raw(keyspace.WebhookDeadCount(t, id))
+		if err == nil {
+			n, err := kv.DecodeCounter(v)
+			return int(n), err
+		}
+		if !notFound(err) {
+			return 0, err
+		}
+		_, n, err := s.deadLetters(t, id, 0)
+		if err != nil {
+			return 0, err
+		}
+		var b kv.Batch
+		b.Ops = append(b.Ops, kv.Op{Kind: kv.OpAdd, Key: keyspace.WebhookDeadCount(t, id), Delta: int64(n), Cond: kv.CondAbsent})
+		b.ExpectPresent(keyspace.WebhookSubscription(t, id))
+		err = s.apply(&b)
+		if errors.Is(err, kv.ErrConflict) && i < 3 {
+			continue
+		}
+		return n, err
+	}
 }

@@ -406,7 +406,7 @@ func TestDialRefusesPrivate(t *testing.T) {
 	// rebinding would.
 	r, _ := f.m.st.get(tenant, v.ID)
 	r.URL = strings.Replace(rc.srv.URL, "http://", "https://", 1)
-	f.m.st.put(tenant, r, nil, false)
+	f.m.st.put(tenant, r, nil)
 	// NB: the running worker caches the subscription; a rebinding changes
 	// no record, so tell it the stored one changed (as the Manager's own
 	// changes do), or it may deliver to the public address it read.

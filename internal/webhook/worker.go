@@ -173,7 +173,7 @@ func (w *worker) loadCounters() {
 	var err error
 	if w.attemptN, err = st.lastN(keyspace.WebhookAttempts(w.t, w.id)); err == nil {
 		if w.deadN, err = st.lastN(keyspace.WebhookDeadLetters(w.t, w.id)); err == nil {
-			_, w.deadCount, err = st.deadLetters(w.t, w.id, 0)
+			w.deadCount, err = st.countDead(w.t, w.id)
 		}
 	}
 	if err != nil {
@@ -529,7 +529,7 @@ func (w *worker) disable(gen uint64, r *record, reason string) {
 	}
 	w.cached = nil
 	cur.State, cur.StateReason, cur.Updated = Disabled, reason, w.m.o.Now()
-	if err := st(w).putIf(w.t, cur, raw, nil, false); err != nil {
+	if err := st(w).putIf(w.t, cur, raw, nil); err != nil {
 		w.m.log.Error("disabling a subscription", "tenant", w.t, "subscription", w.id, "err", err)
 	}
 	w.m.log.Info("subscription disabled", "tenant", w.t, "subscription", w.id, "reason", reason)

@@ -32,4 +32,5 @@ func TestIsolationGateways(t *testing.T) {
 	t.Run("RestoreIsolation", TestRestoreIsolation)
 	t.Run("TransfersIsolation", TestTransfersIsolation)
 	t.Run("ConsoleIsolation", TestConsoleIsolation)
+	t.Run("WebhookCountIsolation", TestWebhookCountIsolation)
 }
