@@ -14,6 +14,7 @@ import (
 //	t<tenant> w s <id>              the subscription
 //	t<tenant> w c <id>              its delivery cursor
 //	t<tenant> w d <id> 0x00 <n:8>   its dead-letter list, oldest first
+//	t<tenant> w d <id> 0x00 <n:8> <p:2>  part p of a dead letter too large for one record
 //	t<tenant> w a <id> 0x00 <n:8>   its recent delivery attempts, oldest first
 //	t<tenant> w k <id>              how many dead letters it holds
 //	t<tenant> w n                   how many subscriptions the tenant has
@@ -37,6 +38,17 @@ func WebhookCursor(t tenancy.TenantID, id string) []byte { return webhook(t, whC
 // WebhookDeadLetter returns the key of dead letter n of subscription id.
 func WebhookDeadLetter(t tenancy.TenantID, id string, n uint64) []byte {
 	return binary.BigEndian.AppendUint64(append(webhook(t, whDead, id), 0), n)
+}
+
+// WebhookDeadLetterPart returns the key of part p of dead letter n of
+// subscription id (inside WebhookDeadLetters, right after the letter).
+func WebhookDeadLetterPart(t tenancy.TenantID, id string, n uint64, p uint16) []byte {
+	return binary.BigEndian.AppendUint16(WebhookDeadLetter(t, id, n), p)
+}
+
+// WebhookDeadLetterParts returns the range of dead letter n's parts.
+func WebhookDeadLetterParts(t tenancy.TenantID, id string, n uint64) (lo, hi []byte) {
+	return WebhookDeadLetterPart(t, id, n, 0), WebhookDeadLetterPart(t, id, n, 0xffff)
 }
 
 // WebhookDeadLetters returns the range of subscription id's dead letters.

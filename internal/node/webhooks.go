@@ -18,10 +18,6 @@ import (
 // this plus a third of it after the holder died (webhook.Options.Lease).
 const FleetWebhookLease = 10 * time.Second
 
-// fleetWebhookBody bounds a gateway's deliveries, so that a dead letter
-// (the batch's records) fits one engine item (400 KB).
-const fleetWebhookBody = 256 << 10
-
 // openWebhooks starts webhook delivery and serves the subscriptions'
 // admin routes. Embedded, subscriptions live in the store and follow the
 // engine's change log; on a gateway they live in the engine (ctl) and
@@ -38,9 +34,8 @@ func (n *Node) openWebhooks(o Options, key *auth.ServerKey, ctl controlStore, ad
 		if wo.Lease <= 0 {
 			wo.Lease = FleetWebhookLease
 		}
-		if wo.MaxBody <= 0 {
-			wo.MaxBody = fleetWebhookBody
-		}
+		// NB: a delivery's body is bounded as embedded (6 MB): a dead
+		// letter larger than an engine item is stored in parts.
 	}
 	// NB: kept sealed under the server key in the control store and
 	// re-sealed by its rotations: derived from the key at each start, it

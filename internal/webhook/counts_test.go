@@ -3,6 +3,8 @@ package webhook
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -227,5 +229,63 @@ func TestDeletedTenantNotRewritten(t *testing.T) {
 	}
 	if len(left) != 0 {
 		t.Fatalf("%d records of the deleted tenant were written after its deletion: %q", len(left), left)
+	}
+}
+
+// TestLargeDeadLetterInParts: a dead letter larger than deadPartSize is
+// stored in parts and read back whole; the letter numbers and count skip
+// the parts, and dropping the letter drops its parts.
+func TestLargeDeadLetterInParts(t *testing.T) {
+	db := newLocal(t)
+	st, err := newStore(db, make([]byte, 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tenant := tenancy.NewTenantID()
+	big := json.RawMessage(`{"blob":"` + strings.Repeat("y", 700<<10) + `"}`)
+	small := json.RawMessage(`{"n":1}`)
+	x := st.begin(tenant)
+	x.deadLetter("sub_1", DeadLetter{N: 1, Status: 400, Records: []json.RawMessage{small}})
+	x.deadLetter("sub_1", DeadLetter{N: 2, Status: 400, Records: []json.RawMessage{big, small}})
+	if err := x.commit(); err != nil {
+		t.Fatal(err)
+	}
+	lo, hi := keyspace.WebhookDeadLetters(tenant, "sub_1")
+	var keys int
+	st.scan(lo, hi, func(k, v []byte) bool {
+		keys++
+		if len(v) > deadPartSize {
+			t.Errorf("a record of %d bytes", len(v))
+		}
+		return true
+	})
+	if keys != 2+3 {
+		t.Errorf("%d records, want 2 letters and 3 parts", keys)
+	}
+	dls, n, err := st.deadLetters(tenant, "sub_1", 10)
+	if err != nil || n != 2 || len(dls) != 2 {
+		t.Fatalf("read back: %d of %d (%v)", len(dls), n, err)
+	}
+	if len(dls[1].Records) != 2 || !bytes.Equal(dls[1].Records[0], big) || !bytes.Equal(dls[1].Records[1], small) || dls[1].N != 2 {
+		t.Fatalf("the large letter read back differs: %d records", len(dls[1].Records))
+	}
+	if last, err := st.lastN(lo, hi); err != nil || last != 2 {
+		t.Errorf("lastN %d %v, want 2", last, err)
+	}
+	if c, err := st.deadCount(tenant, "sub_1"); err != nil || c != 2 {
+		t.Errorf("count %d %v, want 2", c, err)
+	}
+	x = st.begin(tenant)
+	x.dropDeadLetter("sub_1", 2)
+	if err := x.commit(); err != nil {
+		t.Fatal(err)
+	}
+	keys = 0
+	st.scan(lo, hi, func(k, v []byte) bool { keys++; return true })
+	if keys != 1 {
+		t.Errorf("%d records after dropping the large letter, want 1", keys)
+	}
+	if c, err := st.deadCount(tenant, "sub_1"); err != nil || c != 1 {
+		t.Errorf("count %d %v, want 1", c, err)
 	}
 }

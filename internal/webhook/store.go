@@ -398,6 +398,10 @@ type tx struct {
 	s *store
 	t tenancy.TenantID
 	b kv.Batch
+	// pre are written before b (the parts of a large dead letter, which
+	// b's letter names), post after it commits (parts of a letter b
+	// removed); neither is conditioned.
+	pre, post []kv.Batch
 	// id and pos: the position to write, if any.
 	id  string
 	pos *position
@@ -418,10 +422,43 @@ func (x *tx) attempt(id string, n uint64, a Attempt) {
 // deadLetter adds d to the list and one to the list's count, in the
 // batch. NB: the count changes only in the batch that adds or removes a
 // letter, so it is exact, and show reads it instead of the list.
+//
+// A letter larger than deadPartSize keeps its records in parts of that
+// size, each a record of its own written before the batch (an engine
+// item holds 400 KB and a transaction 4 MB, a delivery's body up to 6 MB);
+// the letter says how many, and a reader gets the records whole. Parts
+// of a write that did not commit (a lost lease) are deleted first, so a
+// letter n never reads another's.
 func (x *tx) deadLetter(id string, d DeadLetter) {
 	v, _ := json.Marshal(d)
+	if len(v) > deadPartSize {
+		recs, _ := json.Marshal(d.Records)
+		head := storedDead{DeadLetter: d, Parts: (len(recs) + deadPartSize - 1) / deadPartSize}
+		head.Records = nil
+		v, _ = json.Marshal(head)
+		var clear kv.Batch
+		clear.DeleteRange(keyspace.WebhookDeadLetterParts(x.t, id, d.N))
+		x.pre = append(x.pre, clear)
+		for p := 0; p < head.Parts; p++ {
+			var b kv.Batch
+			b.Set(keyspace.WebhookDeadLetterPart(x.t, id, d.N, uint16(p)), recs[p*deadPartSize:min(len(recs), (p+1)*deadPartSize)])
+			x.pre = append(x.pre, b)
+		}
+	}
 	x.b.Set(keyspace.WebhookDeadLetter(x.t, id, d.N), v)
 	x.b.Add(keyspace.WebhookDeadCount(x.t, id), 1)
+}
+
+// deadPartSize is the most a dead letter's record holds (of its own JSON,
+// or of a part of its records' JSON): an engine item holds 400 KB with
+// its key and attribute names, and a transaction 4 MB.
+const deadPartSize = 300 << 10
+
+// storedDead is a dead letter as stored: one whose records are in Parts
+// parts stores none itself.
+type storedDead struct {
+	DeadLetter
+	Parts int `json:"parts,omitempty"`
 }
 
 // dropDeadLetter removes letter n and one from the count, conditioned on
@@ -429,6 +466,9 @@ func (x *tx) deadLetter(id string, d DeadLetter) {
 func (x *tx) dropDeadLetter(id string, n uint64) {
 	x.b.Ops = append(x.b.Ops, kv.Op{Kind: kv.OpDelete, Key: keyspace.WebhookDeadLetter(x.t, id, n), Cond: kv.CondPresent})
 	x.b.Add(keyspace.WebhookDeadCount(x.t, id), -1)
+	var b kv.Batch
+	b.DeleteRange(keyspace.WebhookDeadLetterParts(x.t, id, n))
+	x.post = append(x.post, b)
 }
 
 // guard makes the batch conditional: on the position's stored bytes
@@ -463,20 +503,42 @@ func (x *tx) guard(id string, old []byte) []byte {
 
 // commit applies the batch, synced (a cursor or dead letter must survive
 // a crash once the worker acts on it).
-func (x *tx) commit() error { return x.s.apply(&x.b) }
+func (x *tx) commit() error { return x.apply() }
 
 // commitNoSync applies the batch without waiting for the WAL sync (an
 // attempt record alone: losing it in a crash loses only a diagnostic).
 func (x *tx) commitNoSync() error {
 	x.b.NoSync = true
-	return x.s.apply(&x.b)
+	return x.apply()
 }
 
-// lastN returns the number of the last key of the range (0 if empty).
+func (x *tx) apply() error {
+	for i := range x.pre {
+		if err := x.s.apply(&x.pre[i]); err != nil {
+			return err
+		}
+	}
+	if err := x.s.apply(&x.b); err != nil {
+		return err
+	}
+	for i := range x.post {
+		// NB: parts of a letter gone are found by nobody (the letter
+		// named them); one left by a failure here is deleted with the
+		// subscription.
+		_ = x.s.apply(&x.post[i])
+	}
+	return nil
+}
+
+// lastN returns the number of the last key of the range (0 if empty):
+// keys of the range are its prefix and a number of 8 bytes (a dead
+// letter's parts, longer, are skipped).
 func (s *store) lastN(lo, hi []byte) (uint64, error) {
 	var last []byte
 	err := s.scan(lo, hi, func(k, _ []byte) bool {
-		last = append(last[:0], k...)
+		if len(k) == len(lo)+8 {
+			last = append(last[:0], k...)
+		}
 		return true
 	})
 	if len(last) >= 8 {
@@ -506,23 +568,57 @@ func (s *store) attempts(t tenancy.TenantID, id string, limit int) ([]Attempt, e
 	return out, nil
 }
 
+// deadLetters returns the first limit dead letters of subscription id,
+// records whole (a large letter's parts joined), and how many it holds.
 func (s *store) deadLetters(t tenancy.TenantID, id string, limit int) ([]DeadLetter, int, error) {
 	lo, hi := keyspace.WebhookDeadLetters(t, id)
+	headLen := len(lo) + 8
 	var out []DeadLetter
 	n := 0
 	var derr error
-	err := s.scan(lo, hi, func(_, v []byte) bool {
+	var head *storedDead // a letter whose parts follow
+	var parts []byte
+	var got int
+	finish := func() {
+		if head == nil {
+			return
+		}
+		if got != head.Parts {
+			derr = fmt.Errorf("webhook: dead letter %d has %d of its %d parts", head.N, got, head.Parts)
+		} else if derr = json.Unmarshal(parts, &head.Records); derr != nil {
+			derr = fmt.Errorf("webhook: decoding dead letter %d: %w", head.N, derr)
+		}
+		out = append(out, head.DeadLetter)
+		head, parts, got = nil, nil, 0
+	}
+	err := s.scan(lo, hi, func(k, v []byte) bool {
+		if len(k) != headLen {
+			if head != nil && len(k) == headLen+2 && int(binary.BigEndian.Uint16(k[headLen:])) == got {
+				parts = append(parts, v...)
+				got++
+			}
+			return true
+		}
+		finish()
+		if derr != nil {
+			return false
+		}
 		n++
 		if len(out) >= limit {
 			return true
 		}
-		var d DeadLetter
+		var d storedDead
 		if derr = json.Unmarshal(v, &d); derr != nil {
 			return false
 		}
-		out = append(out, d)
+		if d.Parts > 0 {
+			head = &d
+			return true
+		}
+		out = append(out, d.DeadLetter)
 		return true
 	})
+	finish()
 	if err = errors.Join(err, derr); err != nil {
 		return nil, 0, err
 	}

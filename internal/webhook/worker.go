@@ -347,8 +347,9 @@ func (w *worker) step(s tenancy.Scope, r *record, gen uint64, pos position) {
 			w.deadCount++
 			w.failures = 0
 		} else {
-			// NB: not stored (an engine refusing a dead letter over its
-			// item size, a lost lease): the batch comes again, not at once.
+			// NB: not stored (a lost lease, an engine's error): the batch
+			// comes again, not at once. A letter of any size is stored
+			// (in parts past deadPartSize).
 			w.failures++
 			w.sleep(w.backoff())
 		}

@@ -2,6 +2,7 @@ package gateways
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -275,5 +276,108 @@ func TestWebhookTenantDeletionLeavesNothing(t *testing.T) {
 	time.Sleep(15 * time.Second)
 	if left := engineItemsOf(t, eng, engTable, app.TenantID); len(left) != 0 {
 		t.Fatalf("%d items of the deleted tenant are still in the engine:\n%s", len(left), strings.Join(left, "\n"))
+	}
+}
+
+// TestWebhookLargeDeadLetterAcrossGateways: a record larger than an
+// engine item (a MODIFY of a 280 KB item: both images, ≈ 560 KB) that
+// its endpoint refuses is dead-lettered — stored in parts — and delivery
+// moves on to the next change, as embedded; the dead-letter list read
+// through the other gateway holds the records whole, and a redrive
+// delivers them whole and empties the list.
+func TestWebhookLargeDeadLetterAcrossGateways(t *testing.T) {
+	t.Parallel()
+	f := harness.StartCluster(t, 2, harness.Options{AllowPrivateWebhooks: true})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	g := f.Gateways
+	app := g[0].NewTenant(t, "bigdead", "admin")
+	const table = "hook_big"
+	hookTable(t, ctx, g[0], app, table)
+	rc := harness.StartReceiver(t)
+	var accept atomic.Bool
+	rc.Respond(func(int64) (int, time.Duration) {
+		if accept.Load() {
+			return http.StatusOK, 0
+		}
+		return http.StatusBadRequest, 0
+	})
+	admins := []*client.Client{{Endpoint: g[0].Endpoint, Key: app.Key}, {Endpoint: g[1].Endpoint, Key: app.Key}}
+	sub, err := admins[0].CreateSubscription(ctx, app.TenantID, client.CreateSubscriptionRequest{Table: table, URL: rc.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc.Trust(sub.Secret)
+	blob := strings.Repeat("x", 280<<10)
+	waitDead := func(n int) []client.DeadLetter {
+		t.Helper()
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			dls, err := admins[1].SubscriptionDeadLetters(ctx, app.TenantID, sub.ID, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(dls) >= n {
+				return dls
+			}
+			if time.Now().After(deadline) {
+				s, _ := admins[1].SubscriptionDeliveries(ctx, app.TenantID, sub.ID, 3)
+				t.Fatalf("%d dead letters after 60 s, want %d (last deliveries %+v)", len(dls), n, s)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	if _, err := g[1].Client(app).PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: map[string]types.AttributeValue{
+		"pk": &types.AttributeValueMemberS{Value: "big"}, "blob": &types.AttributeValueMemberS{Value: blob}, "v": &types.AttributeValueMemberS{Value: "1"}}}); err != nil {
+		t.Fatal(err)
+	}
+	waitDead(1)
+	if _, err := g[0].Client(app).UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(table),
+		Key:                       map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "big"}},
+		UpdateExpression:          aws.String("SET v = :v"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":v": &types.AttributeValueMemberS{Value: "2"}}}); err != nil {
+		t.Fatal(err)
+	}
+	dls := waitDead(2)
+	accept.Store(true)
+	if err := put(ctx, g[1].Client(app), table, "after"); err != nil {
+		t.Fatal(err)
+	}
+	rc.WaitFor(t, 60*time.Second, "the change after the large one", func(r []harness.Received) bool { return len(r) >= 1 })
+	// The list holds both, whole.
+	var modify harness.Received
+	if len(dls[1].Records) != 1 || json.Unmarshal(dls[1].Records[0], &modify) != nil || modify.EventName != "MODIFY" ||
+		modify.Dynamodb.NewImage["blob"]["S"] != blob || modify.Dynamodb.OldImage["blob"]["S"] != blob || modify.S("v") != "2" {
+		t.Fatalf("the large dead letter read back: %d records, event %q, new blob %d bytes", len(dls[1].Records), modify.EventName, len(fmt.Sprint(modify.Dynamodb.NewImage["blob"]["S"])))
+	}
+	if s, err := admins[0].Subscription(ctx, app.TenantID, sub.ID); err != nil || s.DeadLetters != 2 {
+		t.Fatalf("show: %d dead letters (%v), want 2", s.DeadLetters, err)
+	}
+	if _, err := admins[1].ReplayDeadLetters(ctx, app.TenantID, sub.ID); err != nil {
+		t.Fatal(err)
+	}
+	got := rc.WaitFor(t, 60*time.Second, "the redriven large records", func(r []harness.Received) bool { return len(r) >= 3 })
+	var whole int
+	for _, r := range got {
+		if r.Dynamodb.NewImage["blob"]["S"] == blob {
+			whole++
+		}
+	}
+	if whole != 2 {
+		t.Errorf("%d redriven records carry the whole item, want 2", whole)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		s, err := admins[0].Subscription(ctx, app.TenantID, sub.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.DeadLetters == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d dead letters after the redrive", s.DeadLetters)
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 }
