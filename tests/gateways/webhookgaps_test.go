@@ -381,3 +381,73 @@ func TestWebhookLargeDeadLetterAcrossGateways(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 }
+
+// TestWebhookDeliveryMeteredOnGateways: deliveries made by a gateway are
+// charged to their tenant by the rule the embedded server keeps (package
+// quota, MeterDelivery: each attempt ceil(body / 4 KB) read units, under
+// WebhookDelivery), and the usage is the fleet's: read through the other
+// gateway.
+func TestWebhookDeliveryMeteredOnGateways(t *testing.T) {
+	t.Parallel()
+	f := harness.StartCluster(t, 2, harness.Options{AllowPrivateWebhooks: true})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	g := f.Gateways
+	app := g[0].NewTenant(t, "metered", "admin")
+	other := g[0].NewTenant(t, "unmetered", "admin")
+	const table = "hook_meter"
+	hookTable(t, ctx, g[0], app, table)
+	rc := harness.StartReceiver(t)
+	sub, err := (&client.Client{Endpoint: g[0].Endpoint, Key: app.Key}).CreateSubscription(ctx, app.TenantID,
+		client.CreateSubscriptionRequest{Table: table, URL: rc.URL, BatchSize: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc.Trust(sub.Secret)
+	const n = 6
+	pad := strings.Repeat("p", 10<<10) // each body over 8 KB: at least 3 read units
+	for i := range n {
+		if _, err := g[i%2].Client(app).PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: map[string]types.AttributeValue{
+			"pk": &types.AttributeValueMemberS{Value: fmt.Sprint("k", i)}, "pad": &types.AttributeValueMemberS{Value: pad}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rc.WaitFor(t, 60*time.Second, "the records", func(r []harness.Received) bool { return len(r) >= n })
+	calls := rc.Calls()
+	var u struct {
+		Requests          int64   `json:"requests"`
+		ConsumedReadUnits float64 `json:"consumed_read_units"`
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		var rep struct {
+			ByOperation map[string]json.RawMessage `json:"by_operation"`
+		}
+		if err := g[1].Admin().Do(ctx, "GET", "/v1/tenants/"+app.TenantID+"/usage", nil, &rep); err != nil {
+			t.Fatal(err)
+		}
+		u.Requests, u.ConsumedReadUnits = 0, 0
+		if raw, ok := rep.ByOperation["WebhookDelivery"]; ok {
+			json.Unmarshal(raw, &u)
+		}
+		if u.Requests >= calls {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("usage through the other gateway: %d delivery attempts, %v read units; the receiver had %d", u.Requests, u.ConsumedReadUnits, calls)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	if u.Requests != calls || u.ConsumedReadUnits < 3*float64(calls) || u.ConsumedReadUnits > 4*float64(calls) {
+		t.Errorf("WebhookDelivery usage %+v for %d attempts of a 10 KB record each: want %d attempts, 3 read units each", u, calls, calls)
+	}
+	var rep struct {
+		ByOperation map[string]json.RawMessage `json:"by_operation"`
+	}
+	if err := g[1].Admin().Do(ctx, "GET", "/v1/tenants/"+other.TenantID+"/usage", nil, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := rep.ByOperation["WebhookDelivery"]; ok {
+		t.Errorf("another tenant is charged for the deliveries: %s", rep.ByOperation["WebhookDelivery"])
+	}
+}
