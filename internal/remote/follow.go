@@ -40,7 +40,29 @@ type Follower struct {
 	// within its budget, before reaching every shard's present end: a
 	// Wait from one of them returns at once (catching up reads on).
 	behind sync.Map
+	// pace holds, per reader (paceKey), the next wait after an empty
+	// Follow while changes are coming (time.Duration): a Follow that
+	// found records sets it to poll/paceDivisor, each Wait doubles it,
+	// and at poll the entry goes (an idle reader waits poll).
+	pace sync.Map
 }
+
+// paceDivisor: while records come a reader waits poll/paceDivisor after
+// an empty read. NB: 2, not more: a delivering subscription then reads
+// its engine shard about 5 times a second under load (an empty read, a
+// read after each delivery), DynamoDB Streams' limit per shard; a
+// quarter of the poll cut the median lag further but read twice that
+// (BENCHMARKS.md §36).
+const paceDivisor = 2
+
+// paceKey names a reader of the Follower: a table of a tenant
+// environment (its subscriptions read alike).
+type paceKey struct {
+	t          tenancy.TenantID
+	env, table string
+}
+
+func paceOf(s tenancy.Scope, table string) paceKey { return paceKey{s.Tenant(), s.Env(), table} }
 
 // engineShard is one shard of the engine stream.
 type engineShard struct {
@@ -194,14 +216,28 @@ func (f *Follower) Release(ctx context.Context, s tenancy.Scope, table, consumer
 }
 
 // Wait waits for the poll interval: the engine's stream says nothing of
-// new records but through reads. From a position a Follow left behind
+// new records but through reads. While records come (a Follow of the
+// scope's table found some lately) it waits half of it, doubling at
+// each Wait back to the interval. From a position a Follow left behind
 // the shards' ends (its budget spent on other tenants' records) it
 // returns at once.
 func (f *Follower) Wait(ctx context.Context, s tenancy.Scope, table, from string) error {
 	if _, ok := f.behind.LoadAndDelete(from); ok {
 		return nil
 	}
-	t := time.NewTimer(f.poll)
+	d := f.poll
+	if v, ok := f.pace.Load(paceOf(s, table)); ok {
+		// NB: changes came lately: look again sooner, backing off to the
+		// poll while none come (BENCHMARKS.md §36: the lag's median
+		// against the engine calls of an idle subscription).
+		d = v.(time.Duration)
+		if next := 2 * d; next >= f.poll {
+			f.pace.Delete(paceOf(s, table))
+		} else {
+			f.pace.Store(paceOf(s, table), next)
+		}
+	}
+	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C:
@@ -399,6 +435,7 @@ func (f *Follower) Follow(ctx context.Context, s tenancy.Scope, table, from stri
 				q.Shards[id] = "F" + out[i].SequenceNumber
 				return q.String()
 			}
+			f.pace.Store(paceOf(s, table), f.poll/paceDivisor)
 			return out, p.String(), false, after, nil
 		}
 		if state == "D" {

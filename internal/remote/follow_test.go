@@ -1,7 +1,11 @@
 package remote
 
 import (
+	"context"
 	"testing"
+	"time"
+
+	"github.com/tenantdb/tenantdb/internal/tenancy"
 )
 
 // FuzzHookPos: a position given back by a client (replay --from) either
@@ -42,5 +46,40 @@ func TestHookPosRefuses(t *testing.T) {
 	}
 	if !seqLess("99", "100") || seqLess("100", "99") || seqLess("5", "5") {
 		t.Error("seqLess does not compare numbers")
+	}
+}
+
+// TestWaitPaces: after a Follow that found records a reader's Wait is
+// poll/paceDivisor, doubling at each Wait back to poll, where the pace is
+// forgotten (an idle reader waits poll, as before); another table's or
+// tenant's reader is not hurried.
+func TestWaitPaces(t *testing.T) {
+	f := &Follower{poll: 40 * time.Millisecond}
+	a := tenancy.SystemScopeIn(tenancy.NewTenantID(), "live", "test")
+	b := tenancy.SystemScopeIn(tenancy.NewTenantID(), "live", "test")
+	f.pace.Store(paceOf(a, "t"), f.poll/paceDivisor) // as a Follow that found records does
+	pace := func(s tenancy.Scope, table string) time.Duration {
+		v, ok := f.pace.Load(paceOf(s, table))
+		if !ok {
+			return 0
+		}
+		return v.(time.Duration)
+	}
+	if d := pace(b, "t"); d != 0 {
+		t.Fatalf("another tenant's reader is paced: %v", d)
+	}
+	ctx := context.Background()
+	var got []time.Duration
+	for range 3 {
+		got = append(got, pace(a, "t"))
+		if err := f.Wait(ctx, a, "t", "x"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got[0] != f.poll/paceDivisor || got[1] != 0 || got[2] != 0 {
+		t.Errorf("paces before each Wait %v: want %v, then forgotten (poll)", got, f.poll/paceDivisor)
+	}
+	if _, ok := f.pace.Load(paceOf(a, "other")); ok {
+		t.Error("another table of the tenant is paced")
 	}
 }

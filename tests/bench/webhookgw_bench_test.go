@@ -47,17 +47,43 @@ func BenchmarkWebhookLagGateway(b *testing.B) {
 	subscribe(b, &client.Client{Endpoint: gw.Endpoint, Key: cred.Key}, cred.TenantID, hookedTable, rg)
 	time.Sleep(2 * time.Second) // the gateway's worker takes its lease
 
+	// streamCalls counts the engine's stream reads (GetRecords,
+	// GetShardIterator, DescribeStream) served to the gateways so far,
+	// from the engine's usage of their credential.
+	eng := f.Engine.Admin()
+	streamCalls := func() float64 {
+		rep, err := eng.Usage(ctx, f.EngineKey.TenantID, time.Time{}, time.Time{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		var n int64
+		for _, op := range []string{"GetRecords", "GetShardIterator", "DescribeStream"} {
+			n += rep.ByOperation[op].Requests
+		}
+		return float64(n)
+	}
+
 	const rounds = 3
-	var e50, e99, g50, g99 []float64
+	var e50, e99, g50, g99, busy, idle []float64
 	for range rounds {
 		l := steadyLag(b, te, hookedTable, re, 50, 5*time.Second, "e")
 		e50, e99 = append(e50, l.ackP50), append(e99, l.ackP99)
+		c0, t0 := streamCalls(), time.Now()
 		l = steadyLag(b, tg, hookedTable, rg, 50, 5*time.Second, "g")
 		g50, g99 = append(g50, l.ackP50), append(g99, l.ackP99)
+		busy = append(busy, (streamCalls()-c0)/time.Since(t0).Seconds())
+		// Quiet: the subscription's polls once it has found nothing for
+		// a while (its lease renewals, the gateway's own writes, go on).
+		time.Sleep(3 * time.Second)
+		c0, t0 = streamCalls(), time.Now()
+		time.Sleep(5 * time.Second)
+		idle = append(idle, (streamCalls()-c0)/time.Since(t0).Seconds())
 	}
 	med := func(v []float64) float64 { sort.Float64s(v); return v[len(v)/2] }
 	b.ReportMetric(med(e50), "embedded-lag-p50-ms")
 	b.ReportMetric(med(e99), "embedded-lag-p99-ms")
 	b.ReportMetric(med(g50), "gateway-lag-p50-ms")
 	b.ReportMetric(med(g99), "gateway-lag-p99-ms")
+	b.ReportMetric(med(busy), "gateway-stream-calls/s-writing")
+	b.ReportMetric(med(idle), "gateway-stream-calls/s-idle")
 }
