@@ -55,14 +55,15 @@ type Follower struct {
 // (BENCHMARKS.md §36).
 const paceDivisor = 2
 
-// paceKey names a reader of the Follower: a table of a tenant
-// environment (its subscriptions read alike).
+// paceKey names a reader of the Follower: a table name of a tenant. NB:
+// a pace only hurries polls; tables of one name in two environments of
+// the tenant share one, which isolates nothing and reveals nothing.
 type paceKey struct {
-	t          tenancy.TenantID
-	env, table string
+	t     tenancy.TenantID
+	table string
 }
 
-func paceOf(s tenancy.Scope, table string) paceKey { return paceKey{s.Tenant(), s.Env(), table} }
+func paceOf(s tenancy.Scope, table string) paceKey { return paceKey{s.Tenant(), table} }
 
 // engineShard is one shard of the engine stream.
 type engineShard struct {
@@ -217,7 +218,7 @@ func (f *Follower) Release(ctx context.Context, s tenancy.Scope, table, consumer
 
 // Wait waits for the poll interval: the engine's stream says nothing of
 // new records but through reads. While records come (a Follow of the
-// scope's table found some lately) it waits half of it, doubling at
+// tenant's table found some lately) it waits half of it, doubling at
 // each Wait back to the interval. From a position a Follow left behind
 // the shards' ends (its budget spent on other tenants' records) it
 // returns at once.
