@@ -393,6 +393,11 @@ func (m *Manager) movePosition(t tenancy.TenantID, id string, f func(*position))
 			// NB: the holder's next write, conditioned on what it read,
 			// fails; it reads this position and goes on from it.
 			b.SetIfEquals(keyspace.WebhookCursor(t, id), raw, pv)
+			if raw == nil {
+				// NB: a position is written where none is only while
+				// the subscription exists (not after a deletion).
+				b.ExpectPresent(keyspace.WebhookSubscription(t, id))
+			}
 		} else {
 			b.Set(keyspace.WebhookCursor(t, id), pv)
 		}
