@@ -103,7 +103,11 @@ type storageMeter struct {
 	mu      sync.Mutex
 	pending map[collKey]sizeDelta
 	due     map[collKey]time.Time // collections to recount, and when
-	next    map[collKey]time.Time // no recount by this gateway before
+	// drift marks the collections due for writes with no old item (as
+	// opposed to a report's finding them stale): only their recounts
+	// wait for next.
+	drift   map[collKey]bool
+	next    map[collKey]time.Time // no recount for writes by this gateway before
 	running map[collKey]bool
 
 	flushMu sync.Mutex // one flush at a time
@@ -114,7 +118,7 @@ type storageMeter struct {
 }
 
 func newStorageMeter() *storageMeter {
-	return &storageMeter{pending: map[collKey]sizeDelta{}, due: map[collKey]time.Time{}, next: map[collKey]time.Time{},
+	return &storageMeter{pending: map[collKey]sizeDelta{}, due: map[collKey]time.Time{}, drift: map[collKey]bool{}, next: map[collKey]time.Time{},
 		running: map[collKey]bool{}, every: StorageFlushInterval, delay: RecountDelay, recount: RecountEvery, age: RecountAge}
 }
 
@@ -184,7 +188,12 @@ func (b *Backend) meterWrite(p place, old, neu attr.Item) {
 }
 
 // meterDrift notes writes to the collections of tgs whose old items the
-// engine did not return: each is recounted RecountDelay later.
+// engine did not return: each is recounted RecountDelay later (at most
+// once per RecountEvery for such writes).
+//
+// NB: a recount running now (its Query may have begun before these
+// writes) does not clear the mark: the collection is recounted again
+// after it; and a report's recount does not delay theirs.
 func (b *Backend) meterDrift(tgs ...resolve.Target) {
 	m := b.meter
 	at := time.Now().Add(m.delay)
@@ -194,6 +203,7 @@ func (b *Backend) meterDrift(tgs ...resolve.Target) {
 			if _, marked := m.due[k]; !marked {
 				m.due[k] = at
 			}
+			m.drift[k] = true
 		}
 	}
 	m.mu.Unlock()
@@ -244,7 +254,7 @@ func (b *Backend) flushStorage(ctx context.Context) error {
 			chunk := keys[start:min(start+99, len(keys))]
 			ups := make([]*types.Update, len(chunk))
 			for i, k := range chunk {
-				ups[i] = b.addUpdate(k, taken[k], nil)
+				ups[i] = b.addUpdate(k, taken[k], nil, time.Time{})
 			}
 			gone, err := b.writeStats(ctx, tenant, ups)
 			if err == nil || gone {
@@ -273,10 +283,10 @@ func statKey(k collKey) map[string]types.AttributeValue {
 	}
 }
 
-// addUpdate is the update adding d to k's counters; with rc (a recount)
-// it also counts the recount, on condition that none ran since the one
-// numbered *rc.
-func (b *Backend) addUpdate(k collKey, d sizeDelta, rc *int64) *types.Update {
+// addUpdate is the update adding d to k's counters; with rc (a recount
+// whose Query began at at) it also counts the recount, on condition that
+// none ran since the one numbered *rc.
+func (b *Backend) addUpdate(k collKey, d sizeDelta, rc *int64, at time.Time) *types.Update {
 	u := &types.Update{TableName: &b.table, Key: statKey(k),
 		UpdateExpression:         aws.String("ADD #i :i, #b :b, #x :x"),
 		ExpressionAttributeNames: map[string]string{"#i": attrItems, "#b": attrBytes, "#x": attrIBytes},
@@ -288,7 +298,7 @@ func (b *Backend) addUpdate(k collKey, d sizeDelta, rc *int64) *types.Update {
 		u.ExpressionAttributeNames["#rc"] = attrRC
 		u.ExpressionAttributeNames["#c"] = attrCounted
 		u.ExpressionAttributeValues[":one"] = num64(1)
-		u.ExpressionAttributeValues[":now"] = num64(time.Now().UnixMilli())
+		u.ExpressionAttributeValues[":now"] = num64(at.UnixMilli())
 		if *rc == 0 {
 			u.ConditionExpression = aws.String("attribute_not_exists(#rc)")
 		} else {
@@ -370,11 +380,14 @@ func (b *Backend) runRecounts(ctx context.Context) {
 			delete(m.next, k) // NB: bounds the map by the collections recounted recently
 		}
 	}
+	drift := map[collKey]bool{}
 	for k, at := range m.due {
-		if now.Before(at) || now.Before(m.next[k]) || m.running[k] {
+		if now.Before(at) || m.running[k] || (m.drift[k] && now.Before(m.next[k])) {
 			continue
 		}
 		delete(m.due, k)
+		drift[k] = m.drift[k]
+		delete(m.drift, k)
 		m.running[k] = true
 		keys = append(keys, k)
 	}
@@ -386,7 +399,7 @@ func (b *Backend) runRecounts(ctx context.Context) {
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			b.recountDue(ctx, k)
+			b.recountDue(ctx, k, drift[k])
 		}()
 	}
 	wg.Wait()
@@ -395,8 +408,13 @@ func (b *Backend) runRecounts(ctx context.Context) {
 // recountParallel bounds the recounts a gateway runs at once.
 const recountParallel = 8
 
-// recountDue recounts k and sets when it may be recounted again.
-func (b *Backend) recountDue(ctx context.Context, k collKey) {
+// recountDue recounts k (for writes with no old item if drift, else for
+// a report) and sets when it may be recounted again: a recount for
+// writes, RecountEvery (or its bytes / RecountRate) later; a failed one
+// is retried after that wait, for writes or not. A report's recount sets
+// no wait: what makes a report find the collection stale again is its
+// counters' age (RecountAge), kept in the engine.
+func (b *Backend) recountDue(ctx context.Context, k collKey, drift bool) {
 	m := b.meter
 	bytes, err := b.recount(ctx, k)
 	m.mu.Lock()
@@ -405,10 +423,15 @@ func (b *Backend) recountDue(ctx context.Context, k collKey) {
 	if d := time.Duration(bytes / RecountRate * int64(time.Second)); d > wait {
 		wait = d
 	}
-	m.next[k] = time.Now().Add(wait)
+	if drift {
+		m.next[k] = time.Now().Add(wait)
+	}
 	if err != nil && ctx.Err() == nil {
-		if _, marked := m.due[k]; !marked {
-			m.due[k] = time.Now() // tried again after the wait
+		if at, marked := m.due[k]; !marked || at.Before(time.Now().Add(wait)) {
+			m.due[k] = time.Now().Add(wait) // tried again after the wait
+		}
+		if drift {
+			m.drift[k] = true
 		}
 	}
 	m.mu.Unlock()
@@ -422,8 +445,10 @@ func (b *Backend) recountDue(ctx context.Context, k collKey) {
 // deltas of the writes acknowledged before its Query began (two flush
 // intervals), reads the counters, and adds the difference between what it
 // counted and them, together with the recount mark (so two recounts never
-// both correct; deltas flushed after the read are kept by the ADD). It
-// returns the bytes counted.
+// both correct from one read; deltas flushed after the read are kept by
+// the ADD). Raced by another recount, it reads again and corrects from
+// its count unless the other's Query began no earlier. It returns the
+// bytes counted.
 //
 // NB: exact when no write of the collection is acknowledged from the
 // Query's start to the counters' read; otherwise the error it leaves is
@@ -444,6 +469,7 @@ func (b *Backend) recount(ctx context.Context, k collKey) (int64, error) {
 		return 0, err
 	}
 	p := placeOf(resolve.Background(t, []byte(k.ns)), lay)
+	began := time.Now()
 	var counted sizeDelta
 	for _, pk := range p.shardPKs() {
 		in := b.partitionQuery(pk)
@@ -472,18 +498,34 @@ func (b *Backend) recount(ctx context.Context, k collKey) (int64, error) {
 			return 0, ctx.Err()
 		}
 	}
-	got, err := b.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &b.table, Key: statKey(k), ConsistentRead: aws.Bool(true)})
-	if err != nil {
-		return 0, engineErr(err, strip)
+	for range recountRounds {
+		got, err := b.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &b.table, Key: statKey(k), ConsistentRead: aws.Bool(true)})
+		if err != nil {
+			return 0, engineErr(err, strip)
+		}
+		if rc := counterOf(got.Item, attrRC); rc > 0 && counterOf(got.Item, attrCounted) >= began.UnixMilli() {
+			// NB: a recount whose Query began no earlier than this one's
+			// corrected the counters: it saw every write this one saw.
+			return counted.bytes, nil
+		}
+		before := sizeDelta{counterOf(got.Item, attrItems), counterOf(got.Item, attrBytes), counterOf(got.Item, attrIBytes)}
+		rc := counterOf(got.Item, attrRC)
+		fix := sizeDelta{counted.items - before.items, counted.bytes - before.bytes, counted.ibytes - before.ibytes}
+		_, err = b.writeStats(ctx, k.tenant, []*types.Update{b.addUpdate(k, fix, &rc, began)})
+		if !errors.Is(err, errRecountRaced) {
+			return counted.bytes, err
+		}
+		// NB: another recount wrote since the read. If its Query began
+		// before this one's, it may have missed writes this one saw (a
+		// batch acknowledged between the two): read the counters again
+		// and correct them from this count, rather than drop it.
 	}
-	before := sizeDelta{counterOf(got.Item, attrItems), counterOf(got.Item, attrBytes), counterOf(got.Item, attrIBytes)}
-	rc := counterOf(got.Item, attrRC)
-	fix := sizeDelta{counted.items - before.items, counted.bytes - before.bytes, counted.ibytes - before.ibytes}
-	if _, err := b.writeStats(ctx, k.tenant, []*types.Update{b.addUpdate(k, fix, &rc)}); err != nil && !errors.Is(err, errRecountRaced) {
-		return counted.bytes, err
-	}
-	return counted.bytes, nil
+	return counted.bytes, errRecountRaced
 }
+
+// recountRounds bounds the reads and corrections of one recount that
+// other recounts keep racing.
+const recountRounds = 3
 
 // counterOf reads counter name of an engine item (0 if absent).
 func counterOf(it map[string]types.AttributeValue, name string) int64 {
@@ -640,6 +682,7 @@ func (b *Backend) dropStorage(ctx context.Context, prefix []byte) error {
 	for k := range m.due {
 		if k.prefix == string(prefix) {
 			delete(m.due, k)
+			delete(m.drift, k)
 		}
 	}
 	m.mu.Unlock()
