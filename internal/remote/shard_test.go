@@ -74,7 +74,7 @@ func setShards(t *testing.T, srv *harness.Server, tenant, table string, n int) {
 
 func waitShards(t *testing.T, srv *harness.Server, tenant, table string, n int) client.ShardStatus {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
+	deadline := patience(t)
 	for {
 		out, err := srv.Admin().Shards(context.Background(), tenant)
 		if err != nil {
@@ -90,6 +90,18 @@ func waitShards(t *testing.T, srv *harness.Server, tenant, table string, n int) 
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// patience is how long a test waits for background work that has no
+// stated time bound (a shard change, moving items at a per-key write
+// limit): until shortly before the test binary's -timeout, so that a
+// loaded machine (-race, beside other packages) slows it down without
+// failing it, and a hang still fails with the state it was in.
+func patience(t *testing.T) time.Time {
+	if d, ok := t.Deadline(); ok {
+		return d.Add(-time.Minute)
+	}
+	return time.Now().Add(10 * time.Minute)
 }
 
 // item is a test item: pk p<i%17>, sk i, an index key on most items.
@@ -597,6 +609,15 @@ func TestReshardOnlineLosesNothing(t *testing.T) {
 // per-partition-key write limit is throttled; the gateway doubles its
 // table's shard count online (autoshard.go), and every acknowledged
 // write is there after.
+//
+// NB: the writers exceed the limit on a loaded machine too: under -race
+// beside other packages they made 12 to 24 writes a second through the
+// gateway, which items of 1 unit never got throttled for (the limit is
+// 100 units a second); items of 41 units (40 KB) are, from 3 writes a
+// second, and a move of one (a transaction: 2 units a KB, plus its mark)
+// still fits the bucket of 100. (A lower limit would throttle the
+// gateway's own records, whose transactions take up to tens of units of
+// one partition key.)
 func TestAutoShardFromThrottling(t *testing.T) {
 	srv := harness.Start(t, harness.Options{Remote: true, RemoteWriteLimit: 100, RemoteAutoShard: true})
 	cred := srv.NewTenant(t, "hot", "admin")
@@ -608,6 +629,10 @@ func TestAutoShardFromThrottling(t *testing.T) {
 		wg    sync.WaitGroup
 		mu    sync.Mutex
 		acked []string
+
+		throttledN atomic.Int64
+		began      = time.Now()
+		pad        = strings.Repeat("x", 40<<10)
 	)
 	defer func() { stop.Store(true); wg.Wait() }()
 	for w := range 8 {
@@ -616,13 +641,14 @@ func TestAutoShardFromThrottling(t *testing.T) {
 			defer wg.Done()
 			for i := 0; !stop.Load(); i++ {
 				pk := fmt.Sprintf("w%d-%d", w, i)
-				_, err := c.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("auto"), Item: map[string]types.AttributeValue{"pk": s(pk), "sk": n("1")}})
+				_, err := c.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("auto"), Item: map[string]types.AttributeValue{"pk": s(pk), "sk": n("1"), "pad": s(pad)}})
 				switch {
 				case err == nil:
 					mu.Lock()
 					acked = append(acked, pk)
 					mu.Unlock()
 				case strings.Contains(err.Error(), "ProvisionedThroughputExceeded"), strings.Contains(err.Error(), "TransactionConflict"):
+					throttledN.Add(1)
 				default:
 					t.Error(err)
 					return
@@ -632,7 +658,7 @@ func TestAutoShardFromThrottling(t *testing.T) {
 	}
 	// The writers stop once the gateway has begun raising the count (the
 	// migrator's moves share the hot partition's limit with them).
-	deadline := time.Now().Add(60 * time.Second)
+	deadline := patience(t)
 	var st client.ShardsResult
 	for {
 		var err error
@@ -643,7 +669,10 @@ func TestAutoShardFromThrottling(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the shard count was not raised: %+v", st)
+			mu.Lock()
+			n := len(acked)
+			mu.Unlock()
+			t.Fatalf("the shard count was not raised: %+v (%d acknowledged writes, %d refused as throttled, in %v)", st, n, throttledN.Load(), time.Since(began).Round(time.Millisecond))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -659,7 +688,7 @@ func TestAutoShardFromThrottling(t *testing.T) {
 			t.Errorf("acknowledged %s lost", pk)
 		}
 	}
-	t.Logf("raised to %d shards (%d items moved); %d acknowledged writes", final.Shards, final.Moved, len(acked))
+	t.Logf("raised to %d shards (%d items moved) after %d writes refused as throttled; %d acknowledged writes", final.Shards, final.Moved, throttledN.Load(), len(acked))
 }
 
 // TestReshardAcrossGateways changes a table's shard count through one
