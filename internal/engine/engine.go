@@ -146,9 +146,9 @@ type Engine struct {
 	log    *slog.Logger
 	locks  lockTable
 	closed chan struct{}
-	// transfers serves the export and import operations (transfers.go).
-	transfers Transfers
-	wg        sync.WaitGroup
+	// TransferOps serves the export and import operations (transfers.go).
+	TransferOps
+	wg sync.WaitGroup
 
 	// res resolves table names for scopes and holds the published
 	// definitions; the engine persists them (defstore.go) and publishes.
@@ -264,11 +264,12 @@ func Open(db *storage.DB, opts Options) (_ *Engine, err error) {
 		opts.SiloIdle = DefaultSiloIdle
 	}
 	e := &Engine{
-		db:     db,
-		opts:   opts,
-		log:    opts.Logger,
-		closed: make(chan struct{}),
-		silos:  map[tenancy.TenantID]*silo{},
+		db:          db,
+		opts:        opts,
+		log:         opts.Logger,
+		closed:      make(chan struct{}),
+		silos:       map[tenancy.TenantID]*silo{},
+		TransferOps: TransferOps{Missing: "this server has no export root (start it with --export-root DIR or TENANTDB_EXPORT_ROOT)"},
 
 		shared:    storage.NewShared(opts.SiloCacheSize, 0),
 		openStore: storage.Open,

@@ -21,23 +21,33 @@ type Transfers interface {
 	ListImports(context.Context, tenancy.Scope, *wire.ListImportsInput) (*wire.ListImportsOutput, error)
 }
 
+// TransferOps serves a backend's export and import operations by running
+// those of the Transfers installed with SetTransfers; without one they
+// are refused, saying how to have them (Missing). Both backends embed it,
+// so the operations reach the one transfer service the same way.
+type TransferOps struct {
+	transfers Transfers
+	// Missing ends the refusal's message: what turns the operations on.
+	Missing string
+}
+
 // SetTransfers installs the service of the export and import operations.
 // Call it before serving; without it they are refused.
-func (e *Engine) SetTransfers(t Transfers) { e.transfers = t }
+func (o *TransferOps) SetTransfers(t Transfers) { o.transfers = t }
 
-func (e *Engine) transfer(ctx context.Context, s tenancy.Scope, op string) (Transfers, error) {
+func (o *TransferOps) transfer(ctx context.Context, s tenancy.Scope, op string) (Transfers, error) {
 	if err := check(ctx, s); err != nil {
 		return nil, err
 	}
-	if e.transfers == nil {
-		return nil, apierr.New(apierr.Validation, "%s is not available: this server has no export root (start it with --export-root DIR or TENANTDB_EXPORT_ROOT)", op)
+	if o.transfers == nil {
+		return nil, apierr.New(apierr.Validation, "%s is not available: %s", op, o.Missing)
 	}
-	return e.transfers, nil
+	return o.transfers, nil
 }
 
 // ExportTableToPointInTime runs the installed Transfers' operation.
-func (e *Engine) ExportTableToPointInTime(ctx context.Context, s tenancy.Scope, in *wire.ExportTableToPointInTimeInput) (*wire.ExportTableToPointInTimeOutput, error) {
-	t, err := e.transfer(ctx, s, "ExportTableToPointInTime")
+func (o *TransferOps) ExportTableToPointInTime(ctx context.Context, s tenancy.Scope, in *wire.ExportTableToPointInTimeInput) (*wire.ExportTableToPointInTimeOutput, error) {
+	t, err := o.transfer(ctx, s, "ExportTableToPointInTime")
 	if err != nil {
 		return nil, err
 	}
@@ -45,8 +55,8 @@ func (e *Engine) ExportTableToPointInTime(ctx context.Context, s tenancy.Scope, 
 }
 
 // DescribeExport runs the installed Transfers' operation.
-func (e *Engine) DescribeExport(ctx context.Context, s tenancy.Scope, in *wire.DescribeExportInput) (*wire.DescribeExportOutput, error) {
-	t, err := e.transfer(ctx, s, "DescribeExport")
+func (o *TransferOps) DescribeExport(ctx context.Context, s tenancy.Scope, in *wire.DescribeExportInput) (*wire.DescribeExportOutput, error) {
+	t, err := o.transfer(ctx, s, "DescribeExport")
 	if err != nil {
 		return nil, err
 	}
@@ -54,8 +64,8 @@ func (e *Engine) DescribeExport(ctx context.Context, s tenancy.Scope, in *wire.D
 }
 
 // ListExports runs the installed Transfers' operation.
-func (e *Engine) ListExports(ctx context.Context, s tenancy.Scope, in *wire.ListExportsInput) (*wire.ListExportsOutput, error) {
-	t, err := e.transfer(ctx, s, "ListExports")
+func (o *TransferOps) ListExports(ctx context.Context, s tenancy.Scope, in *wire.ListExportsInput) (*wire.ListExportsOutput, error) {
+	t, err := o.transfer(ctx, s, "ListExports")
 	if err != nil {
 		return nil, err
 	}
@@ -63,8 +73,8 @@ func (e *Engine) ListExports(ctx context.Context, s tenancy.Scope, in *wire.List
 }
 
 // ImportTable runs the installed Transfers' operation.
-func (e *Engine) ImportTable(ctx context.Context, s tenancy.Scope, in *wire.ImportTableInput) (*wire.ImportTableOutput, error) {
-	t, err := e.transfer(ctx, s, "ImportTable")
+func (o *TransferOps) ImportTable(ctx context.Context, s tenancy.Scope, in *wire.ImportTableInput) (*wire.ImportTableOutput, error) {
+	t, err := o.transfer(ctx, s, "ImportTable")
 	if err != nil {
 		return nil, err
 	}
@@ -72,8 +82,8 @@ func (e *Engine) ImportTable(ctx context.Context, s tenancy.Scope, in *wire.Impo
 }
 
 // DescribeImport runs the installed Transfers' operation.
-func (e *Engine) DescribeImport(ctx context.Context, s tenancy.Scope, in *wire.DescribeImportInput) (*wire.DescribeImportOutput, error) {
-	t, err := e.transfer(ctx, s, "DescribeImport")
+func (o *TransferOps) DescribeImport(ctx context.Context, s tenancy.Scope, in *wire.DescribeImportInput) (*wire.DescribeImportOutput, error) {
+	t, err := o.transfer(ctx, s, "DescribeImport")
 	if err != nil {
 		return nil, err
 	}
@@ -81,8 +91,8 @@ func (e *Engine) DescribeImport(ctx context.Context, s tenancy.Scope, in *wire.D
 }
 
 // ListImports runs the installed Transfers' operation.
-func (e *Engine) ListImports(ctx context.Context, s tenancy.Scope, in *wire.ListImportsInput) (*wire.ListImportsOutput, error) {
-	t, err := e.transfer(ctx, s, "ListImports")
+func (o *TransferOps) ListImports(ctx context.Context, s tenancy.Scope, in *wire.ListImportsInput) (*wire.ListImportsOutput, error) {
+	t, err := o.transfer(ctx, s, "ListImports")
 	if err != nil {
 		return nil, err
 	}

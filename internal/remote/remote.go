@@ -30,6 +30,7 @@ import (
 
 	"github.com/tenantdb/tenantdb/internal/apierr"
 	"github.com/tenantdb/tenantdb/internal/dynamo"
+	"github.com/tenantdb/tenantdb/internal/engine"
 	"github.com/tenantdb/tenantdb/internal/resolve"
 	"github.com/tenantdb/tenantdb/internal/schema"
 )
@@ -127,9 +128,8 @@ type Backend struct {
 	// ttl.go).
 	ttlOff string
 
-	// transfers serves the export and import operations (transfers.go);
-	// nil refuses them.
-	transfers Transfers
+	// TransferOps serves the export and import operations (transfers.go).
+	engine.TransferOps
 
 	// bg is cancelled by Close: the migrators of shard changes run in it.
 	bg   context.Context
@@ -159,6 +159,7 @@ func Open(ctx context.Context, o Options) (*Backend, error) {
 		o.Account = "000000000000"
 	}
 	b := &Backend{db: o.Client, table: o.TablePrefix + "tenantdb", opts: o, log: o.Logger, meter: newStorageMeter()}
+	b.Missing = "this gateway has no export root (start every gateway with the same shared --export-root DIR or TENANTDB_EXPORT_ROOT)"
 	b.bg, b.stop = context.WithCancel(context.Background())
 	if b.log == nil {
 		b.log = slog.New(slog.DiscardHandler)

@@ -10,9 +10,9 @@ import (
 
 	"github.com/tenantdb/tenantdb/internal/apierr"
 	"github.com/tenantdb/tenantdb/internal/attr"
+	"github.com/tenantdb/tenantdb/internal/engine"
 	"github.com/tenantdb/tenantdb/internal/resolve"
 	"github.com/tenantdb/tenantdb/internal/tenancy"
-	"github.com/tenantdb/tenantdb/internal/wire"
 )
 
 // Exports and imports on a gateway (see DESIGN.md, "Exports and
@@ -25,83 +25,9 @@ import (
 // shardOrder) — not one snapshot: a write made while the export runs
 // may or may not be in it, as for backups.
 
-// Transfers serves the export and import operations.
-type Transfers interface {
-	ExportTableToPointInTime(context.Context, tenancy.Scope, *wire.ExportTableToPointInTimeInput) (*wire.ExportTableToPointInTimeOutput, error)
-	DescribeExport(context.Context, tenancy.Scope, *wire.DescribeExportInput) (*wire.DescribeExportOutput, error)
-	ListExports(context.Context, tenancy.Scope, *wire.ListExportsInput) (*wire.ListExportsOutput, error)
-	ImportTable(context.Context, tenancy.Scope, *wire.ImportTableInput) (*wire.ImportTableOutput, error)
-	DescribeImport(context.Context, tenancy.Scope, *wire.DescribeImportInput) (*wire.DescribeImportOutput, error)
-	ListImports(context.Context, tenancy.Scope, *wire.ListImportsInput) (*wire.ListImportsOutput, error)
-}
-
-// SetTransfers installs the service of the export and import
-// operations. Call it before serving; without it they are refused.
-func (b *Backend) SetTransfers(t Transfers) { b.transfers = t }
-
-func (b *Backend) transfer(ctx context.Context, s tenancy.Scope, op string) (Transfers, error) {
-	if err := check(ctx, s); err != nil {
-		return nil, err
-	}
-	if b.transfers == nil {
-		return nil, apierr.New(apierr.Validation, "%s is not available: this gateway has no export root (start every gateway with the same shared --export-root DIR or TENANTDB_EXPORT_ROOT)", op)
-	}
-	return b.transfers, nil
-}
-
-// ExportTableToPointInTime runs the installed Transfers' operation.
-func (b *Backend) ExportTableToPointInTime(ctx context.Context, s tenancy.Scope, in *wire.ExportTableToPointInTimeInput) (*wire.ExportTableToPointInTimeOutput, error) {
-	t, err := b.transfer(ctx, s, "ExportTableToPointInTime")
-	if err != nil {
-		return nil, err
-	}
-	return t.ExportTableToPointInTime(ctx, s, in)
-}
-
-// DescribeExport runs the installed Transfers' operation.
-func (b *Backend) DescribeExport(ctx context.Context, s tenancy.Scope, in *wire.DescribeExportInput) (*wire.DescribeExportOutput, error) {
-	t, err := b.transfer(ctx, s, "DescribeExport")
-	if err != nil {
-		return nil, err
-	}
-	return t.DescribeExport(ctx, s, in)
-}
-
-// ListExports runs the installed Transfers' operation.
-func (b *Backend) ListExports(ctx context.Context, s tenancy.Scope, in *wire.ListExportsInput) (*wire.ListExportsOutput, error) {
-	t, err := b.transfer(ctx, s, "ListExports")
-	if err != nil {
-		return nil, err
-	}
-	return t.ListExports(ctx, s, in)
-}
-
-// ImportTable runs the installed Transfers' operation.
-func (b *Backend) ImportTable(ctx context.Context, s tenancy.Scope, in *wire.ImportTableInput) (*wire.ImportTableOutput, error) {
-	t, err := b.transfer(ctx, s, "ImportTable")
-	if err != nil {
-		return nil, err
-	}
-	return t.ImportTable(ctx, s, in)
-}
-
-// DescribeImport runs the installed Transfers' operation.
-func (b *Backend) DescribeImport(ctx context.Context, s tenancy.Scope, in *wire.DescribeImportInput) (*wire.DescribeImportOutput, error) {
-	t, err := b.transfer(ctx, s, "DescribeImport")
-	if err != nil {
-		return nil, err
-	}
-	return t.DescribeImport(ctx, s, in)
-}
-
-// ListImports runs the installed Transfers' operation.
-func (b *Backend) ListImports(ctx context.Context, s tenancy.Scope, in *wire.ListImportsInput) (*wire.ListImportsOutput, error) {
-	t, err := b.transfer(ctx, s, "ListImports")
-	if err != nil {
-		return nil, err
-	}
-	return t.ListImports(ctx, s, in)
-}
+// Transfers serves the export and import operations (the backend's
+// embedded engine.TransferOps runs them).
+type Transfers = engine.Transfers
 
 // TableKeys returns the names of the key attributes (partition key, then
 // sort key if any) of table name as scope s resolves it for data access.
