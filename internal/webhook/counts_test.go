@@ -127,20 +127,29 @@ func TestLegacyCounts(t *testing.T) {
 	ctx := context.Background()
 	st := newLocal(t)
 	l := newFakeLog()
-	m, err := New(Options{KV: st, Log: l, SecretKey: make([]byte, 32), AllowPrivate: true, MaxPerTenant: 2,
-		BackoffMin: 5 * time.Millisecond, BackoffMax: 20 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
+	open := func() *Manager {
+		m, err := New(Options{KV: st, Log: l, SecretKey: make([]byte, 32), AllowPrivate: true, MaxPerTenant: 2,
+			BackoffMin: 5 * time.Millisecond, BackoffMax: 20 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { m.Close() })
+		return m
 	}
-	t.Cleanup(func() { m.Close() })
 	tenant := tenancy.NewTenantID()
 	l.addTable(tenant, "live", "tb1")
 	s := adminScope(t, tenant, "live")
 	rc := newReceiver(t)
-	v, err := m.Create(ctx, s, CreateInput{Table: "tb1", URL: rc.srv.URL})
+	// NB: a creation starts the subscription's worker, which reads the
+	// counts at once; the store is made as before counts only once that
+	// process is gone, and a new one opens it (as after an upgrade).
+	first := open()
+	v, err := first.Create(ctx, s, CreateInput{Table: "tb1", URL: rc.srv.URL})
 	if err != nil {
 		t.Fatal(err)
 	}
+	first.Close()
+	m := open()
 	// As stored before counts: no count records, two dead letters.
 	var b kv.Batch
 	b.Delete(keyspace.WebhookCount(tenant))
