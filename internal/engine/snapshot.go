@@ -147,11 +147,7 @@ func (e *Engine) TableKeys(ctx context.Context, s tenancy.Scope, name string) ([
 	if err != nil {
 		return nil, err
 	}
-	keys := []string{tg.Table.Hash.Name}
-	if tg.Table.Range.Name != "" {
-		keys = append(keys, tg.Table.Range.Name)
-	}
-	return keys, nil
+	return tg.Table.KeyNames(), nil
 }
 
 // logCoverageMargin is how long after a change log stream's creation its

@@ -39,11 +39,7 @@ func (b *Backend) TableKeys(ctx context.Context, s tenancy.Scope, name string) (
 	if err != nil {
 		return nil, err
 	}
-	keys := []string{tg.Table.Hash.Name}
-	if tg.Table.Range.Name != "" {
-		keys = append(keys, tg.Table.Range.Name)
-	}
-	return keys, nil
+	return tg.Table.KeyNames(), nil
 }
 
 // ExportView is what an export reads of some of a scope's tables: the
